@@ -1,0 +1,115 @@
+/* The policy model: one typed struct, read from JSON once (src/policy/policy.c is the
+ * only place that knows JSON), with defaults, validation and derived names.
+ * CLI overrides write into the same struct. Everything else takes
+ * `const struct ar_policy *`. See docs/policy.md. */
+#ifndef AGENTRUN_POLICY_H
+#define AGENTRUN_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agentrun/error.h"
+
+#define AR_POLICY_NAME_MAX 31
+#define AR_DEFAULT_PROXY_PORT 3128
+#define AR_DEFAULT_KUBECONFIG_TARGET "/home/agent/.kube/config"
+
+enum ar_network {
+	AR_NETWORK_PROXY,
+	AR_NETWORK_NONE,
+};
+
+enum ar_sni_mode {
+	AR_SNI_OFF,     /* no ClientHello inspection */
+	AR_SNI_CHECK,   /* when a ClientHello has SNI it must match the CONNECT host */
+	AR_SNI_REQUIRE, /* a ClientHello with matching SNI is required */
+};
+
+struct ar_mount {
+	char *source; /* absolute host path */
+	char *target; /* absolute path inside the sandbox */
+	bool readonly;
+};
+
+struct ar_env {
+	char *key;
+	char *value;
+};
+
+struct ar_byte_budget {
+	char *host; /* canonical (lowercase, no trailing dot) */
+	int64_t max_bytes_out;
+};
+
+struct ar_limits {
+	int64_t pids;       /* > 0 */
+	int64_t memory;     /* bytes, > 0 */
+	int64_t cpus_milli; /* 1000 = one CPU, > 0 */
+	char *memory_str;   /* as written ("256m"), for messages */
+	char *cpus_str;     /* as written ("1"), for messages */
+};
+
+struct ar_proxy_settings {
+	int port; /* listen port, default 3128 */
+	struct ar_byte_budget *budgets;
+	size_t n_budgets;
+	enum ar_sni_mode sni;
+};
+
+struct ar_policy {
+	char *origin; /* file path it was read from, or "<embedded default>" */
+
+	char *name;
+	char *image;  /* may be NULL: render then needs one */
+	char *rootfs; /* NULL: read-only view of the host root */
+	char **allowed_hosts;
+	size_t n_allowed_hosts;
+	char *kubeconfig;        /* host path, NULL when absent */
+	char *kubeconfig_target; /* default AR_DEFAULT_KUBECONFIG_TARGET */
+	struct ar_mount *mounts;
+	size_t n_mounts;
+	char **tmpfs; /* absolute paths */
+	size_t n_tmpfs;
+	struct ar_limits limits;
+	char *user; /* as written: "1000", "1000:1000" */
+	uid_t uid;
+	gid_t gid;  /* = uid when the user field has no ":GID" */
+	struct ar_env *env; /* sorted by key, keys unique */
+	size_t n_env;
+	char *seccomp; /* "default", "unconfined" or a path to a profile */
+	enum ar_network network;
+	struct ar_proxy_settings proxy;
+
+	/* Derived from name. */
+	char net_name[AR_POLICY_NAME_MAX + 16];    /* NAME-net */
+	char egress_name[AR_POLICY_NAME_MAX + 16]; /* NAME-egress */
+	char proxy_name[AR_POLICY_NAME_MAX + 16];  /* NAME-proxy */
+	char agent_name[AR_POLICY_NAME_MAX + 16];  /* NAME-agent */
+	char proxy_url[AR_POLICY_NAME_MAX + 48];   /* http://NAME-proxy:PORT (docker view) */
+};
+
+/* Parse a policy document. `origin` names the source in messages
+ * ("p.json: limits.memory: ..."). Returns 0 or -1 with *err set. */
+int ar_policy_parse(const char *json, size_t len, const char *origin, struct ar_policy **out,
+		    ar_error_t *err);
+/* Read and parse a file; the messages name the path. */
+int ar_policy_load(const char *path, struct ar_policy **out, ar_error_t *err);
+/* The embedded default used by `run` without --policy (DESIGN §2): no network,
+ * pids 256, memory 512m, uid 65534, tmpfs /tmp, default seccomp. */
+int ar_policy_default(struct ar_policy **out, ar_error_t *err);
+/* Recompute the derived names after `name` or `proxy.port` changed. */
+void ar_policy_derive(struct ar_policy *p);
+/* Check cross-field rules again after CLI overrides. */
+int ar_policy_validate(const struct ar_policy *p, ar_error_t *err);
+void ar_policy_free(struct ar_policy *p);
+void ar_cleanup_policyp(struct ar_policy **p);
+#define ar_autopolicy __attribute__((cleanup(ar_cleanup_policyp)))
+
+/* Lookup helper: the env value for KEY or NULL. */
+const char *ar_policy_getenv(const struct ar_policy *p, const char *key);
+/* Set or replace an env entry keeping the array sorted. */
+void ar_policy_setenv(struct ar_policy *p, const char *key, const char *value);
+
+#endif

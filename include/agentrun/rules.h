@@ -1,0 +1,58 @@
+/* Host rules (DESIGN §4): parse and canonicalise once into an immutable object;
+ * deciding is a pure function. */
+#ifndef AGENTRUN_RULES_H
+#define AGENTRUN_RULES_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "agentrun/error.h"
+
+#define AR_HOST_MAX 256
+
+struct ar_rules;
+
+struct ar_decision {
+	bool allowed;
+	const char *rule; /* the matching rule as written (owned by the rules object), or NULL */
+	char reason[AR_HOST_MAX + 64]; /* "matches rule X" / "HOST:PORT is not in the allow-list" */
+};
+
+/* A canonical host: lowercase name without trailing dot, or an IP literal
+ * in its canonical text form (IPv4 dotted quad, IPv6 RFC 5952 without brackets;
+ * ::ffff:a.b.c.d becomes a.b.c.d). */
+struct ar_host {
+	char name[AR_HOST_MAX];
+	int family; /* 0 for a name, AF_INET or AF_INET6 for a literal */
+	union {
+		struct in_addr v4;
+		struct in6_addr v6;
+	} addr;
+};
+
+/* Canonicalise a host as a client wrote it (brackets allowed around IPv6).
+ * Accepts every inet_aton spelling of IPv4. Returns 0 or -1 with *err naming it. */
+int ar_host_canonicalize(const char *in, struct ar_host *out, ar_error_t *err);
+
+/* Compile rules; errors name the offending rule (over-broad or embedded wildcard,
+ * bad port, bad host). `what` names the source in messages ("--allow", "p.json: allowed_hosts[2]"). */
+int ar_rules_compile(char *const *rules, size_t n, const char *what, struct ar_rules **out,
+		     ar_error_t *err);
+/* Pure decision on an already canonical host. */
+void ar_rules_decide(const struct ar_rules *r, const struct ar_host *host, int port,
+		     struct ar_decision *out);
+/* Convenience: canonicalise then decide; a host that cannot be canonicalised is denied
+ * with the reason saying so. */
+void ar_rules_decide_str(const struct ar_rules *r, const char *host, int port,
+			 struct ar_decision *out);
+size_t ar_rules_count(const struct ar_rules *r);
+const char *ar_rules_text(const struct ar_rules *r, size_t i);
+/* Does the rule at index i name an IP literal (so it may allow that exact address
+ * even when it is in a private range)? */
+bool ar_rules_is_literal(const struct ar_rules *r, size_t i);
+void ar_rules_free(struct ar_rules *r);
+void ar_cleanup_rulesp(struct ar_rules **r);
+#define ar_autorules __attribute__((cleanup(ar_cleanup_rulesp)))
+
+#endif

@@ -1,0 +1,100 @@
+/* Small helpers every module uses: cleanup attributes, ownership transfer,
+ * EINTR-safe I/O, a growable buffer, shell and JSON quoting. */
+#ifndef AGENTRUN_UTIL_H
+#define AGENTRUN_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agentrun/error.h"
+
+#define AR_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#ifndef TEMP_FAILURE_RETRY
+#define TEMP_FAILURE_RETRY(expr)                                                                   \
+	({                                                                                         \
+		long _r;                                                                           \
+		do                                                                                 \
+			_r = (long)(expr);                                                         \
+		while (_r == -1L && errno == EINTR);                                               \
+		_r;                                                                                \
+	})
+#endif
+
+void ar_cleanup_freep(void *p);
+void ar_cleanup_closep(int *fd);
+void ar_cleanup_fclosep(void *fp);
+void ar_cleanup_strvp(void *strv);
+
+#define ar_autofree __attribute__((cleanup(ar_cleanup_freep)))
+#define ar_autoclose __attribute__((cleanup(ar_cleanup_closep)))
+#define ar_autofclose __attribute__((cleanup(ar_cleanup_fclosep)))
+#define ar_autostrv __attribute__((cleanup(ar_cleanup_strvp)))
+
+static inline void *ar_steal_pointer_impl(void *pp)
+{
+	void **p = pp;
+	void *v = *p;
+	*p = NULL;
+	return v;
+}
+#define steal_pointer(pp) ar_steal_pointer_impl(pp)
+static inline int steal_fd(int *fd)
+{
+	int v = *fd;
+	*fd = -1;
+	return v;
+}
+
+/* Allocation failure aborts: there is no sensible recovery for a launcher. */
+void *ar_xmalloc(size_t n);
+void *ar_xcalloc(size_t n, size_t size);
+void *ar_xrealloc(void *p, size_t n);
+char *ar_xstrdup(const char *s);
+char *ar_xstrndup(const char *s, size_t n);
+char *ar_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void ar_strv_free(char **strv);
+size_t ar_strv_len(char *const *strv);
+
+/* Whole-file read, NUL-terminated; the error names the path. max_size 0 = 64 MiB. */
+int ar_read_file(const char *path, size_t max_size, char **out, size_t *len, ar_error_t *err);
+/* Write everything, retrying EINTR and short writes. Returns 0 or -1 (errno set). */
+int ar_write_all(int fd, const void *buf, size_t len);
+/* Write a whole file atomically (tmp + rename) or, for /proc and /sys files, in place. */
+int ar_write_file(const char *path, const char *data, size_t len, ar_error_t *err);
+
+/* Growable byte buffer, always NUL-terminated. */
+struct ar_buf {
+	char *data;
+	size_t len;
+	size_t cap;
+};
+void ar_buf_reserve(struct ar_buf *b, size_t extra);
+void ar_buf_append(struct ar_buf *b, const void *data, size_t len);
+void ar_buf_puts(struct ar_buf *b, const char *s);
+void ar_buf_putc(struct ar_buf *b, char c);
+void ar_buf_printf(struct ar_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ar_buf_vprintf(struct ar_buf *b, const char *fmt, va_list ap);
+void ar_buf_reset(struct ar_buf *b);
+void ar_buf_free(struct ar_buf *b);
+char *ar_buf_steal(struct ar_buf *b);
+void ar_cleanup_bufp(struct ar_buf *b);
+#define ar_autobuf __attribute__((cleanup(ar_cleanup_bufp)))
+
+/* POSIX shell quoting: bare when only [A-Za-z0-9_./:=@%+,-] (and non-empty), else '...'. */
+void ar_shell_quote(struct ar_buf *out, const char *s);
+/* JSON string literal with quotes; control characters and invalid UTF-8 bytes escaped. */
+void ar_json_quote(struct ar_buf *out, const char *s);
+
+/* Sizes and numbers, strict: "256m", "1g", "1048576", "512k" (binary units, as docker).
+ * Return 0 or -1 without touching err; callers name the field. */
+int ar_parse_bytes(const char *s, int64_t *out);
+/* "0.5", "2", "1.25" -> millicpus (500, 2000, 1250); > 0, at most 3 decimals. */
+int ar_parse_cpus(const char *s, int64_t *millicpus);
+/* Strict decimal integer in [min,max]. */
+int ar_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
+
+#endif

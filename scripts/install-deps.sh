@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages agentrun needs to build and test (run as root).
+#   scripts/install-deps.sh          build + test dependencies
+#   scripts/install-deps.sh --bench  also the peers the benchmarks compare against
+set -euo pipefail
+
+build_pkgs=(build-essential cmake pkg-config clang
+	libseccomp-dev libcap-dev libcjson-dev libnl-3-dev libnl-route-3-dev
+	libcmocka-dev libc-ares-dev)
+test_pkgs=(curl openssl python3 iproute2 util-linux procps user-mode-linux runc
+	libclang-rt-14-dev shellcheck)
+bench_pkgs=(hyperfine bubblewrap tinyproxy squid nginx-light wrk firejail)
+
+pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}")
+if [ "${1:-}" = "--bench" ]; then pkgs+=("${bench_pkgs[@]}"); fi
+
+if [ "$(id -u)" != 0 ]; then
+	echo "agentrun: install-deps.sh: run as root (apt-get install)" >&2
+	exit 2
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,13 @@
+/* agentrun ps: placeholder until its issue lands; owned by the helper that builds it. */
+#define _GNU_SOURCE
+#include <stdio.h>
+
+#include "agentrun/cli.h"
+
+int ar_cmd_ps(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	fprintf(stderr, "agentrun: ps: not implemented yet\n");
+	return AR_EXIT_USAGE;
+}

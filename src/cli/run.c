@@ -1,0 +1,13 @@
+/* agentrun run: placeholder until its issue lands; owned by the helper that builds it. */
+#define _GNU_SOURCE
+#include <stdio.h>
+
+#include "agentrun/cli.h"
+
+int ar_cmd_run(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	fprintf(stderr, "agentrun: run: not implemented yet\n");
+	return AR_EXIT_RUN_FAIL;
+}

@@ -1,0 +1,79 @@
+# Shared helpers for tests/integration/*.sh and tests/vm/*.sh. Source it; it sets -eu.
+# AGENTRUN is the binary under test (set by ctest); AR_BUILD_DIR, AR_SOURCE_DIR too.
+set -eu
+: "${AGENTRUN:?AGENTRUN must point at the agentrun binary}"
+AR_SOURCE_DIR=${AR_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+AR_BUILD_DIR=${AR_BUILD_DIR:-$AR_SOURCE_DIR/build}
+# A short unique tag for namespaces, veths and cgroups this test makes.
+AR_TAG="ar-t$$"
+AR_TMP=$(mktemp -d "/tmp/agentrun-test.XXXXXX")
+AR_FAILED=0
+AR_CLEANUPS=()
+
+# Register a cleanup command (run in reverse order at exit, even on failure).
+on_exit() { AR_CLEANUPS+=("$*"); }
+ar_run_cleanups() {
+	local i
+	for ((i = ${#AR_CLEANUPS[@]} - 1; i >= 0; i--)); do
+		eval "${AR_CLEANUPS[$i]}" >/dev/null 2>&1 || true
+	done
+	rm -rf "$AR_TMP"
+}
+trap ar_run_cleanups EXIT
+
+# skip REASON: exit 77, or fail when AGENTRUN_MUST_WORK=1 (CI).
+skip() {
+	if [ "${AGENTRUN_MUST_WORK:-0}" = 1 ]; then
+		echo "FAIL (must work): $*" >&2
+		exit 1
+	fi
+	echo "SKIP: $*" >&2
+	exit 77
+}
+need_root() { [ "$(id -u)" = 0 ] || skip "needs root"; }
+need_cmd() { command -v "$1" >/dev/null 2>&1 || skip "needs $1"; }
+
+fail() {
+	echo "FAIL: $*" >&2
+	AR_FAILED=1
+}
+pass() { echo "ok: $*"; }
+
+# expect_eq WHAT EXPECTED ACTUAL
+expect_eq() {
+	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: expected [$2] got [$3]"; fi
+}
+# expect_match WHAT REGEX TEXT
+expect_match() {
+	if printf '%s' "$3" | grep -Eq -- "$2"; then pass "$1"; else fail "$1: [$3] does not match /$2/"; fi
+}
+expect_nomatch() {
+	if printf '%s' "$3" | grep -Eq -- "$2"; then fail "$1: [$3] matches /$2/"; else pass "$1"; fi
+}
+# expect_status WHAT EXPECTED CMD...: run CMD, compare its exit status.
+expect_status() {
+	local what=$1 want=$2 got=0
+	shift 2
+	"$@" >"$AR_TMP/out" 2>"$AR_TMP/err" || got=$?
+	if [ "$got" = "$want" ]; then pass "$what (exit $got)"; else
+		fail "$what: exit $got, expected $want; stderr: $(head -c 600 "$AR_TMP/err")"
+	fi
+}
+# Free TCP port on 127.0.0.1.
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+# wait_port PORT [HOST]: until something listens (5 s at most).
+wait_port() {
+	local i
+	for i in $(seq 1 100); do
+		if (exec 3<>"/dev/tcp/${2:-127.0.0.1}/$1") 2>/dev/null; then return 0; fi
+		sleep 0.05
+	done
+	return 1
+}
+finish() {
+	if [ "$AR_FAILED" = 0 ]; then echo "PASS"; exit 0; fi
+	echo "FAILED" >&2
+	exit 1
+}

@@ -1,0 +1,112 @@
+/* Unit tests for the error contract, buffers, quoting and number parsers. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "agentrun/error.h"
+#include "agentrun/util.h"
+
+static void test_error_make_wrap(void **state)
+{
+	ar_error_t err = NULL;
+	assert_int_equal(ar_error_make(&err, ENOENT, "open `%s`", "p.json"), -1);
+	assert_non_null(err);
+	assert_int_equal(err->status, ENOENT);
+	assert_string_equal(err->msg, "open `p.json`: No such file or directory");
+	/* the first error is the cause and is kept */
+	ar_error_make(&err, 0, "later");
+	ar_error_wrap(&err, "policy");
+	assert_string_equal(err->msg, "policy: open `p.json`: No such file or directory");
+	ar_error_release(&err);
+	assert_null(err);
+}
+
+static void test_shell_quote(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{"abc", "abc"},
+		{"--memory=256m", "--memory=256m"},
+		{"", "''"},
+		{"a b", "'a b'"},
+		{"it's", "'it'\\''s'"},
+		{"$HOME", "'$HOME'"},
+		{"*.github.com:443", "'*.github.com:443'"},
+		{"a;rm -rf /", "'a;rm -rf /'"},
+	};
+	for (size_t i = 0; i < AR_ARRAY_SIZE(cases); i++) {
+		struct ar_buf b = {0};
+		ar_shell_quote(&b, cases[i].in);
+		assert_string_equal(b.data, cases[i].out);
+		ar_buf_free(&b);
+	}
+}
+
+static void test_json_quote(void **state)
+{
+	struct ar_buf b = {0};
+	ar_json_quote(&b, "a\"b\\c\n\x01\xff\xc3\xa9");
+	assert_string_equal(b.data, "\"a\\\"b\\\\c\\n\\u0001\\ufffd\xc3\xa9\"");
+	ar_buf_free(&b);
+}
+
+static void test_parse_bytes(void **state)
+{
+	int64_t v;
+	assert_int_equal(ar_parse_bytes("256m", &v), 0);
+	assert_int_equal(v, 256LL << 20);
+	assert_int_equal(ar_parse_bytes("1g", &v), 0);
+	assert_int_equal(v, 1LL << 30);
+	assert_int_equal(ar_parse_bytes("1G", &v), 0);
+	assert_int_equal(ar_parse_bytes("512kb", &v), 0);
+	assert_int_equal(v, 512LL << 10);
+	assert_int_equal(ar_parse_bytes("1048576", &v), 0);
+	assert_int_equal(v, 1048576);
+	assert_int_equal(ar_parse_bytes("0", &v), -1);
+	assert_int_equal(ar_parse_bytes("lots", &v), -1);
+	assert_int_equal(ar_parse_bytes("256x", &v), -1);
+	assert_int_equal(ar_parse_bytes("-1m", &v), -1);
+	assert_int_equal(ar_parse_bytes("99999999999999999999", &v), -1);
+	assert_int_equal(ar_parse_bytes("9999999999t", &v), -1);
+}
+
+static void test_parse_cpus(void **state)
+{
+	int64_t v;
+	assert_int_equal(ar_parse_cpus("0.5", &v), 0);
+	assert_int_equal(v, 500);
+	assert_int_equal(ar_parse_cpus("2", &v), 0);
+	assert_int_equal(v, 2000);
+	assert_int_equal(ar_parse_cpus("1.25", &v), 0);
+	assert_int_equal(v, 1250);
+	assert_int_equal(ar_parse_cpus("0", &v), -1);
+	assert_int_equal(ar_parse_cpus("0.0001", &v), -1);
+	assert_int_equal(ar_parse_cpus("1.", &v), -1);
+	assert_int_equal(ar_parse_cpus("one", &v), -1);
+	assert_int_equal(ar_parse_cpus("-1", &v), -1);
+}
+
+static void test_buf(void **state)
+{
+	ar_autobuf struct ar_buf b = {0};
+	for (int i = 0; i < 1000; i++)
+		ar_buf_printf(&b, "%d,", i);
+	assert_int_equal(b.len, strlen(b.data));
+	assert_memory_equal(b.data, "0,1,2,", 6);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_error_make_wrap), cmocka_unit_test(test_shell_quote),
+		cmocka_unit_test(test_json_quote),      cmocka_unit_test(test_parse_bytes),
+		cmocka_unit_test(test_parse_cpus),      cmocka_unit_test(test_buf),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
