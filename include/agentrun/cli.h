@@ -18,8 +18,6 @@ int ar_cmd_run(int argc, char **argv);
 int ar_cmd_proxy(int argc, char **argv);
 int ar_cmd_render(int argc, char **argv);
 int ar_cmd_check(int argc, char **argv);
-int ar_cmd_hook(int argc, char **argv);
-int ar_cmd_ps(int argc, char **argv);
 int ar_cmd_audit(int argc, char **argv);
 int ar_cmd_version(int argc, char **argv);
 

@@ -17,8 +17,6 @@ static const struct command commands[] = {
 	{"proxy", ar_cmd_proxy, "run the egress proxy on its own"},
 	{"render", ar_cmd_render, "print the policy as docker commands, a script or OCI config"},
 	{"check", ar_cmd_check, "report drift of a container, sandbox or process from a policy"},
-	{"hook", ar_cmd_hook, "OCI hook for runc, crun and runsc (state JSON on stdin)"},
-	{"ps", ar_cmd_ps, "list running sandboxes"},
 	{"audit", ar_cmd_audit, "summarise a proxy audit log"},
 	{"version", ar_cmd_version, "print the version"},
 };
