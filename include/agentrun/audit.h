@@ -1,0 +1,41 @@
+/* Reading a proxy audit log (JSON Lines, DESIGN §5) into per-host totals for
+ * `agentrun audit`. The writer lives in src/proxy/audit.c. */
+#ifndef AGENTRUN_AUDIT_H
+#define AGENTRUN_AUDIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agentrun/error.h"
+#include "agentrun/util.h"
+
+struct ar_audit_host {
+	char *host;
+	uint64_t allowed;
+	uint64_t denied;
+	uint64_t bytes_out;
+	uint64_t bytes_in;
+};
+
+struct ar_audit_summary {
+	struct ar_audit_host *hosts; /* sorted by host */
+	size_t n_hosts;
+	uint64_t requests;
+	uint64_t allowed;
+	uint64_t denied;
+	uint64_t bytes_out;
+	uint64_t bytes_in;
+	uint64_t invalid_lines; /* lines that are not an audit object */
+	size_t first_invalid;	/* 1-based line number of the first, 0 when none */
+	struct ar_buf entries;	/* the valid lines as a JSON array body, for --json */
+};
+
+/* Pure: summarise a whole log held in memory. Never fails on content; bad lines
+ * are counted. */
+void ar_audit_summarize(const char *data, size_t len, struct ar_audit_summary *out);
+void ar_audit_summary_free(struct ar_audit_summary *s);
+/* Text table or the --json document. */
+void ar_audit_format_text(const struct ar_audit_summary *s, struct ar_buf *out);
+void ar_audit_format_json(const struct ar_audit_summary *s, struct ar_buf *out);
+
+#endif

@@ -1,0 +1,143 @@
+/* Audit log reader: JSON Lines in, per-host totals out. Pure over a buffer. */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "agentrun/audit.h"
+
+static void cjson_cleanup(cJSON **j)
+{
+	cJSON_Delete(*j);
+}
+#define ar_autojson __attribute__((cleanup(cjson_cleanup)))
+
+static struct ar_audit_host *host_slot(struct ar_audit_summary *s, const char *host)
+{
+	/* binary search keeps the table sorted as it grows; hosts are few */
+	size_t lo = 0, hi = s->n_hosts;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(s->hosts[mid].host, host);
+		if (c == 0)
+			return &s->hosts[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	s->hosts = ar_xrealloc(s->hosts, (s->n_hosts + 1) * sizeof(*s->hosts));
+	memmove(&s->hosts[lo + 1], &s->hosts[lo], (s->n_hosts - lo) * sizeof(*s->hosts));
+	s->n_hosts++;
+	s->hosts[lo] = (struct ar_audit_host){.host = ar_xstrdup(host)};
+	return &s->hosts[lo];
+}
+
+static uint64_t number_field(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (!cJSON_IsNumber(v) || v->valuedouble < 0)
+		return 0;
+	return (uint64_t)v->valuedouble;
+}
+
+/* One line; returns 0 when it is an audit object. */
+static int add_line(struct ar_audit_summary *s, const char *line, size_t len)
+{
+	ar_autojson cJSON *o = cJSON_ParseWithLength(line, len);
+	if (!cJSON_IsObject(o))
+		return -1;
+	const cJSON *host = cJSON_GetObjectItemCaseSensitive(o, "host");
+	const cJSON *allowed = cJSON_GetObjectItemCaseSensitive(o, "allowed");
+	if (!cJSON_IsString(host) || !cJSON_IsBool(allowed))
+		return -1;
+	struct ar_audit_host *h = host_slot(s, host->valuestring);
+	uint64_t out = number_field(o, "bytes_out"), in = number_field(o, "bytes_in");
+	if (cJSON_IsTrue(allowed)) {
+		h->allowed++;
+		s->allowed++;
+	} else {
+		h->denied++;
+		s->denied++;
+	}
+	h->bytes_out += out;
+	h->bytes_in += in;
+	s->bytes_out += out;
+	s->bytes_in += in;
+	s->requests++;
+	if (s->entries.len > 0)
+		ar_buf_putc(&s->entries, ',');
+	ar_buf_append(&s->entries, line, len);
+	return 0;
+}
+
+void ar_audit_summarize(const char *data, size_t len, struct ar_audit_summary *out)
+{
+	size_t lineno = 0;
+	memset(out, 0, sizeof(*out));
+	for (size_t pos = 0; pos < len;) {
+		const char *nl = memchr(data + pos, '\n', len - pos);
+		size_t end = nl ? (size_t)(nl - data) : len;
+		lineno++;
+		if (end > pos && add_line(out, data + pos, end - pos) < 0) {
+			out->invalid_lines++;
+			if (out->first_invalid == 0)
+				out->first_invalid = lineno;
+		}
+		pos = end + 1;
+	}
+}
+
+void ar_audit_summary_free(struct ar_audit_summary *s)
+{
+	for (size_t i = 0; i < s->n_hosts; i++)
+		free(s->hosts[i].host);
+	free(s->hosts);
+	ar_buf_free(&s->entries);
+	memset(s, 0, sizeof(*s));
+}
+
+void ar_audit_format_text(const struct ar_audit_summary *s, struct ar_buf *out)
+{
+	size_t w = 4;
+	for (size_t i = 0; i < s->n_hosts; i++)
+		if (strlen(s->hosts[i].host) > w)
+			w = strlen(s->hosts[i].host);
+	ar_buf_printf(out, "%-*s %8s %8s %12s %12s\n", (int)w, "HOST", "ALLOWED", "DENIED",
+		      "BYTES_OUT", "BYTES_IN");
+	for (size_t i = 0; i < s->n_hosts; i++) {
+		const struct ar_audit_host *h = &s->hosts[i];
+		ar_buf_printf(out, "%-*s %8" PRIu64 " %8" PRIu64 " %12" PRIu64 " %12" PRIu64 "\n",
+			      (int)w, h->host, h->allowed, h->denied, h->bytes_out, h->bytes_in);
+	}
+	ar_buf_printf(out,
+		      "%" PRIu64 " request(s) to %zu host(s): %" PRIu64 " allowed, %" PRIu64
+		      " denied, %" PRIu64 " bytes out, %" PRIu64 " bytes in\n",
+		      s->requests, s->n_hosts, s->allowed, s->denied, s->bytes_out, s->bytes_in);
+}
+
+void ar_audit_format_json(const struct ar_audit_summary *s, struct ar_buf *out)
+{
+	ar_buf_puts(out, "{\"entries\": [");
+	ar_buf_append(out, s->entries.data ? s->entries.data : "", s->entries.len);
+	ar_buf_puts(out, "], \"hosts\": {");
+	for (size_t i = 0; i < s->n_hosts; i++) {
+		const struct ar_audit_host *h = &s->hosts[i];
+		if (i > 0)
+			ar_buf_puts(out, ", ");
+		ar_json_quote(out, h->host);
+		ar_buf_printf(out,
+			      ": {\"allowed\": %" PRIu64 ", \"denied\": %" PRIu64
+			      ", \"bytes_out\": %" PRIu64 ", \"bytes_in\": %" PRIu64 "}",
+			      h->allowed, h->denied, h->bytes_out, h->bytes_in);
+	}
+	ar_buf_printf(out,
+		      "}, \"summary\": {\"requests\": %" PRIu64
+		      ", \"hosts\": %zu, \"allowed\": %" PRIu64 ", \"denied\": %" PRIu64
+		      ", \"bytes_out\": %" PRIu64 ", \"bytes_in\": %" PRIu64
+		      ", \"invalid_lines\": %" PRIu64 "}}\n",
+		      s->requests, s->n_hosts, s->allowed, s->denied, s->bytes_out, s->bytes_in,
+		      s->invalid_lines);
+}

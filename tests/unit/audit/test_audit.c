@@ -1,0 +1,108 @@
+/* Unit tests for the audit log reader and its two output formats. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "agentrun/audit.h"
+
+static const char log_text[] =
+    "{\"at\":\"2026-12-02T10:00:00.000Z\",\"id\":1,\"method\":\"CONNECT\",\"host\":\"api.github."
+    "com\","
+    "\"port\":443,\"addr\":\"127.0.0.1\",\"allowed\":true,\"status\":200,\"reason\":\"matches rule "
+    "*.github.com:443\",\"rule\":\"*.github.com:443\",\"bytes_out\":590,\"bytes_in\":6911,"
+    "\"duration_ms\":80}\n"
+    "{\"at\":\"2026-12-02T10:00:01.000Z\",\"id\":2,\"method\":\"GET\",\"host\":\"evil.example\","
+    "\"port\":80,\"addr\":null,\"allowed\":false,\"status\":403,\"reason\":\"evil.example:80 is "
+    "not in "
+    "the allow-list\",\"rule\":null,\"bytes_out\":0,\"bytes_in\":0,\"duration_ms\":0}\n"
+    "{\"at\":\"2026-12-02T10:00:02.000Z\",\"id\":3,\"method\":\"CONNECT\",\"host\":\"api.github."
+    "com\","
+    "\"port\":443,\"addr\":\"127.0.0.1\",\"allowed\":true,\"status\":200,\"reason\":\"r\",\"rule\":"
+    "\"r\","
+    "\"bytes_out\":10,\"bytes_in\":20,\"duration_ms\":5}\n"
+    "{\"torn\": \n"
+    "\n"
+    "[1,2]\n";
+
+static void test_summarize(void **state)
+{
+	struct ar_audit_summary s;
+	ar_audit_summarize(log_text, strlen(log_text), &s);
+	assert_int_equal(s.requests, 3);
+	assert_int_equal(s.allowed, 2);
+	assert_int_equal(s.denied, 1);
+	assert_int_equal(s.bytes_out, 600);
+	assert_int_equal(s.bytes_in, 6931);
+	assert_int_equal(s.invalid_lines,
+			 2); /* the torn object and the array; blank lines are not counted */
+	assert_int_equal(s.first_invalid, 4);
+	assert_int_equal(s.n_hosts, 2);
+	assert_string_equal(s.hosts[0].host, "api.github.com");
+	assert_int_equal(s.hosts[0].allowed, 2);
+	assert_int_equal(s.hosts[0].bytes_in, 6931);
+	assert_string_equal(s.hosts[1].host, "evil.example");
+	assert_int_equal(s.hosts[1].denied, 1);
+	ar_audit_summary_free(&s);
+}
+
+static void test_text(void **state)
+{
+	struct ar_audit_summary s;
+	struct ar_buf out = {0};
+	ar_audit_summarize(log_text, strlen(log_text), &s);
+	ar_audit_format_text(&s, &out);
+	assert_string_equal(
+	    out.data,
+	    "HOST            ALLOWED   DENIED    BYTES_OUT     BYTES_IN\n"
+	    "api.github.com        2        0          600         6931\n"
+	    "evil.example          0        1            0            0\n"
+	    "3 request(s) to 2 host(s): 2 allowed, 1 denied, 600 bytes out, 6931 bytes in\n");
+	ar_buf_free(&out);
+	ar_audit_summary_free(&s);
+}
+
+static void test_json(void **state)
+{
+	struct ar_audit_summary s;
+	struct ar_buf out = {0};
+	const char one[] = "{\"host\":\"a\",\"allowed\":true,\"bytes_out\":1,\"bytes_in\":2}";
+	ar_audit_summarize(one, strlen(one), &s);
+	ar_audit_format_json(&s, &out);
+	assert_string_equal(
+	    out.data,
+	    "{\"entries\": [{\"host\":\"a\",\"allowed\":true,\"bytes_out\":1,\"bytes_in\":2}], "
+	    "\"hosts\": {\"a\": {\"allowed\": 1, \"denied\": 0, \"bytes_out\": 1, "
+	    "\"bytes_in\": 2}}, \"summary\": {\"requests\": 1, \"hosts\": 1, \"allowed\": 1, "
+	    "\"denied\": 0, \"bytes_out\": 1, \"bytes_in\": 2, \"invalid_lines\": 0}}\n");
+	ar_buf_free(&out);
+	ar_audit_summary_free(&s);
+}
+
+static void test_empty(void **state)
+{
+	struct ar_audit_summary s;
+	struct ar_buf out = {0};
+	ar_audit_summarize("", 0, &s);
+	ar_audit_format_json(&s, &out);
+	assert_string_equal(out.data,
+			    "{\"entries\": [], \"hosts\": {}, \"summary\": {\"requests\": 0, "
+			    "\"hosts\": 0, \"allowed\": 0, \"denied\": 0, \"bytes_out\": 0, "
+			    "\"bytes_in\": 0, \"invalid_lines\": 0}}\n");
+	ar_buf_free(&out);
+	ar_audit_summary_free(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_summarize),
+	    cmocka_unit_test(test_text),
+	    cmocka_unit_test(test_json),
+	    cmocka_unit_test(test_empty),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
