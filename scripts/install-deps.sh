@@ -4,11 +4,11 @@
 #   scripts/install-deps.sh --bench  also the peers the benchmarks compare against
 set -euo pipefail
 
-build_pkgs=(build-essential cmake pkg-config clang
+build_pkgs=(build-essential cmake pkg-config
 	libseccomp-dev libcap-dev libcjson-dev libnl-3-dev libnl-route-3-dev
 	libcmocka-dev libc-ares-dev)
 test_pkgs=(curl openssl python3 iproute2 util-linux procps user-mode-linux runc
-	libclang-rt-14-dev shellcheck)
+	shellcheck)
 bench_pkgs=(hyperfine bubblewrap tinyproxy squid nginx-light wrk firejail)
 
 pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}")
