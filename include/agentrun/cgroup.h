@@ -5,6 +5,7 @@
 #define AGENTRUN_CGROUP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -26,5 +27,43 @@ bool ar_cgroup_oom_killed(const struct ar_cgroup *cg);
 int ar_cgroup_destroy(struct ar_cgroup *cg, ar_error_t *err);
 /* "v2" or "v1" (for messages and tests). */
 const char *ar_cgroup_kind(const struct ar_cgroup *cg);
+/* The sandbox cgroup directory (v2), or the v1 memory (else pids, else cpu) directory;
+ * for debug output and tests. */
+const char *ar_cgroup_path(const struct ar_cgroup *cg);
+
+/* Remove empty stale `agentrun-*-PID` cgroups whose owner PID is dead, under the
+ * directories this process would create its cgroups in (ar_cgroup_create does this
+ * first). Best effort; returns how many were removed. */
+int ar_cgroup_sweep(void);
+
+/* ---- Pure helpers over captured text (no I/O), unit-tested. ---- */
+
+#define AR_CGROUP_CPU_PERIOD 100000 /* microseconds, cpu.max / cpu.cfs_period_us */
+
+/* Quota in microseconds per AR_CGROUP_CPU_PERIOD for `millicpus` (1000 = one CPU);
+ * at least 1000 (the kernel's minimum quota). */
+int64_t ar_cgroup_cpu_quota(int64_t millicpus);
+/* cpu.max value: "QUOTA 100000", or "max 100000" when millicpus <= 0. */
+void ar_cgroup_format_cpu_max(int64_t millicpus, char *buf, size_t len);
+/* The cgroup path of a /proc/PID/cgroup text: controller NULL selects the v2 line
+ * "0::/path", else the v1 line whose controller list holds `controller`
+ * ("4:memory:/x", "2:cpu,cpuacct:/y"). Returns 0 and a malloc'd path, -1 if absent. */
+int ar_cgroup_parse_proc(const char *text, const char *controller, char **path);
+/* The directory of cgroup `cgpath` from /proc/self/mountinfo text: controller NULL
+ * selects the cgroup2 mount, else the v1 mount whose super options name `controller`.
+ * Handles a mount whose root is not "/" and octal escapes. Returns 0 and a malloc'd
+ * directory, -1 when no such hierarchy is mounted (or cgpath is outside it). */
+int ar_cgroup_find_dir(const char *mountinfo, const char *controller, const char *cgpath,
+		       char **dir);
+/* Value of `key` in a flat keyed file ("oom 1\noom_kill 2\n": memory.events, v1
+ * memory.oom_control). Returns 0, or -1 when the key is absent or malformed. */
+int ar_cgroup_parse_keyed(const char *text, const char *key, int64_t *value);
+/* Is `name` a word of a space-separated list (cgroup.controllers, subtree_control)? */
+bool ar_cgroup_list_has(const char *list, const char *name);
+/* The PIDs of a cgroup.procs text; *n = count. Returns 0 or -1 on a malformed line. */
+int ar_cgroup_parse_pids(const char *text, pid_t **pids, size_t *n);
+/* The owner PID of a cgroup directory name "agentrun-POLICY-PID" (also
+ * "agentrun_supervisor-PID"); -1 when the name is not one of ours. */
+pid_t ar_cgroup_name_owner(const char *name);
 
 #endif

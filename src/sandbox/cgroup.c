@@ -1,0 +1,313 @@
+/* cgroup dispatch: pick the v2 or v1 manager for this host, the file helpers both
+ * share, teardown (kill, wait, rmdir) and the sweep of stale agentrun cgroups. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agentrun/cgroup.h"
+#include "agentrun/log.h"
+#include "agentrun/util.h"
+#include "cgroup_internal.h"
+
+const char *const cg_ctrl_names[CG_NCTRL] = {
+    [CG_MEMORY] = "memory",
+    [CG_PIDS] = "pids",
+    [CG_CPU] = "cpu",
+};
+
+/* How long teardown waits for killed processes to leave a cgroup. */
+#define KILL_WAIT_MS 5000
+#define KILL_POLL_MS 10
+
+int cg_write(const char *dir, const char *file, const char *value, ar_error_t *err)
+{
+	ar_autofree char *path = ar_xasprintf("%s/%s", dir, file);
+	ar_autoclose int fd = TEMP_FAILURE_RETRY(open(path, O_WRONLY | O_CLOEXEC));
+
+	int e;
+
+	if (fd == -1) {
+		e = errno;
+		ar_error_make(err, e, "open `%s`", path);
+	} else if (ar_write_all(fd, value, strlen(value)) == -1) {
+		e = errno;
+		ar_error_make(err, e, "write `%s` to `%s`", value, path);
+	} else {
+		return 0;
+	}
+	errno = e; /* callers branch on it (EBUSY: no-internal-processes rule) */
+	return -1;
+}
+
+int cg_read(const char *dir, const char *file, char **out, ar_error_t *err)
+{
+	ar_autofree char *path = ar_xasprintf("%s/%s", dir, file);
+	return ar_read_file(path, 1 << 20, out, NULL, err);
+}
+
+bool cg_exists(const char *dir, const char *file)
+{
+	ar_autofree char *path = ar_xasprintf("%s/%s", dir, file);
+	return access(path, F_OK) == 0;
+}
+
+int cg_mkdir(const char *dir, ar_error_t *err)
+{
+	if (mkdir(dir, 0755) == 0)
+		return 0;
+	/* Our name carries our PID, so an existing directory is a leftover of a dead
+	 * process that had the same PID: reuse the name when it is empty. */
+	if (errno == EEXIST && rmdir(dir) == 0 && mkdir(dir, 0755) == 0)
+		return 0;
+	return ar_error_make(err, errno, "create cgroup `%s`", dir);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+/* SIGKILL every PID listed in DIR/cgroup.procs. Returns how many were listed, -1
+ * when the file cannot be read (the directory is gone). */
+static int kill_listed(const char *dir)
+{
+	ar_autofree char *text = NULL;
+	ar_autofree pid_t *pids = NULL;
+	size_t n = 0;
+
+	if (cg_read(dir, "cgroup.procs", &text, NULL) == -1)
+		return -1;
+	if (ar_cgroup_parse_pids(text, &pids, &n) == -1)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		kill(pids[i], SIGKILL);
+	return (int)n;
+}
+
+int cg_kill_and_remove(const char *dir, bool use_kill_file, ar_error_t *err)
+{
+	bool kill_file = use_kill_file && cg_exists(dir, "cgroup.kill");
+
+	if (access(dir, F_OK) == -1 && errno == ENOENT)
+		return 0;
+	if (kill_file)
+		cg_write(dir, "cgroup.kill", "1", NULL);
+	for (int waited = 0;; waited += KILL_POLL_MS) {
+		/* Without cgroup.kill a fork can race the scan, so kill again each round. */
+		int left = kill_file ? 0 : kill_listed(dir);
+		if (kill_file) {
+			ar_autofree char *text = NULL;
+			left = cg_read(dir, "cgroup.procs", &text, NULL) == -1 ? -1
+									       : (int)strlen(text);
+		}
+		if (left <= 0 && rmdir(dir) == 0)
+			return 0;
+		if (left <= 0 && errno == ENOENT)
+			return 0;
+		if (waited >= KILL_WAIT_MS)
+			break;
+		sleep_ms(KILL_POLL_MS);
+	}
+	return ar_error_make(err, errno ? errno : EBUSY,
+			     "remove cgroup `%s` (processes still inside after %d ms)", dir,
+			     KILL_WAIT_MS);
+}
+
+int cg_sweep_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int removed = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)) != NULL) {
+		pid_t owner = ar_cgroup_name_owner(e->d_name);
+		if (owner <= 0 || owner == getpid() || e->d_type != DT_DIR)
+			continue;
+		if (kill(owner, 0) == 0 || errno != ESRCH)
+			continue;
+		ar_autofree char *path = ar_xasprintf("%s/%s", dir, e->d_name);
+		/* rmdir only succeeds on an empty cgroup: a live sandbox is never touched. */
+		if (rmdir(path) == 0) {
+			ar_debug("cgroup: removed stale `%s`", path);
+			removed++;
+		}
+	}
+	closedir(d);
+	return removed;
+}
+
+char *cg_own_dir(const struct cg_host *h, const char *controller)
+{
+	ar_autofree char *cgpath = NULL;
+	char *dir = NULL;
+
+	if (ar_cgroup_parse_proc(h->self, controller, &cgpath) == -1)
+		return NULL;
+	if (ar_cgroup_find_dir(h->mountinfo, controller, cgpath, &dir) == -1)
+		return NULL;
+	return dir;
+}
+
+static void host_release(struct cg_host *h)
+{
+	free(h->mountinfo);
+	free(h->self);
+}
+
+static int host_read(struct cg_host *h, ar_error_t *err)
+{
+	if (ar_read_file("/proc/self/mountinfo", 0, &h->mountinfo, NULL, err) == -1)
+		return -1;
+	return ar_read_file("/proc/self/cgroup", 0, &h->self, NULL, err);
+}
+
+static unsigned needed_controllers(const struct ar_policy *p)
+{
+	unsigned m = 0;
+
+	if (p->limits.memory > 0)
+		m |= 1u << CG_MEMORY;
+	if (p->limits.pids > 0)
+		m |= 1u << CG_PIDS;
+	if (p->limits.cpus_milli > 0)
+		m |= 1u << CG_CPU;
+	return m;
+}
+
+/* v2 when our v2 cgroup offers every needed controller (pure v2, or a unified
+ * hierarchy that has them); else v1 when any needed controller is a v1 hierarchy
+ * (hybrid hosts); else v2, which then fails closed naming what is missing. */
+static const struct cgroup_ops *pick_manager(const struct cg_host *h)
+{
+	ar_autofree char *v2 = cg_own_dir(h, NULL);
+	bool any_v1 = false;
+
+	if (v2) {
+		ar_autofree char *ctrls = NULL;
+		bool all = cg_read(v2, "cgroup.controllers", &ctrls, NULL) == 0;
+		for (int c = 0; all && c < CG_NCTRL; c++)
+			if ((h->needed & (1u << c)) && !ar_cgroup_list_has(ctrls, cg_ctrl_names[c]))
+				all = false;
+		if (all)
+			return &cg_v2_ops;
+	}
+	for (int c = 0; c < CG_NCTRL; c++) {
+		ar_autofree char *d = cg_own_dir(h, cg_ctrl_names[c]);
+		if (d && (h->needed & (1u << c)))
+			any_v1 = true;
+	}
+	if (any_v1 || !v2)
+		return &cg_v1_ops;
+	return &cg_v2_ops;
+}
+
+static int check_name(const char *name, ar_error_t *err)
+{
+	if (!name || !*name || strlen(name) > 200 || strchr(name, '/') || strcmp(name, ".") == 0 ||
+	    strcmp(name, "..") == 0)
+		return ar_error_make(err, 0, "cgroup: invalid cgroup name `%s`", name ? name : "");
+	return 0;
+}
+
+static void cgroup_free(struct ar_cgroup *cg)
+{
+	for (int c = 0; c < CG_NCTRL; c++)
+		free(cg->dir[c]);
+	free(cg->own);
+	free(cg->leaf);
+	free(cg->name);
+	free(cg);
+}
+
+int ar_cgroup_create(const struct ar_policy *p, const char *name, struct ar_cgroup **out,
+		     ar_error_t *err)
+{
+	struct cg_host h = {0};
+	struct ar_cgroup *cg;
+
+	if (check_name(name, err) == -1)
+		return -1;
+	if (host_read(&h, err) == -1) {
+		host_release(&h);
+		return ar_error_wrap(err, "cgroup");
+	}
+	h.needed = needed_controllers(p);
+	cg = ar_xcalloc(1, sizeof(*cg));
+	cg->name = ar_xstrdup(name);
+	cg->ops = pick_manager(&h);
+	if (cg->ops->create(cg, &h, p, err) == -1) {
+		/* create cleans up what it made itself; only the handle is left */
+		host_release(&h);
+		cgroup_free(cg);
+		return -1;
+	}
+	host_release(&h);
+	ar_debug("cgroup %s: created `%s`", cg->ops->kind, ar_cgroup_path(cg));
+	*out = cg;
+	return 0;
+}
+
+int ar_cgroup_enter(const struct ar_cgroup *cg, pid_t pid, ar_error_t *err)
+{
+	return cg->ops->enter(cg, pid, err);
+}
+
+bool ar_cgroup_oom_killed(const struct ar_cgroup *cg)
+{
+	return cg && cg->ops->oom_killed(cg);
+}
+
+int ar_cgroup_destroy(struct ar_cgroup *cg, ar_error_t *err)
+{
+	int r;
+
+	if (!cg)
+		return 0;
+	r = cg->ops->destroy(cg, err);
+	cgroup_free(cg);
+	return r;
+}
+
+const char *ar_cgroup_kind(const struct ar_cgroup *cg)
+{
+	return cg->ops->kind;
+}
+
+const char *ar_cgroup_path(const struct ar_cgroup *cg)
+{
+	for (int c = 0; c < CG_NCTRL; c++)
+		if (cg->dir[c])
+			return cg->dir[c];
+	return "";
+}
+
+int ar_cgroup_sweep(void)
+{
+	struct cg_host h = {0};
+	int removed = 0;
+
+	if (host_read(&h, NULL) == 0) {
+		ar_autofree char *v2 = cg_own_dir(&h, NULL);
+		if (v2)
+			removed += cg_sweep_dir(v2);
+		for (int c = 0; c < CG_NCTRL; c++) {
+			ar_autofree char *d = cg_own_dir(&h, cg_ctrl_names[c]);
+			if (d)
+				removed += cg_sweep_dir(d);
+		}
+	}
+	host_release(&h);
+	return removed;
+}

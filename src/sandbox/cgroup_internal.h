@@ -1,0 +1,61 @@
+/* Private to src/sandbox/cgroup*.c: the manager vtable, the handle, and the file
+ * helpers the v2 and v1 managers share. */
+#ifndef AGENTRUN_CGROUP_INTERNAL_H
+#define AGENTRUN_CGROUP_INTERNAL_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "agentrun/cgroup.h"
+
+/* The controllers a limit needs, in the order limits are written. */
+enum cg_ctrl { CG_MEMORY, CG_PIDS, CG_CPU, CG_NCTRL };
+extern const char *const cg_ctrl_names[CG_NCTRL];
+
+/* What the host looks like to this process: captured once per create. */
+struct cg_host {
+	char *mountinfo; /* /proc/self/mountinfo */
+	char *self;	 /* /proc/self/cgroup */
+	unsigned needed; /* bit (1 << enum cg_ctrl) per limit the policy sets */
+};
+
+struct cgroup_ops {
+	const char *kind;
+	int (*create)(struct ar_cgroup *cg, const struct cg_host *h, const struct ar_policy *p,
+		      ar_error_t *err);
+	int (*enter)(const struct ar_cgroup *cg, pid_t pid, ar_error_t *err);
+	bool (*oom_killed)(const struct ar_cgroup *cg);
+	int (*destroy)(struct ar_cgroup *cg, ar_error_t *err);
+};
+
+struct ar_cgroup {
+	const struct cgroup_ops *ops;
+	char *name;
+	/* v2: dir[0] is the sandbox cgroup. v1: one directory per controller, NULL when
+	 * that controller is not used. */
+	char *dir[CG_NCTRL];
+	/* v2 only: our own cgroup, and the leaf we moved ourselves into so that the
+	 * controllers could be enabled in its subtree_control (NULL if not needed). */
+	char *own;
+	char *leaf;
+	unsigned enabled; /* controllers this process enabled in own/cgroup.subtree_control */
+};
+
+extern const struct cgroup_ops cg_v2_ops;
+extern const struct cgroup_ops cg_v1_ops;
+
+/* DIR/FILE helpers: the messages name the full path and the value. */
+int cg_write(const char *dir, const char *file, const char *value, ar_error_t *err);
+int cg_read(const char *dir, const char *file, char **out, ar_error_t *err);
+bool cg_exists(const char *dir, const char *file);
+/* mkdir DIR; a stale empty DIR left by a dead process with our PID is replaced. */
+int cg_mkdir(const char *dir, ar_error_t *err);
+/* SIGKILL everything in DIR (cgroup.kill when `use_kill_file` and present, else
+ * cgroup.procs) until it is empty, then rmdir it. Bounded wait. */
+int cg_kill_and_remove(const char *dir, bool use_kill_file, ar_error_t *err);
+/* Remove empty `agentrun-*-PID` directories in DIR whose PID is dead. */
+int cg_sweep_dir(const char *dir);
+/* The v1/v2 directory of this process for `controller` (NULL: v2), or NULL. */
+char *cg_own_dir(const struct cg_host *h, const char *controller);
+
+#endif

@@ -1,0 +1,172 @@
+/* The cgroup v1 manager for hybrid hosts: one directory per controller hierarchy
+ * (memory, pids, cpu), each created under this process's own path in that hierarchy
+ * (/proc/self/cgroup `N:memory:/path`). Limits: memory.limit_in_bytes and
+ * memory.memsw.limit_in_bytes (no swap), pids.max, cpu.cfs_period_us/cfs_quota_us. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agentrun/cgroup.h"
+#include "agentrun/log.h"
+#include "agentrun/util.h"
+#include "cgroup_internal.h"
+
+static int write_memory(const char *dir, int64_t bytes, ar_error_t *err)
+{
+	char v[32];
+
+	snprintf(v, sizeof(v), "%" PRId64, bytes);
+	if (cg_write(dir, "memory.limit_in_bytes", v, err) == -1)
+		return -1;
+	/* memory+swap equal to memory: no swap. Without swap accounting the best we can
+	 * do is to tell reclaim not to swap this cgroup. */
+	if (cg_exists(dir, "memory.memsw.limit_in_bytes"))
+		return cg_write(dir, "memory.memsw.limit_in_bytes", v, err);
+	cg_write(dir, "memory.swappiness", "0", NULL);
+	return 0;
+}
+
+static int write_pids(const char *dir, int64_t pids, ar_error_t *err)
+{
+	char v[32];
+
+	snprintf(v, sizeof(v), "%" PRId64, pids);
+	return cg_write(dir, "pids.max", v, err);
+}
+
+static int write_cpu(const char *dir, int64_t millicpus, ar_error_t *err)
+{
+	char v[32];
+
+	snprintf(v, sizeof(v), "%d", AR_CGROUP_CPU_PERIOD);
+	if (cg_write(dir, "cpu.cfs_period_us", v, err) == -1)
+		return -1;
+	snprintf(v, sizeof(v), "%" PRId64, ar_cgroup_cpu_quota(millicpus));
+	return cg_write(dir, "cpu.cfs_quota_us", v, err);
+}
+
+/* Is dir[c] the same directory as an earlier controller's (co-mounted hierarchies
+ * such as cpu,cpuacct with memory would share it)? */
+static bool shared_dir(const struct ar_cgroup *cg, int c)
+{
+	for (int i = 0; i < c; i++)
+		if (cg->dir[i] && strcmp(cg->dir[i], cg->dir[c]) == 0)
+			return true;
+	return false;
+}
+
+static void remove_dirs(struct ar_cgroup *cg)
+{
+	for (int c = CG_NCTRL - 1; c >= 0; c--)
+		if (cg->dir[c] && !shared_dir(cg, c))
+			rmdir(cg->dir[c]);
+}
+
+/* Find every needed hierarchy before creating anything: bad input leaves nothing. */
+static int locate(struct ar_cgroup *cg, const struct cg_host *h, unsigned needed, ar_error_t *err)
+{
+	for (int c = 0; c < CG_NCTRL; c++) {
+		if (!(needed & (1u << c)))
+			continue;
+		ar_autofree char *own = cg_own_dir(h, cg_ctrl_names[c]);
+		if (!own)
+			return ar_error_make(err, 0,
+					     "cgroup v1: controller %s is not available (no v1 "
+					     "hierarchy for it in /proc/self/mountinfo and "
+					     "/proc/self/cgroup, and cgroup v2 does not offer it); "
+					     "use --no-cgroups to run without limits",
+					     cg_ctrl_names[c]);
+		cg->dir[c] = ar_xasprintf("%s/%s", own, cg->name);
+	}
+	return 0;
+}
+
+static int v1_create(struct ar_cgroup *cg, const struct cg_host *h, const struct ar_policy *p,
+		     ar_error_t *err)
+{
+	unsigned needed = h->needed;
+
+	/* No limits: still make a pids cgroup, so teardown finds every process. */
+	if (!needed) {
+		ar_autofree char *own = cg_own_dir(h, "pids");
+		needed = own ? 1u << CG_PIDS : 0;
+	}
+	if (locate(cg, h, needed, err) == -1)
+		return -1;
+	for (int c = 0; c < CG_NCTRL; c++) {
+		if (!cg->dir[c] || shared_dir(cg, c))
+			continue;
+		ar_autofree char *parent =
+		    ar_xstrndup(cg->dir[c], strrchr(cg->dir[c], '/') - cg->dir[c]);
+		cg_sweep_dir(parent);
+		if (cg_mkdir(cg->dir[c], err) == -1) {
+			cg->dir[c] = (free(cg->dir[c]), NULL);
+			goto fail;
+		}
+	}
+	if ((cg->dir[CG_MEMORY] && p->limits.memory > 0 &&
+	     write_memory(cg->dir[CG_MEMORY], p->limits.memory, err) == -1) ||
+	    (cg->dir[CG_PIDS] && p->limits.pids > 0 &&
+	     write_pids(cg->dir[CG_PIDS], p->limits.pids, err) == -1) ||
+	    (cg->dir[CG_CPU] && p->limits.cpus_milli > 0 &&
+	     write_cpu(cg->dir[CG_CPU], p->limits.cpus_milli, err) == -1))
+		goto fail;
+	return 0;
+fail:
+	remove_dirs(cg);
+	return ar_error_wrap(err, "cgroup v1");
+}
+
+static int v1_enter(const struct ar_cgroup *cg, pid_t pid, ar_error_t *err)
+{
+	char v[32];
+
+	snprintf(v, sizeof(v), "%d", (int)pid);
+	for (int c = 0; c < CG_NCTRL; c++)
+		if (cg->dir[c] && !shared_dir(cg, c) &&
+		    cg_write(cg->dir[c], "cgroup.procs", v, err) == -1)
+			return ar_error_wrap(err, "cgroup v1: move pid %d into the sandbox cgroup",
+					     (int)pid);
+	return 0;
+}
+
+/* memory.oom_control has `oom_kill N` since Linux 4.13; before that memory.failcnt
+ * (times the limit was hit) is the closest signal. */
+static bool v1_oom_killed(const struct ar_cgroup *cg)
+{
+	ar_autofree char *text = NULL;
+	ar_autofree char *fail = NULL;
+	int64_t n = 0;
+
+	if (!cg->dir[CG_MEMORY] ||
+	    cg_read(cg->dir[CG_MEMORY], "memory.oom_control", &text, NULL) == -1)
+		return false;
+	if (ar_cgroup_parse_keyed(text, "oom_kill", &n) == 0)
+		return n > 0;
+	if (cg_read(cg->dir[CG_MEMORY], "memory.failcnt", &fail, NULL) == -1)
+		return false;
+	return ar_parse_int(strtok(fail, "\n"), 1, INT64_MAX, &n) == 0;
+}
+
+static int v1_destroy(struct ar_cgroup *cg, ar_error_t *err)
+{
+	int r = 0;
+
+	for (int c = 0; c < CG_NCTRL; c++)
+		if (cg->dir[c] && !shared_dir(cg, c) &&
+		    cg_kill_and_remove(cg->dir[c], false, err) == -1)
+			r = -1;
+	return r == -1 ? ar_error_wrap(err, "cgroup v1") : 0;
+}
+
+const struct cgroup_ops cg_v1_ops = {
+    .kind = "v1",
+    .create = v1_create,
+    .enter = v1_enter,
+    .oom_killed = v1_oom_killed,
+    .destroy = v1_destroy,
+};

@@ -1,0 +1,253 @@
+/* The cgroup v2 manager: a child of our own cgroup with memory.max,
+ * memory.swap.max = 0, pids.max and cpu.max, after enabling those controllers in
+ * our cgroup's subtree_control. The no-internal-processes rule forbids that while
+ * our cgroup holds processes; when the only one is us, we first move into a leaf
+ * of our own (as a container's init does), otherwise we fail closed and explain. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agentrun/cgroup.h"
+#include "agentrun/log.h"
+#include "agentrun/util.h"
+#include "cgroup_internal.h"
+
+#define NO_CGROUPS_HINT "use --no-cgroups to run without limits"
+
+static void control_string(unsigned mask, char sign, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (int c = 0; c < CG_NCTRL; c++)
+		if (mask & (1u << c))
+			off += (size_t)snprintf(buf + off, len - off, "%s%c%s", off ? " " : "",
+						sign, cg_ctrl_names[c]);
+}
+
+static int check_available(const char *own, unsigned needed, ar_error_t *err)
+{
+	ar_autofree char *ctrls = NULL;
+
+	if (cg_read(own, "cgroup.controllers", &ctrls, err) == -1)
+		return ar_error_wrap(err, "cgroup v2");
+	for (int c = 0; c < CG_NCTRL; c++)
+		if ((needed & (1u << c)) && !ar_cgroup_list_has(ctrls, cg_ctrl_names[c]))
+			return ar_error_make(err, 0,
+					     "cgroup v2: controller %s is not available in %s; %s",
+					     cg_ctrl_names[c], own, NO_CGROUPS_HINT);
+	return 0;
+}
+
+/* Are we the only process in `own`? Then we may step aside into a leaf. */
+static int only_us(const char *own, char **others)
+{
+	ar_autofree char *text = NULL;
+	ar_autofree pid_t *pids = NULL;
+	struct ar_buf b = {0};
+	size_t n = 0;
+
+	if (cg_read(own, "cgroup.procs", &text, NULL) == -1 ||
+	    ar_cgroup_parse_pids(text, &pids, &n) == -1)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (pids[i] != getpid() && b.len < 60)
+			ar_buf_printf(&b, "%s%d", b.len ? " " : "", (int)pids[i]);
+	ar_buf_reserve(&b, 0);
+	*others = ar_buf_steal(&b);
+	return **others == '\0';
+}
+
+/* Move ourselves into own/agentrun_supervisor-PID so that `own` has no processes. */
+static int step_into_leaf(struct ar_cgroup *cg, const char *own, ar_error_t *err)
+{
+	ar_autofree char *leaf = ar_xasprintf("%s/agentrun_supervisor-%d", own, (int)getpid());
+	char pid[32];
+
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	if (cg_mkdir(leaf, err) == -1)
+		return ar_error_wrap(err, "cgroup v2");
+	if (cg_write(leaf, "cgroup.procs", pid, err) == -1) {
+		rmdir(leaf);
+		return ar_error_wrap(err, "cgroup v2");
+	}
+	cg->leaf = steal_pointer(&leaf);
+	return 0;
+}
+
+static void leave_leaf(struct ar_cgroup *cg)
+{
+	char pid[32];
+
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	if (cg_write(cg->own, "cgroup.procs", pid, NULL) == 0 && rmdir(cg->leaf) == 0) {
+		free(cg->leaf);
+		cg->leaf = NULL;
+	}
+}
+
+static int enable_controllers(struct ar_cgroup *cg, const char *own, unsigned needed,
+			      ar_error_t *err)
+{
+	ar_autofree char *sub = NULL;
+	ar_autofree char *others = NULL;
+	unsigned want = 0;
+	char ctl[64];
+
+	if (cg_read(own, "cgroup.subtree_control", &sub, err) == -1)
+		return ar_error_wrap(err, "cgroup v2");
+	for (int c = 0; c < CG_NCTRL; c++)
+		if ((needed & (1u << c)) && !ar_cgroup_list_has(sub, cg_ctrl_names[c]))
+			want |= 1u << c;
+	if (!want)
+		return 0;
+	control_string(want, '+', ctl, sizeof(ctl));
+	if (cg_write(own, "cgroup.subtree_control", ctl, NULL) == 0)
+		goto enabled;
+	if (errno != EBUSY)
+		return ar_error_make(
+		    err, errno, "cgroup v2: write `%s` to `%s/cgroup.subtree_control`", ctl, own);
+	if (!only_us(own, &others))
+		return ar_error_make(
+		    err, 0,
+		    "cgroup v2: cannot enable `%s` in `%s/cgroup.subtree_control`: the cgroup "
+		    "holds other processes (%s) and a cgroup with processes cannot hand "
+		    "controllers to children (no-internal-processes rule); start agentrun in a "
+		    "cgroup of its own (e.g. `systemd-run --scope -p Delegate=yes agentrun ...`) "
+		    "or %s",
+		    ctl, own, others, NO_CGROUPS_HINT);
+	if (step_into_leaf(cg, own, err) == -1)
+		return -1;
+	if (cg_write(own, "cgroup.subtree_control", ctl, err) == -1) {
+		leave_leaf(cg);
+		return ar_error_wrap(err, "cgroup v2");
+	}
+enabled:
+	cg->enabled = want;
+	ar_debug("cgroup v2: enabled `%s` in `%s/cgroup.subtree_control`%s", ctl, own,
+		 cg->leaf ? " (after moving agentrun into a leaf cgroup)" : "");
+	return 0;
+}
+
+/* Undo enable_controllers when nothing else came to depend on it. */
+static void restore_own(struct ar_cgroup *cg)
+{
+	DIR *d;
+	struct dirent *e;
+	bool alone = true;
+	char ctl[64];
+
+	if (!cg->enabled && !cg->leaf)
+		return;
+	d = opendir(cg->own);
+	if (!d)
+		return;
+	while ((e = readdir(d)) != NULL)
+		if (e->d_type == DT_DIR && strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+		    !(cg->leaf && strcmp(e->d_name, strrchr(cg->leaf, '/') + 1) == 0))
+			alone = false;
+	closedir(d);
+	if (!alone)
+		return; /* another sandbox still uses the controllers */
+	control_string(cg->enabled, '-', ctl, sizeof(ctl));
+	if (cg->enabled && cg_write(cg->own, "cgroup.subtree_control", ctl, NULL) == -1)
+		return;
+	if (cg->leaf)
+		leave_leaf(cg);
+}
+
+static int write_limits(const char *dir, const struct ar_policy *p, ar_error_t *err)
+{
+	char v[64];
+
+	if (p->limits.memory > 0) {
+		snprintf(v, sizeof(v), "%" PRId64, p->limits.memory);
+		if (cg_write(dir, "memory.max", v, err) == -1)
+			return -1;
+		/* Without swap accounting there is no memory.swap.max to set. */
+		if (cg_exists(dir, "memory.swap.max") &&
+		    cg_write(dir, "memory.swap.max", "0", err) == -1)
+			return -1;
+	}
+	if (p->limits.pids > 0) {
+		snprintf(v, sizeof(v), "%" PRId64, p->limits.pids);
+		if (cg_write(dir, "pids.max", v, err) == -1)
+			return -1;
+	}
+	if (p->limits.cpus_milli > 0) {
+		ar_cgroup_format_cpu_max(p->limits.cpus_milli, v, sizeof(v));
+		if (cg_write(dir, "cpu.max", v, err) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+static int v2_create(struct ar_cgroup *cg, const struct cg_host *h, const struct ar_policy *p,
+		     ar_error_t *err)
+{
+	cg->own = cg_own_dir(h, NULL);
+	if (!cg->own)
+		return ar_error_make(err, 0,
+				     "cgroup v2: no cgroup2 hierarchy for this process (no `0::` "
+				     "line in /proc/self/cgroup or no cgroup2 mount in "
+				     "/proc/self/mountinfo); %s",
+				     NO_CGROUPS_HINT);
+	if (check_available(cg->own, h->needed, err) == -1)
+		return -1;
+	cg_sweep_dir(cg->own);
+	if (enable_controllers(cg, cg->own, h->needed, err) == -1)
+		return -1;
+	cg->dir[0] = ar_xasprintf("%s/%s", cg->own, cg->name);
+	if (cg_mkdir(cg->dir[0], err) == -1)
+		goto fail;
+	if (write_limits(cg->dir[0], p, err) == -1) {
+		rmdir(cg->dir[0]);
+		goto fail;
+	}
+	return 0;
+fail:
+	restore_own(cg);
+	return ar_error_wrap(err, "cgroup v2");
+}
+
+static int v2_enter(const struct ar_cgroup *cg, pid_t pid, ar_error_t *err)
+{
+	char v[32];
+
+	snprintf(v, sizeof(v), "%d", (int)pid);
+	if (cg_write(cg->dir[0], "cgroup.procs", v, err) == -1)
+		return ar_error_wrap(err, "cgroup v2: move pid %d into the sandbox cgroup",
+				     (int)pid);
+	return 0;
+}
+
+static bool v2_oom_killed(const struct ar_cgroup *cg)
+{
+	ar_autofree char *events = NULL;
+	int64_t n = 0;
+
+	if (cg_read(cg->dir[0], "memory.events", &events, NULL) == -1)
+		return false;
+	return ar_cgroup_parse_keyed(events, "oom_kill", &n) == 0 && n > 0;
+}
+
+static int v2_destroy(struct ar_cgroup *cg, ar_error_t *err)
+{
+	int r = cg_kill_and_remove(cg->dir[0], true, err);
+
+	restore_own(cg);
+	return r == -1 ? ar_error_wrap(err, "cgroup v2") : 0;
+}
+
+const struct cgroup_ops cg_v2_ops = {
+    .kind = "v2",
+    .create = v2_create,
+    .enter = v2_enter,
+    .oom_killed = v2_oom_killed,
+    .destroy = v2_destroy,
+};
