@@ -1,0 +1,160 @@
+/* Cross-field and range checks on a typed policy. They run at the end of parsing
+ * and again (ar_policy_validate) after CLI overrides wrote into the struct, so a
+ * flag can never produce a policy a file could not. */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agentrun/policy.h"
+#include "agentrun/rules.h"
+#include "agentrun/util.h"
+#include "policy-private.h"
+
+static int cerr(ar_error_t *err, const struct ar_policy *p, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int cerr(ar_error_t *err, const struct ar_policy *p, const char *key, const char *fmt, ...)
+{
+	va_list ap;
+	ar_autofree char *msg = NULL;
+
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		abort();
+	va_end(ap);
+	return ar_error_make(err, 0, "%s: %s: %s", p->origin ? p->origin : "<policy>", key, msg);
+}
+
+static int check_path(ar_error_t *err, const struct ar_policy *p, const char *key, const char *path,
+		      enum path_use use)
+{
+	const char *why;
+	ar_autofree char *norm = NULL;
+
+	if (path == NULL)
+		return 0;
+	norm = policy_path_normalize(path, use, &why);
+	if (norm == NULL)
+		return cerr(err, p, key, "%s, got \"%s\"", why, path);
+	return 0;
+}
+
+static int check_limits(const struct ar_policy *p, ar_error_t *err)
+{
+	const struct ar_limits *l = &p->limits;
+
+	if (l->pids < 1 || l->pids > AR_POLICY_PIDS_MAX)
+		return cerr(err, p, "limits.pids", "must be an integer from 1 to %d, got %lld",
+			    AR_POLICY_PIDS_MAX, (long long)l->pids);
+	if (l->memory < AR_POLICY_MEMORY_MIN)
+		return cerr(err, p, "limits.memory", "%lld bytes is below the minimum of 6m",
+			    (long long)l->memory);
+	if (l->cpus_milli <= 0)
+		return cerr(err, p, "limits.cpus", "must be above 0");
+	return 0;
+}
+
+static int check_network(const struct ar_policy *p, ar_error_t *err)
+{
+	ar_autofree char *what = NULL;
+	ar_autorules struct ar_rules *rules = NULL;
+
+	if (p->network == AR_NETWORK_NONE && p->n_allowed_hosts > 0)
+		return cerr(err, p, "network",
+			    "\"none\" conflicts with allowed_hosts (%zu host(s)); remove "
+			    "allowed_hosts or use \"proxy\"",
+			    p->n_allowed_hosts);
+	if (p->proxy.port < 1 || p->proxy.port > 65535)
+		return cerr(err, p, "proxy.port", "must be an integer from 1 to 65535, got %d",
+			    p->proxy.port);
+	what = ar_xasprintf("%s: allowed_hosts", p->origin ? p->origin : "<policy>");
+	(void)rules; /* ar_rules_compile joins once src/rules has landed */
+	return 0;
+}
+
+static int check_mounts(const struct ar_policy *p, ar_error_t *err)
+{
+	for (size_t i = 0; i < p->n_mounts; i++) {
+		ar_autofree char *src = ar_xasprintf("mounts[%zu].source", i);
+		ar_autofree char *dst = ar_xasprintf("mounts[%zu].target", i);
+		const struct ar_mount *m = &p->mounts[i];
+		if (m->source == NULL || m->target == NULL)
+			return cerr(err, p, m->source ? dst : src, "missing");
+		if (check_path(err, p, src, m->source, PATH_PLAIN) == -1 ||
+		    check_path(err, p, dst, m->target, PATH_MOUNT_TARGET) == -1)
+			return -1;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(p->mounts[j].target, m->target) == 0)
+				return cerr(err, p, dst,
+					    "\"%s\" is already the target of mounts[%zu]",
+					    m->target, j);
+		for (size_t j = 0; j < p->n_tmpfs; j++)
+			if (strcmp(p->tmpfs[j], m->target) == 0)
+				return cerr(err, p, dst, "\"%s\" is also tmpfs[%zu]", m->target, j);
+	}
+	return 0;
+}
+
+static int check_paths(const struct ar_policy *p, ar_error_t *err)
+{
+	if (check_path(err, p, "rootfs", p->rootfs, PATH_NOT_ROOT) == -1 ||
+	    check_path(err, p, "kubeconfig", p->kubeconfig, PATH_NOT_ROOT) == -1 ||
+	    check_path(err, p, "kubeconfig target", p->kubeconfig_target, PATH_MOUNT_TARGET) == -1)
+		return -1;
+	for (size_t i = 0; i < p->n_tmpfs; i++) {
+		ar_autofree char *key = ar_xasprintf("tmpfs[%zu]", i);
+		if (check_path(err, p, key, p->tmpfs[i], PATH_TMPFS) == -1)
+			return -1;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(p->tmpfs[j], p->tmpfs[i]) == 0)
+				return cerr(err, p, key, "\"%s\" is already tmpfs[%zu]",
+					    p->tmpfs[i], j);
+	}
+	return check_mounts(p, err);
+}
+
+static int check_identity(const struct ar_policy *p, ar_error_t *err)
+{
+	uid_t uid;
+	gid_t gid;
+
+	if (p->name == NULL || !policy_name_valid(p->name))
+		return cerr(err, p, "name", "must match %s", AR_POLICY_NAME_RE);
+	if (p->image != NULL && !policy_image_valid(p->image))
+		return cerr(err, p, "image",
+			    "must be a non-empty image reference without spaces, not starting "
+			    "with '-'");
+	if (p->user == NULL || policy_parse_user(p->user, &uid, &gid) == -1)
+		return cerr(err, p, "user", "must be a numeric \"UID\" or \"UID:GID\", got \"%s\"",
+			    p->user ? p->user : "");
+	if (uid != p->uid || gid != p->gid)
+		return cerr(err, p, "user", "\"%s\" disagrees with uid %u gid %u", p->user,
+			    (unsigned)p->uid, (unsigned)p->gid);
+	if (p->seccomp == NULL)
+		return cerr(err, p, "seccomp", "missing");
+	return 0;
+}
+
+static int check_env(const struct ar_policy *p, ar_error_t *err)
+{
+	for (size_t i = 0; i < p->n_env; i++) {
+		if (!policy_env_key_valid(p->env[i].key))
+			return cerr(err, p, "env", "key \"%s\" must match %s", p->env[i].key,
+				    AR_ENV_KEY_RE);
+		if (i > 0 && strcmp(p->env[i - 1].key, p->env[i].key) >= 0)
+			return cerr(err, p, "env", "keys are not sorted and unique at \"%s\"",
+				    p->env[i].key);
+	}
+	return 0;
+}
+
+int policy_check(const struct ar_policy *p, ar_error_t *err)
+{
+	if (check_identity(p, err) == -1 || check_limits(p, err) == -1 ||
+	    check_paths(p, err) == -1 || check_env(p, err) == -1 || check_network(p, err) == -1)
+		return -1;
+	if (strcmp(p->seccomp, "default") != 0 && strcmp(p->seccomp, "unconfined") != 0)
+		return check_path(err, p, "seccomp", p->seccomp, PATH_NOT_ROOT);
+	return 0;
+}

@@ -1,0 +1,167 @@
+/* The policy object: defaults, lifetime, derived names, the embedded default, the
+ * cross-field checks shared by the reader and the CLI overrides, env helpers. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agentrun/policy.h"
+#include "agentrun/rules.h"
+#include "agentrun/util.h"
+#include "policy-private.h"
+
+/* The policy `run` uses without --policy (DESIGN §2). It goes through the same
+ * parser as a file, so it is validated the same way. */
+static const char embedded_default[] = "{\n"
+				       "  \"name\": \"default\",\n"
+				       "  \"network\": \"none\",\n"
+				       "  \"tmpfs\": [\"/tmp\"],\n"
+				       "  \"limits\": {\"pids\": 256, \"memory\": \"512m\", "
+				       "\"cpus\": \"1\"},\n"
+				       "  \"user\": \"65534\",\n"
+				       "  \"seccomp\": \"default\"\n"
+				       "}\n";
+
+struct ar_policy *policy_new(const char *origin)
+{
+	struct ar_policy *p = ar_xcalloc(1, sizeof(*p));
+
+	p->origin = ar_xstrdup(origin);
+	p->name = ar_xstrdup("agent");
+	p->kubeconfig_target = ar_xstrdup(AR_DEFAULT_KUBECONFIG_TARGET);
+	p->tmpfs = ar_xcalloc(2, sizeof(char *));
+	p->tmpfs[0] = ar_xstrdup("/tmp");
+	p->n_tmpfs = 1;
+	p->limits.pids = 64;
+	p->limits.memory = 256LL << 20;
+	p->limits.memory_str = ar_xstrdup("256m");
+	p->limits.cpus_milli = 1000;
+	p->limits.cpus_str = ar_xstrdup("1");
+	p->user = ar_xstrdup("1000");
+	p->uid = 1000;
+	p->gid = 1000;
+	p->seccomp = ar_xstrdup("default");
+	p->network = AR_NETWORK_NONE;
+	p->proxy.port = AR_DEFAULT_PROXY_PORT;
+	p->proxy.sni = AR_SNI_OFF;
+	return p;
+}
+
+void ar_policy_free(struct ar_policy *p)
+{
+	if (p == NULL)
+		return;
+	free(p->origin);
+	free(p->name);
+	free(p->image);
+	free(p->rootfs);
+	ar_strv_free(p->allowed_hosts);
+	free(p->kubeconfig);
+	free(p->kubeconfig_target);
+	for (size_t i = 0; i < p->n_mounts; i++) {
+		free(p->mounts[i].source);
+		free(p->mounts[i].target);
+	}
+	free(p->mounts);
+	ar_strv_free(p->tmpfs);
+	free(p->limits.memory_str);
+	free(p->limits.cpus_str);
+	free(p->user);
+	for (size_t i = 0; i < p->n_env; i++) {
+		free(p->env[i].key);
+		free(p->env[i].value);
+	}
+	free(p->env);
+	free(p->seccomp);
+	for (size_t i = 0; i < p->proxy.n_budgets; i++)
+		free(p->proxy.budgets[i].host);
+	free(p->proxy.budgets);
+	free(p);
+}
+
+void ar_cleanup_policyp(struct ar_policy **p)
+{
+	ar_policy_free(*p);
+	*p = NULL;
+}
+
+void ar_policy_derive(struct ar_policy *p)
+{
+	const char *n = p->name ? p->name : "agent";
+
+	if (p->kubeconfig_target == NULL)
+		p->kubeconfig_target = ar_xstrdup(AR_DEFAULT_KUBECONFIG_TARGET);
+	snprintf(p->net_name, sizeof(p->net_name), "%s-net", n);
+	snprintf(p->egress_name, sizeof(p->egress_name), "%s-egress", n);
+	snprintf(p->proxy_name, sizeof(p->proxy_name), "%s-proxy", n);
+	snprintf(p->agent_name, sizeof(p->agent_name), "%s-agent", n);
+	snprintf(p->proxy_url, sizeof(p->proxy_url), "http://%s-proxy:%d", n, p->proxy.port);
+}
+
+int ar_policy_default(struct ar_policy **out, ar_error_t *err)
+{
+	return ar_policy_parse(embedded_default, sizeof(embedded_default) - 1, "<embedded default>",
+			       out, err);
+}
+
+int ar_policy_load(const char *path, struct ar_policy **out, ar_error_t *err)
+{
+	ar_autofree char *data = NULL;
+	size_t len = 0;
+
+	if (ar_read_file(path, AR_POLICY_FILE_MAX, &data, &len, err) == -1)
+		return ar_error_wrap(err, "policy");
+	return ar_policy_parse(data, len, path, out, err);
+}
+
+int ar_policy_validate(const struct ar_policy *p, ar_error_t *err)
+{
+	return policy_check(p, err);
+}
+
+/* ---- env ---------------------------------------------------------------- */
+
+/* Index of KEY, or of where it would be inserted (with *found false). */
+static size_t env_find(const struct ar_policy *p, const char *key, bool *found)
+{
+	size_t lo = 0, hi = p->n_env;
+
+	*found = false;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int r = strcmp(p->env[mid].key, key);
+		if (r == 0) {
+			*found = true;
+			return mid;
+		}
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+const char *ar_policy_getenv(const struct ar_policy *p, const char *key)
+{
+	bool found;
+	size_t i = env_find(p, key, &found);
+	return found ? p->env[i].value : NULL;
+}
+
+void ar_policy_setenv(struct ar_policy *p, const char *key, const char *value)
+{
+	bool found;
+	size_t i = env_find(p, key, &found);
+
+	if (found) {
+		free(p->env[i].value);
+		p->env[i].value = ar_xstrdup(value);
+		return;
+	}
+	p->env = ar_xrealloc(p->env, (p->n_env + 1) * sizeof(*p->env));
+	memmove(&p->env[i + 1], &p->env[i], (p->n_env - i) * sizeof(*p->env));
+	p->env[i].key = ar_xstrdup(key);
+	p->env[i].value = ar_xstrdup(value);
+	p->n_env++;
+}
