@@ -34,6 +34,17 @@ struct ar_host {
 /* Canonicalise a host as a client wrote it (brackets allowed around IPv6).
  * Accepts every inet_aton spelling of IPv4. Returns 0 or -1 with *err naming it. */
 int ar_host_canonicalize(const char *in, struct ar_host *out, ar_error_t *err);
+/* The same over a buffer that need not be NUL-terminated (a header value);
+ * a NUL byte inside is rejected like any control character. */
+int ar_host_canonicalize_n(const char *in, size_t len, struct ar_host *out, ar_error_t *err);
+/* Split an authority "host:port", "[v6]:port" or "host" (CONNECT target, Host header).
+ * host receives the host part as written (brackets kept, so it can be passed to
+ * ar_host_canonicalize); without a port *port = default_port, and default_port <= 0
+ * makes a missing port an error. A bare IPv6 address without brackets is an error. */
+int ar_host_split_port(const char *authority, char *host, size_t hostlen, int *port,
+		       int default_port, ar_error_t *err);
+/* Format a canonical host and port for logs and reasons: "name:443", "[::1]:443". */
+void ar_host_format(const struct ar_host *host, int port, char *buf, size_t buflen);
 
 /* Compile rules; errors name the offending rule (over-broad or embedded wildcard,
  * bad port, bad host). `what` names the source in messages ("--allow", "p.json: allowed_hosts[2]"). */
