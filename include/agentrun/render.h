@@ -1,0 +1,83 @@
+/* `agentrun render` (DESIGN §8): the policy as a docker plan (a list of labelled argv
+ * vectors) and the printers for it (shell text, JSON, a POSIX sh script), plus the
+ * policy as an OCI runtime-spec config.json. The plan is data first so that every
+ * printer shows exactly the same commands. See docs/render.md. */
+#ifndef AGENTRUN_RENDER_H
+#define AGENTRUN_RENDER_H
+
+#include <stddef.h>
+
+#include "agentrun/error.h"
+#include "agentrun/policy.h"
+#include "agentrun/util.h"
+
+#define AR_RENDER_AUDIT_DIR  "/var/log/agentrun"
+#define AR_RENDER_AUDIT_FILE AR_RENDER_AUDIT_DIR "/audit.jsonl"
+
+enum ar_render_format {
+	AR_RENDER_TEXT,
+	AR_RENDER_JSON,
+	AR_RENDER_SH,
+	AR_RENDER_OCI,
+};
+
+/* Which part of the lifecycle a step belongs to (the sh script's functions). */
+enum ar_render_phase {
+	AR_RENDER_UP,	 /* networks and the proxy */
+	AR_RENDER_RUN,	 /* the agent container */
+	AR_RENDER_DOWN,	 /* teardown, tolerant of missing objects */
+	AR_RENDER_AUDIT, /* read the proxy's audit log */
+};
+
+struct ar_render_step {
+	enum ar_render_phase phase;
+	const char *label; /* static text: "internal network", "proxy", "agent", ... */
+	char **argv;	   /* NULL-terminated, argv[0] = "docker" */
+	size_t argc;
+	/* Index of the first argument before which the text printer never breaks a line
+	 * (the image: the command after it stays on one line). argc when unset. */
+	size_t nowrap_from;
+};
+
+struct ar_render_plan {
+	struct ar_render_step *steps; /* UP steps, then RUN, then DOWN, then AUDIT */
+	size_t n_steps;
+};
+
+struct ar_render_options {
+	const char *image;	 /* overrides the policy's `image`; NULL = use the policy's */
+	const char *proxy_image; /* NULL = "agentrun:" AGENTRUN_VERSION */
+	char *const *cmd;	 /* the command after `--`; n_cmd 0 = the image's default */
+	size_t n_cmd;
+};
+
+/* Parse "text", "json", "sh" or "oci". Returns 0 or -1 (the caller names the flag). */
+int ar_render_format_parse(const char *s, enum ar_render_format *out);
+
+/* Build the docker plan for p. Fails (naming the field) when no agent image is known. */
+int ar_render_plan_build(const struct ar_policy *p, const struct ar_render_options *o,
+			 struct ar_render_plan **out, ar_error_t *err);
+void ar_render_plan_free(struct ar_render_plan *plan);
+void ar_cleanup_render_planp(struct ar_render_plan **plan);
+#define ar_autoplan __attribute__((cleanup(ar_cleanup_render_planp)))
+
+/* The UP and RUN steps, one shell-quoted command per line (long lines continued with
+ * ` \`), ready to paste. */
+void ar_render_print_text(const struct ar_render_plan *plan, struct ar_buf *out);
+/* {"steps": [{"label": ..., "phase": ..., "argv": [...]}, ...]} for UP and RUN, then
+ * "down" and "audit" lists of the same shape. */
+void ar_render_print_json(const struct ar_render_plan *plan, struct ar_buf *out);
+/* A POSIX sh script: set -eu, functions up/run/down/audit that echo each command
+ * (prefixed `+ `, on stderr) before running it, dispatch on $1. */
+void ar_render_print_sh(const struct ar_policy *p, const struct ar_render_plan *plan,
+			struct ar_buf *out);
+
+/* An OCI runtime-spec config.json with the policy's limits. seccomp_json is the
+ * policy's seccomp profile text (runtime-spec or docker format; NULL for
+ * "unconfined"), seccomp_origin names it in messages. A command is required (a bundle
+ * has no image default). The rootfs is the policy's `rootfs` or "rootfs" in the bundle. */
+int ar_render_oci(const struct ar_policy *p, const struct ar_render_options *o,
+		  const char *seccomp_json, const char *seccomp_origin, struct ar_buf *out,
+		  ar_error_t *err);
+
+#endif

@@ -1,0 +1,311 @@
+/* The docker plan: the policy as an ordered list of docker argv vectors (DESIGN §8).
+ * Internal network, egress network, the proxy container, `network connect`, the agent
+ * container; then the teardown and audit steps the sh script uses. Every printer
+ * reads this one list, so text, JSON and the script cannot disagree. */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agentrun/render.h"
+#include "agentrun/util.h"
+
+#define PROXY_MEMORY  "128m"
+#define PROXY_PIDS    "64"
+#define PROXY_USER    "65534:65534"
+#define NO_PROXY_LIST "localhost,127.0.0.1"
+
+static const struct {
+	const char *name;
+	enum ar_render_format format;
+} formats[] = {
+    {"text", AR_RENDER_TEXT},
+    {"json", AR_RENDER_JSON},
+    {"sh", AR_RENDER_SH},
+    {"oci", AR_RENDER_OCI},
+};
+
+/* The proxy's flag for each SNI mode (agentrun proxy --sni MODE); off is the proxy's
+ * default and is not spelled out. */
+static const char *const sni_flag_values[] = {
+    [AR_SNI_OFF] = NULL,
+    [AR_SNI_CHECK] = "check",
+    [AR_SNI_REQUIRE] = "require",
+};
+
+int ar_render_format_parse(const char *s, enum ar_render_format *out)
+{
+	for (size_t i = 0; i < AR_ARRAY_SIZE(formats); i++) {
+		if (strcmp(s, formats[i].name) == 0) {
+			*out = formats[i].format;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static struct ar_render_step *add_step(struct ar_render_plan *plan, enum ar_render_phase phase,
+				       const char *label)
+{
+	plan->steps = ar_xrealloc(plan->steps, (plan->n_steps + 1) * sizeof(*plan->steps));
+	struct ar_render_step *s = &plan->steps[plan->n_steps++];
+	*s = (struct ar_render_step){.phase = phase, .label = label, .nowrap_from = SIZE_MAX};
+	s->argv = ar_xcalloc(1, sizeof(char *));
+	return s;
+}
+
+static void arg(struct ar_render_step *s, const char *a)
+{
+	s->argv = ar_xrealloc(s->argv, (s->argc + 2) * sizeof(char *));
+	s->argv[s->argc++] = ar_xstrdup(a);
+	s->argv[s->argc] = NULL;
+}
+
+static void argf(struct ar_render_step *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void argf(struct ar_render_step *s, const char *fmt, ...)
+{
+	va_list ap;
+	char *a = NULL;
+	va_start(ap, fmt);
+	int n = vasprintf(&a, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		abort();
+	arg(s, a);
+	free(a);
+}
+
+static void args(struct ar_render_step *s, const char *first, ...)
+{
+	va_list ap;
+	va_start(ap, first);
+	for (const char *a = first; a != NULL; a = va_arg(ap, const char *))
+		arg(s, a);
+	va_end(ap);
+}
+
+static void finish_step(struct ar_render_step *s)
+{
+	if (s->nowrap_from > s->argc)
+		s->nowrap_from = s->argc;
+}
+
+/* Bytes in the largest binary unit that divides them exactly, in docker's spelling:
+ * 268435456 -> "256m". */
+static void format_bytes(int64_t v, char *out, size_t size)
+{
+	static const struct {
+		char suffix;
+		int shift;
+	} units[] = {{'t', 40}, {'g', 30}, {'m', 20}, {'k', 10}};
+	for (size_t i = 0; i < AR_ARRAY_SIZE(units); i++) {
+		int64_t unit = INT64_C(1) << units[i].shift;
+		if (v >= unit && v % unit == 0) {
+			snprintf(out, size, "%" PRId64 "%c", v / unit, units[i].suffix);
+			return;
+		}
+	}
+	snprintf(out, size, "%" PRId64, v);
+}
+
+/* Millicpus as docker's --cpus decimal: 1000 -> "1", 500 -> "0.5", 1250 -> "1.25". */
+static void format_cpus(int64_t milli, char *out, size_t size)
+{
+	if (milli % 1000 == 0) {
+		snprintf(out, size, "%" PRId64, milli / 1000);
+		return;
+	}
+	snprintf(out, size, "%" PRId64 ".%03" PRId64, milli / 1000, milli % 1000);
+	size_t n = strlen(out);
+	while (n > 0 && out[n - 1] == '0')
+		out[--n] = '\0';
+}
+
+/* The hardening both containers share, in the order DESIGN §8 lists it. */
+static void hardening(struct ar_render_step *s, const char *pids, const char *memory)
+{
+	args(s, "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+	     "--pids-limit", pids, "--memory", memory, NULL);
+	/* memory-swap equal to memory: no swap, like memory.swap.max = 0 in `run` */
+	args(s, "--memory-swap", memory, NULL);
+}
+
+static void proxy_step(const struct ar_policy *p, const char *proxy_image,
+		       struct ar_render_plan *plan)
+{
+	struct ar_render_step *s = add_step(plan, AR_RENDER_UP, "proxy");
+	args(s, "docker", "run", "-d", "--name", p->proxy_name, "--network", p->egress_name, NULL);
+	hardening(s, PROXY_PIDS, PROXY_MEMORY);
+	args(s, "--user", PROXY_USER, NULL);
+	arg(s, "-v");
+	argf(s, "%s-audit:%s", p->name, AR_RENDER_AUDIT_DIR);
+	args(s, "--tmpfs", "/tmp", NULL);
+	args(s, proxy_image, "proxy", "--listen", NULL);
+	argf(s, "0.0.0.0:%d", p->proxy.port);
+	for (size_t i = 0; i < p->n_allowed_hosts; i++)
+		args(s, "--allow", p->allowed_hosts[i], NULL);
+	for (size_t i = 0; i < p->proxy.n_budgets; i++) {
+		arg(s, "--max-bytes-out");
+		argf(s, "%s=%" PRId64, p->proxy.budgets[i].host, p->proxy.budgets[i].max_bytes_out);
+	}
+	if ((size_t)p->proxy.sni < AR_ARRAY_SIZE(sni_flag_values) && sni_flag_values[p->proxy.sni])
+		args(s, "--sni", sni_flag_values[p->proxy.sni], NULL);
+	args(s, "--audit", AR_RENDER_AUDIT_FILE, NULL);
+	finish_step(s);
+}
+
+static void agent_env(const struct ar_policy *p, struct ar_render_step *s)
+{
+	static const char *const proxy_vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
+						 "https_proxy"};
+	static const char *const no_proxy_vars[] = {"NO_PROXY", "no_proxy"};
+	if (p->network == AR_NETWORK_PROXY) {
+		for (size_t i = 0; i < AR_ARRAY_SIZE(proxy_vars); i++) {
+			arg(s, "-e");
+			argf(s, "%s=%s", proxy_vars[i], p->proxy_url);
+		}
+		for (size_t i = 0; i < AR_ARRAY_SIZE(no_proxy_vars); i++) {
+			arg(s, "-e");
+			argf(s, "%s=%s", no_proxy_vars[i], NO_PROXY_LIST);
+		}
+	}
+	/* p->env is kept sorted by key by the policy reader */
+	for (size_t i = 0; i < p->n_env; i++) {
+		arg(s, "-e");
+		argf(s, "%s=%s", p->env[i].key, p->env[i].value);
+	}
+}
+
+static void agent_mounts(const struct ar_policy *p, struct ar_render_step *s)
+{
+	if (p->kubeconfig != NULL) {
+		arg(s, "-v");
+		argf(s, "%s:%s:ro", p->kubeconfig, p->kubeconfig_target);
+		arg(s, "-e");
+		argf(s, "KUBECONFIG=%s", p->kubeconfig_target);
+	}
+	for (size_t i = 0; i < p->n_mounts; i++) {
+		arg(s, "-v");
+		argf(s, "%s:%s:%s", p->mounts[i].source, p->mounts[i].target,
+		     p->mounts[i].readonly ? "ro" : "rw");
+	}
+}
+
+static void agent_seccomp(const struct ar_policy *p, struct ar_render_step *s)
+{
+	/* "default": docker's own default profile applies (see docs/render.md) */
+	if (p->seccomp == NULL || strcmp(p->seccomp, "default") == 0)
+		return;
+	arg(s, "--security-opt");
+	argf(s, "seccomp=%s", p->seccomp);
+}
+
+static void agent_step(const struct ar_policy *p, const char *image,
+		       const struct ar_render_options *o, struct ar_render_plan *plan)
+{
+	char memory[32], cpus[32];
+	format_bytes(p->limits.memory, memory, sizeof(memory));
+	format_cpus(p->limits.cpus_milli, cpus, sizeof(cpus));
+
+	struct ar_render_step *s = add_step(plan, AR_RENDER_RUN, "agent");
+	args(s, "docker", "run", "--rm", "-i", "--name", p->agent_name, "--network",
+	     p->network == AR_NETWORK_PROXY ? p->net_name : "none", NULL);
+	args(s, "--read-only", NULL);
+	for (size_t i = 0; i < p->n_tmpfs; i++) {
+		arg(s, "--tmpfs");
+		argf(s, "%s:rw,nosuid,nodev", p->tmpfs[i]);
+	}
+	args(s, "--cap-drop", "ALL", "--security-opt", "no-new-privileges", NULL);
+	agent_seccomp(p, s);
+	arg(s, "--pids-limit");
+	argf(s, "%" PRId64, p->limits.pids);
+	args(s, "--memory", memory, "--memory-swap", memory, "--cpus", cpus, NULL);
+	/* always UID:GID: a bare UID makes docker use gid 0 when the image has no passwd entry */
+	arg(s, "--user");
+	argf(s, "%u:%u", (unsigned)p->uid, (unsigned)p->gid);
+	agent_env(p, s);
+	agent_mounts(p, s);
+	s->nowrap_from = s->argc;
+	arg(s, image);
+	for (size_t i = 0; i < o->n_cmd; i++)
+		arg(s, o->cmd[i]);
+	finish_step(s);
+}
+
+static void teardown_steps(const struct ar_policy *p, struct ar_render_plan *plan)
+{
+	struct ar_render_step *s = add_step(plan, AR_RENDER_DOWN, "remove agent");
+	args(s, "docker", "rm", "-f", p->agent_name, NULL);
+	finish_step(s);
+	if (p->network != AR_NETWORK_PROXY)
+		return;
+	s = add_step(plan, AR_RENDER_DOWN, "remove proxy");
+	args(s, "docker", "rm", "-f", p->proxy_name, NULL);
+	finish_step(s);
+	s = add_step(plan, AR_RENDER_DOWN, "remove internal network");
+	args(s, "docker", "network", "rm", p->net_name, NULL);
+	finish_step(s);
+	s = add_step(plan, AR_RENDER_DOWN, "remove egress network");
+	args(s, "docker", "network", "rm", p->egress_name, NULL);
+	finish_step(s);
+
+	s = add_step(plan, AR_RENDER_AUDIT, "audit");
+	args(s, "docker", "exec", p->proxy_name, "agentrun", "audit", AR_RENDER_AUDIT_FILE, NULL);
+	finish_step(s);
+}
+
+static void network_steps(const struct ar_policy *p, struct ar_render_plan *plan)
+{
+	struct ar_render_step *s = add_step(plan, AR_RENDER_UP, "internal network");
+	args(s, "docker", "network", "create", "--internal", p->net_name, NULL);
+	finish_step(s);
+	s = add_step(plan, AR_RENDER_UP, "egress network");
+	args(s, "docker", "network", "create", p->egress_name, NULL);
+	finish_step(s);
+}
+
+int ar_render_plan_build(const struct ar_policy *p, const struct ar_render_options *o,
+			 struct ar_render_plan **out, ar_error_t *err)
+{
+	const char *image = o->image != NULL ? o->image : p->image;
+	if (image == NULL || image[0] == '\0')
+		return ar_error_make(
+		    err, 0,
+		    "%s: `image` is not set: the docker plan needs an agent image; "
+		    "set `image` in the policy or pass --image",
+		    p->origin);
+	const char *proxy_image =
+	    o->proxy_image != NULL ? o->proxy_image : "agentrun:" AGENTRUN_VERSION;
+
+	struct ar_render_plan *plan = ar_xcalloc(1, sizeof(*plan));
+	if (p->network == AR_NETWORK_PROXY) {
+		network_steps(p, plan);
+		proxy_step(p, proxy_image, plan);
+		struct ar_render_step *s = add_step(plan, AR_RENDER_UP, "connect proxy");
+		args(s, "docker", "network", "connect", p->net_name, p->proxy_name, NULL);
+		finish_step(s);
+	}
+	agent_step(p, image, o, plan);
+	teardown_steps(p, plan);
+	*out = plan;
+	return 0;
+}
+
+void ar_render_plan_free(struct ar_render_plan *plan)
+{
+	if (plan == NULL)
+		return;
+	for (size_t i = 0; i < plan->n_steps; i++)
+		ar_strv_free(plan->steps[i].argv);
+	free(plan->steps);
+	free(plan);
+}
+
+void ar_cleanup_render_planp(struct ar_render_plan **plan)
+{
+	ar_render_plan_free(*plan);
+	*plan = NULL;
+}
