@@ -57,9 +57,6 @@ static int check_limits(const struct ar_policy *p, ar_error_t *err)
 
 static int check_network(const struct ar_policy *p, ar_error_t *err)
 {
-	ar_autofree char *what = NULL;
-	ar_autorules struct ar_rules *rules = NULL;
-
 	if (p->network == AR_NETWORK_NONE && p->n_allowed_hosts > 0)
 		return cerr(err, p, "network",
 			    "\"none\" conflicts with allowed_hosts (%zu host(s)); remove "
@@ -68,8 +65,14 @@ static int check_network(const struct ar_policy *p, ar_error_t *err)
 	if (p->proxy.port < 1 || p->proxy.port > 65535)
 		return cerr(err, p, "proxy.port", "must be an integer from 1 to 65535, got %d",
 			    p->proxy.port);
-	what = ar_xasprintf("%s: allowed_hosts", p->origin ? p->origin : "<policy>");
-	(void)rules; /* ar_rules_compile joins once src/rules has landed */
+	/* one rule at a time, so the message can name its index */
+	for (size_t i = 0; i < p->n_allowed_hosts; i++) {
+		ar_autorules struct ar_rules *rules = NULL;
+		ar_autofree char *what =
+		    ar_xasprintf("%s: allowed_hosts[%zu]", p->origin ? p->origin : "<policy>", i);
+		if (ar_rules_compile(&p->allowed_hosts[i], 1, what, &rules, err) == -1)
+			return -1;
+	}
 	return 0;
 }
 

@@ -391,6 +391,16 @@ static void test_value_errors(void **state)
 		   "p.json: network: \"none\" conflicts with allowed_hosts (2 host(s)); remove "
 		   "allowed_hosts or use \"proxy\"");
 	expect_err("{\"allowed_hosts\": [\"\"]}", "p.json: allowed_hosts[0]: must not be empty");
+	/* rules are compiled while reading; the message names the element */
+	expect_err("{\"allowed_hosts\": [\"a.com\", \"*.com\"]}",
+		   "p.json: allowed_hosts[1]: rule \"*.com\": a wildcard over a single label (a "
+		   "top-level domain) is too broad");
+	expect_err("{\"allowed_hosts\": [\"a.com:99999\"]}",
+		   "p.json: allowed_hosts[0]: rule \"a.com:99999\": bad port (expected a number "
+		   "from 1 to 65535)");
+	expect_err("{\"allowed_hosts\": [\"https://a.com/\"]}",
+		   "p.json: allowed_hosts[0]: rule \"https://a.com/\": a rule is a host with an "
+		   "optional :port, not a URL");
 	expect_err("{\"image\": \"--privileged\"}",
 		   "p.json: image: must be a non-empty image reference without spaces, not "
 		   "starting with '-'");
@@ -545,6 +555,15 @@ static void test_validate_after_overrides(void **state)
 	p->uid = 5;
 	p->gid = 6;
 	assert_int_equal(ar_policy_validate(p, &err), 0);
+	/* an --allow override goes through the same rule compiler */
+	p->allowed_hosts = ar_xrealloc(p->allowed_hosts, 3 * sizeof(char *));
+	p->allowed_hosts[1] = ar_xstrdup("*.co.uk");
+	p->allowed_hosts[2] = NULL;
+	p->n_allowed_hosts = 2;
+	assert_int_equal(ar_policy_validate(p, &err), -1);
+	assert_string_equal(err->msg, "p.json: allowed_hosts[1]: rule \"*.co.uk\": a wildcard over "
+				      "a public suffix is too broad");
+	ar_error_release(&err);
 }
 
 static void test_shipped_profiles(void **state)
