@@ -584,6 +584,76 @@ static void test_host_format(void **state)
 	assert_string_equal(buf, "127.0.0.1:80");
 }
 
+/* Differential check against glibc's inet_aton over random numeric-looking strings:
+ * whatever a resolver would read as an address must come out as the same address,
+ * never as a name; and every address we accept (without a trailing dot) inet_aton
+ * reads the same way. */
+static void test_inet_aton_agreement(void **state)
+{
+	static const char alphabet[] = "0123456789xXaAfF.....";
+	uint32_t seed = 12345;
+	unsigned addresses = 0;
+	for (int iter = 0; iter < 200000; iter++) {
+		char s[16];
+		size_t len = 1 + iter % 14;
+		for (size_t i = 0; i < len; i++) {
+			seed = seed * 1103515245u + 12345u;
+			s[i] = alphabet[(seed >> 16) % (sizeof(alphabet) - 1)];
+		}
+		s[len] = '\0';
+		struct in_addr a;
+		struct ar_host h;
+		ar_error_t err = NULL;
+		int aton = inet_aton(s, &a);
+		int rc = ar_host_canonicalize(s, &h, &err);
+		ar_error_release(&err);
+		if (aton == 1) {
+			if (rc != 0 || h.family != AF_INET || h.addr.v4.s_addr != a.s_addr)
+				fail_msg("%s: inet_aton reads an address, we do not", s);
+			addresses++;
+		} else if (rc == 0 && s[len - 1] != '.') {
+			if (h.family == AF_INET)
+				fail_msg("%s: we read %s, inet_aton fails", s, h.name);
+			/* a name: inet_aton must not see a number in it */
+			assert_int_equal(h.family, 0);
+		}
+	}
+	/* the generator must actually produce addresses for this to mean anything */
+	assert_true(addresses > 1000);
+}
+
+/* Random IPv6 addresses with runs of zero groups: the text we print parses back to
+ * the same address and canonicalises to itself. */
+static void test_ipv6_roundtrip(void **state)
+{
+	uint32_t seed = 777;
+	for (int iter = 0; iter < 20000; iter++) {
+		struct in6_addr a;
+		char text[64];
+		for (int g = 0; g < 8; g++) {
+			seed = seed * 1103515245u + 12345u;
+			unsigned v = (seed >> 8) % 4 == 0 ? (seed >> 12) & 0xffff : 0;
+			a.s6_addr[2 * g] = (unsigned char)(v >> 8);
+			a.s6_addr[2 * g + 1] = (unsigned char)v;
+		}
+		if (IN6_IS_ADDR_V4MAPPED(&a))
+			continue;
+		inet_ntop(AF_INET6, &a, text, sizeof(text));
+		struct ar_host h, h2;
+		ar_error_t err = NULL;
+		assert_int_equal(ar_host_canonicalize(text, &h, &err), 0);
+		assert_int_equal(h.family, AF_INET6);
+		assert_memory_equal(&h.addr.v6, &a, sizeof(a));
+		struct in6_addr back;
+		assert_int_equal(inet_pton(AF_INET6, h.name, &back), 1);
+		assert_memory_equal(&back, &a, sizeof(a));
+		assert_int_equal(ar_host_canonicalize(h.name, &h2, &err), 0);
+		assert_string_equal(h2.name, h.name);
+		assert_null(strstr(h.name, ":::"));
+		assert_null(strchr(h.name, '.'));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -600,6 +670,8 @@ int main(void)
 	    cmocka_unit_test(test_decide_canonical),
 	    cmocka_unit_test(test_split_port),
 	    cmocka_unit_test(test_host_format),
+	    cmocka_unit_test(test_inet_aton_agreement),
+	    cmocka_unit_test(test_ipv6_roundtrip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
