@@ -437,6 +437,8 @@ static int compile_one(const char *text, struct rule *r, const char **why)
 int ar_rules_compile(char *const *rules, size_t n, const char *what, struct ar_rules **out,
 		     ar_error_t *err)
 {
+	if (rules == NULL && n > 0)
+		return ar_error_make(err, 0, "%s: no rules given", what != NULL ? what : "rules");
 	ar_autorules struct ar_rules *r = ar_xcalloc(1, sizeof(*r) + n * sizeof(r->rules[0]));
 	for (size_t i = 0; i < n; i++) {
 		const char *why = "invalid rule";
