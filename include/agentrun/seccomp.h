@@ -5,6 +5,7 @@
 #define AGENTRUN_SECCOMP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "agentrun/error.h"
 
@@ -20,6 +21,42 @@ int ar_seccomp_parse(const char *json, size_t len, const char *origin, struct ar
 /* Install in the calling thread (needs no_new_privs or CAP_SYS_ADMIN). NULL is a no-op. */
 int ar_seccomp_install(const struct ar_seccomp *s, ar_error_t *err);
 void ar_seccomp_free(struct ar_seccomp *s);
+
+/* The typed model a profile parses into (after docker's includes/excludes are
+ * flattened and names are resolved), kept for tests and diagnostics. Actions are
+ * libseccomp SCMP_ACT_* values, ops enum scmp_compare, arches SCMP_ARCH_*. */
+#define AR_SECCOMP_MAX_ARGS 6
+struct ar_seccomp_arg {
+	unsigned int index;
+	uint64_t value;
+	uint64_t value_two;
+	int op;
+};
+struct ar_seccomp_rule {
+	char *name;
+	int nr;	      /* x86_64 syscall number */
+	size_t entry; /* index in the profile's syscalls[] */
+	uint32_t action;
+	unsigned int n_args; /* several args on one index are ORed (as runc), else ANDed */
+	struct ar_seccomp_arg args[AR_SECCOMP_MAX_ARGS];
+};
+struct ar_seccomp_profile {
+	uint32_t default_action;
+	uint32_t bad_arch_action; /* for syscalls of an architecture not listed (x32, i386) */
+	unsigned int flags;	  /* SECCOMP_FILTER_FLAG_* for the seccomp(2) call */
+	uint32_t arches[8];
+	size_t n_arches;
+	struct ar_seccomp_rule *rules;
+	size_t n_rules;
+	size_t n_unknown; /* names skipped: unknown to libseccomp or absent on x86_64 */
+};
+const struct ar_seccomp_profile *ar_seccomp_profile(const struct ar_seccomp *s);
+/* Like ar_seccomp_parse with an explicit kernel version (major*1000+minor) for
+ * docker's minKernel conditions; ar_seccomp_parse uses the running kernel's. */
+int ar_seccomp_parse_kernel(const char *json, size_t len, const char *origin, unsigned int kernel,
+			    struct ar_seccomp **out, ar_error_t *err);
+void ar_cleanup_seccompp(struct ar_seccomp **s);
+#define ar_autoseccomp __attribute__((cleanup(ar_cleanup_seccompp)))
 
 /* The embedded default profile (generated from seccomp/default.json at build time). */
 extern const char ar_seccomp_default_json[];
