@@ -23,7 +23,10 @@ static int cerr(ar_error_t *err, const struct ar_policy *p, const char *key, con
 	if (vasprintf(&msg, fmt, ap) < 0)
 		abort();
 	va_end(ap);
-	return ar_error_make(err, 0, "%s: %s: %s", p->origin ? p->origin : "<policy>", key, msg);
+	ar_autofree char *full =
+	    ar_xasprintf("%s: %s: %s", p->origin ? p->origin : "<policy>", key, msg);
+	ar_autofree char *shown = policy_printable(full, AR_POLICY_MSG_MAX);
+	return ar_error_make(err, 0, "%s", shown);
 }
 
 static int check_path(ar_error_t *err, const struct ar_policy *p, const char *key, const char *path,
@@ -92,6 +95,10 @@ static int check_mounts(const struct ar_policy *p, ar_error_t *err)
 				return cerr(err, p, dst,
 					    "\"%s\" is already the target of mounts[%zu]",
 					    m->target, j);
+		if (p->kubeconfig != NULL && p->kubeconfig_target != NULL &&
+		    strcmp(p->kubeconfig_target, m->target) == 0)
+			return cerr(err, p, dst, "\"%s\" is where kubeconfig is mounted",
+				    m->target);
 		for (size_t j = 0; j < p->n_tmpfs; j++)
 			if (strcmp(p->tmpfs[j], m->target) == 0)
 				return cerr(err, p, dst, "\"%s\" is also tmpfs[%zu]", m->target, j);
@@ -145,6 +152,11 @@ static int check_env(const struct ar_policy *p, ar_error_t *err)
 		if (!policy_env_key_valid(p->env[i].key))
 			return cerr(err, p, "env", "key \"%s\" must match %s", p->env[i].key,
 				    AR_ENV_KEY_RE);
+		const char *why = policy_env_reserved(p, p->env[i].key);
+		if (why != NULL) {
+			ar_autofree char *key = ar_xasprintf("env.%s", p->env[i].key);
+			return cerr(err, p, key, "%s", why);
+		}
 		if (i > 0 && strcmp(p->env[i - 1].key, p->env[i].key) >= 0)
 			return cerr(err, p, "env", "keys are not sorted and unique at \"%s\"",
 				    p->env[i].key);

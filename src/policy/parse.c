@@ -47,7 +47,9 @@ static int perr(struct pctx *c, const char *path, const char *fmt, ...)
 	if (vasprintf(&msg, fmt, ap) < 0)
 		abort();
 	va_end(ap);
-	return ar_error_make(c->err, 0, "%s: %s: %s", c->origin, path, msg);
+	ar_autofree char *full = ar_xasprintf("%s: %s: %s", c->origin, path, msg);
+	ar_autofree char *shown = policy_printable(full, AR_POLICY_MSG_MAX);
+	return ar_error_make(c->err, 0, "%s", shown);
 }
 
 static const char *json_type(const cJSON *v)

@@ -41,6 +41,13 @@ char *policy_host_canonical(const char *in);
  * characters, not starting with '-'. */
 bool policy_image_valid(const char *s);
 
+/* A copy of a message fit for one terminal line: control characters escaped,
+ * cut after about `max` bytes. */
+char *policy_printable(const char *s, size_t max);
+/* Why KEY may not be set in the policy env (agentrun sets it), or NULL. */
+const char *policy_env_reserved(const struct ar_policy *p, const char *key);
+#define AR_POLICY_MSG_MAX 1024
+
 /* A policy holding the defaults for a policy file (DESIGN §3). */
 struct ar_policy *policy_new(const char *origin);
 

@@ -374,7 +374,15 @@ static void test_path_errors(void **state)
 	expect_err("{\"tmpfs\": [\"/tmp\", \"/tmp/\"]}",
 		   "p.json: tmpfs[1]: \"/tmp\" is already tmpfs[0]");
 	expect_err("{\"tmpfs\": [\"/tmp\\n\"]}",
-		   "p.json: tmpfs[0]: must not contain control characters, got \"/tmp\n\"");
+		   "p.json: tmpfs[0]: must not contain control characters, got \"/tmp\\n\"");
+	/* messages stay on one line and bounded whatever the input */
+	expect_err("{\"tmpfs\": [\"/a\\u001b[31m\"]}",
+		   "p.json: tmpfs[0]: must not contain control characters, got \"/a\\x1b[31m\"");
+	expect_err("{\"bad\\nkey\": 1}", "p.json: bad\\nkey: unknown key");
+	expect_err("{\"mounts\": [{\"source\": \"/a\", \"target\": \"/home/agent/.kube/config\"}],"
+		   " \"kubeconfig\": \"/k\"}",
+		   "p.json: mounts[0].target: \"/home/agent/.kube/config\" is where kubeconfig is "
+		   "mounted");
 	expect_err("{\"seccomp\": \"strict.json\"}",
 		   "p.json: seccomp: must be \"default\", \"unconfined\" or an absolute path to an "
 		   "OCI seccomp profile, got \"strict.json\"");
@@ -412,6 +420,15 @@ static void test_value_errors(void **state)
 	expect_err("{\"env\": {\"A-B\": \"x\"}}",
 		   "p.json: env: key \"A-B\" must match ^[A-Za-z_][A-Za-z0-9_]*$");
 	expect_err("{\"env\": {\"A\": \"x\", \"A\": \"y\"}}", "p.json: env: duplicate key \"A\"");
+	expect_err("{\"allowed_hosts\": [\"a.com\"], \"env\": {\"HTTPS_PROXY\": \"http://x:1\"}}",
+		   "p.json: env.HTTPS_PROXY: is set by agentrun to the proxy's address when "
+		   "network is \"proxy\"");
+	expect_err("{\"network\": \"proxy\", \"env\": {\"no_proxy\": \"*\"}}",
+		   "p.json: env.no_proxy: is set by agentrun to the proxy's address when network "
+		   "is \"proxy\"");
+	expect_err("{\"kubeconfig\": \"/k\", \"env\": {\"KUBECONFIG\": \"/x\"}}",
+		   "p.json: env.KUBECONFIG: is set by agentrun to the kubeconfig target when "
+		   "kubeconfig is given");
 	expect_err("{\"seccomp\": \"Default\"}",
 		   "p.json: seccomp: must be \"default\", \"unconfined\" or an absolute path to an "
 		   "OCI seccomp profile, got \"Default\"");
@@ -459,6 +476,33 @@ static void test_invalid_json(void **state)
 	/* an escaped backslash before u0000 is not a NUL escape */
 	ar_autopolicy struct ar_policy *q = parse_ok("{\"env\": {\"A\": \"\\\\u0000\"}}");
 	assert_string_equal(ar_policy_getenv(q, "A"), "\\u0000");
+}
+
+static void test_long_message_is_cut(void **state)
+{
+	struct ar_buf json = {0};
+	struct ar_policy *p = NULL;
+	ar_error_t err = NULL;
+
+	ar_buf_puts(&json, "{\"limits\": {\"memory\": \"");
+	for (int i = 0; i < 5000; i++)
+		ar_buf_putc(&json, 'x');
+	ar_buf_puts(&json, "\"}}");
+	assert_int_equal(ar_policy_parse(json.data, json.len, "p.json", &p, &err), -1);
+	assert_int_equal(strlen(err->msg), 1024 + 3);
+	assert_memory_equal(err->msg, "p.json: limits.memory: cannot parse \"xxx", 40);
+	assert_string_equal(err->msg + 1024, "...");
+	ar_error_release(&err);
+	ar_buf_free(&json);
+}
+
+/* the same env keys are fine when agentrun does not set them */
+static void test_env_reserved_only_when_set(void **state)
+{
+	ar_autopolicy struct ar_policy *p =
+	    parse_ok("{\"env\": {\"HTTPS_PROXY\": \"http://10.0.0.1:1\", \"KUBECONFIG\": \"/k\"}}");
+	assert_string_equal(ar_policy_getenv(p, "HTTPS_PROXY"), "http://10.0.0.1:1");
+	assert_string_equal(ar_policy_getenv(p, "KUBECONFIG"), "/k");
 }
 
 static void test_load_errors(void **state)
@@ -629,6 +673,8 @@ int main(void)
 	    cmocka_unit_test(test_path_errors),
 	    cmocka_unit_test(test_value_errors),
 	    cmocka_unit_test(test_invalid_json),
+	    cmocka_unit_test(test_long_message_is_cut),
+	    cmocka_unit_test(test_env_reserved_only_when_set),
 	    cmocka_unit_test(test_load_errors),
 	    cmocka_unit_test(test_derive_and_env),
 	    cmocka_unit_test(test_validate_after_overrides),
