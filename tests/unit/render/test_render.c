@@ -1,0 +1,693 @@
+/* Unit tests for the docker plan, its printers and the OCI config. Policies are built
+ * with ar_policy_parse from JSON strings; JSON outputs are read back with cJSON. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "agentrun/policy.h"
+#include "agentrun/render.h"
+#include "agentrun/util.h"
+
+/* DESIGN §3's example, with a second env key to pin the sort. */
+static const char triage_json[] =
+    "{\"name\": \"triage\", \"image\": \"python:3.12-alpine\", \"rootfs\": null,"
+    " \"allowed_hosts\": [\"api.anthropic.com\", \"*.github.com:443\","
+    " \"cc-lab-control-plane:6443\"],"
+    " \"kubeconfig\": \"/home/me/.kube/agent-config\","
+    " \"mounts\": [{\"source\": \"/srv/logs\", \"target\": \"/logs\", \"readonly\": true},"
+    " {\"source\": \"/srv/out\", \"target\": \"/out\", \"readonly\": false}],"
+    " \"tmpfs\": [\"/tmp\"], \"limits\": {\"pids\": 64, \"memory\": \"256m\", \"cpus\": \"1\"},"
+    " \"user\": \"1000\","
+    " \"env\": {\"ANTHROPIC_BASE_URL\": \"https://api.anthropic.com\", \"AB_FIRST\": \"x y\"},"
+    " \"seccomp\": \"default\", \"network\": \"proxy\","
+    " \"proxy\": {\"port\": 3128, \"max_bytes_out\": {\"api.anthropic.com\": 2000000},"
+    " \"sni\": \"require\"}}";
+
+static const char *const triage_steps[][80] = {
+    {"docker", "network", "create", "--internal", "triage-net", NULL},
+    {"docker", "network", "create", "triage-egress", NULL},
+    {"docker",
+     "run",
+     "-d",
+     "--name",
+     "triage-proxy",
+     "--network",
+     "triage-egress",
+     "--read-only",
+     "--cap-drop",
+     "ALL",
+     "--security-opt",
+     "no-new-privileges",
+     "--pids-limit",
+     "64",
+     "--memory",
+     "128m",
+     "--memory-swap",
+     "128m",
+     "--user",
+     "65534:65534",
+     "-v",
+     "triage-audit:/var/log/agentrun",
+     "--tmpfs",
+     "/tmp",
+     "agentrun:" AGENTRUN_VERSION,
+     "proxy",
+     "--listen",
+     "0.0.0.0:3128",
+     "--allow",
+     "api.anthropic.com",
+     "--allow",
+     "*.github.com:443",
+     "--allow",
+     "cc-lab-control-plane:6443",
+     "--max-bytes-out",
+     "api.anthropic.com=2000000",
+     "--sni",
+     "require",
+     "--audit",
+     "/var/log/agentrun/audit.jsonl",
+     NULL},
+    {"docker", "network", "connect", "triage-net", "triage-proxy", NULL},
+    {"docker",
+     "run",
+     "--rm",
+     "-i",
+     "--name",
+     "triage-agent",
+     "--network",
+     "triage-net",
+     "--read-only",
+     "--tmpfs",
+     "/tmp:rw,nosuid,nodev",
+     "--cap-drop",
+     "ALL",
+     "--security-opt",
+     "no-new-privileges",
+     "--pids-limit",
+     "64",
+     "--memory",
+     "256m",
+     "--memory-swap",
+     "256m",
+     "--cpus",
+     "1",
+     "--user",
+     "1000:1000",
+     "-e",
+     "HTTP_PROXY=http://triage-proxy:3128",
+     "-e",
+     "HTTPS_PROXY=http://triage-proxy:3128",
+     "-e",
+     "http_proxy=http://triage-proxy:3128",
+     "-e",
+     "https_proxy=http://triage-proxy:3128",
+     "-e",
+     "NO_PROXY=localhost,127.0.0.1",
+     "-e",
+     "no_proxy=localhost,127.0.0.1",
+     "-e",
+     "AB_FIRST=x y",
+     "-e",
+     "ANTHROPIC_BASE_URL=https://api.anthropic.com",
+     "-v",
+     "/home/me/.kube/agent-config:/home/agent/.kube/config:ro",
+     "-e",
+     "KUBECONFIG=/home/agent/.kube/config",
+     "-v",
+     "/srv/logs:/logs:ro",
+     "-v",
+     "/srv/out:/out:rw",
+     "python:3.12-alpine",
+     "sh",
+     "-c",
+     "echo 'hi' $HOME",
+     NULL},
+    {"docker", "rm", "-f", "triage-agent", NULL},
+    {"docker", "rm", "-f", "triage-proxy", NULL},
+    {"docker", "network", "rm", "triage-net", NULL},
+    {"docker", "network", "rm", "triage-egress", NULL},
+    {"docker", "exec", "triage-proxy", "agentrun", "audit", "/var/log/agentrun/audit.jsonl", NULL},
+};
+static const char *const triage_labels[] = {
+    "internal network",
+    "egress network",
+    "proxy",
+    "connect proxy",
+    "agent",
+    "remove agent",
+    "remove proxy",
+    "remove internal network",
+    "remove egress network",
+    "audit",
+};
+static const enum ar_render_phase triage_phases[] = {
+    AR_RENDER_UP,   AR_RENDER_UP,   AR_RENDER_UP,   AR_RENDER_UP,   AR_RENDER_RUN,
+    AR_RENDER_DOWN, AR_RENDER_DOWN, AR_RENDER_DOWN, AR_RENDER_DOWN, AR_RENDER_AUDIT,
+};
+static char *const triage_cmd[] = {"sh", "-c", "echo 'hi' $HOME"};
+
+static struct ar_policy *parse(const char *json)
+{
+	ar_auto_error ar_error_t err = NULL;
+	struct ar_policy *p = NULL;
+	if (ar_policy_parse(json, strlen(json), "p.json", &p, &err) < 0)
+		fail_msg("policy: %s", err->msg);
+	return p;
+}
+
+static struct ar_render_plan *build(const struct ar_policy *p, const struct ar_render_options *o)
+{
+	ar_auto_error ar_error_t err = NULL;
+	struct ar_render_plan *plan = NULL;
+	if (ar_render_plan_build(p, o, &plan, &err) < 0)
+		fail_msg("plan: %s", err->msg);
+	return plan;
+}
+
+static void assert_argv(const struct ar_render_step *s, const char *const *want)
+{
+	size_t n = 0;
+	while (want[n] != NULL)
+		n++;
+	for (size_t i = 0; i < n && i < s->argc; i++) {
+		if (strcmp(s->argv[i], want[i]) != 0)
+			fail_msg("step %s argv[%zu]: got `%s`, want `%s`", s->label, i, s->argv[i],
+				 want[i]);
+	}
+	assert_int_equal(s->argc, n);
+	assert_null(s->argv[s->argc]);
+}
+
+static void test_triage_plan(void **state)
+{
+	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	struct ar_render_options o = {.cmd = triage_cmd, .n_cmd = AR_ARRAY_SIZE(triage_cmd)};
+	ar_autoplan struct ar_render_plan *plan = build(p, &o);
+
+	assert_int_equal(plan->n_steps, AR_ARRAY_SIZE(triage_steps));
+	for (size_t i = 0; i < plan->n_steps; i++) {
+		assert_string_equal(plan->steps[i].label, triage_labels[i]);
+		assert_int_equal(plan->steps[i].phase, triage_phases[i]);
+		assert_argv(&plan->steps[i], triage_steps[i]);
+	}
+	/* the agent's image is where line wrapping stops */
+	assert_string_equal(plan->steps[4].argv[plan->steps[4].nowrap_from], "python:3.12-alpine");
+}
+
+static void test_image_flags(void **state)
+{
+	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	struct ar_render_options o = {.image = "alpine:3.20", .proxy_image = "reg/agentrun:dev"};
+	ar_autoplan struct ar_render_plan *plan = build(p, &o);
+	const struct ar_render_step *proxy = &plan->steps[2], *agent = &plan->steps[4];
+
+	assert_string_equal(proxy->argv[24], "reg/agentrun:dev");
+	assert_string_equal(proxy->argv[25], "proxy");
+	/* no command: the image's default, so the image is the last argument */
+	assert_string_equal(agent->argv[agent->argc - 1], "alpine:3.20");
+	assert_int_equal(agent->nowrap_from, agent->argc - 1);
+}
+
+static void test_missing_image(void **state)
+{
+	ar_autopolicy struct ar_policy *p =
+	    parse("{\"name\": \"noimg\", \"allowed_hosts\": [\"example.com\"]}");
+	struct ar_render_options o = {0};
+	struct ar_render_plan *plan = NULL;
+	ar_auto_error ar_error_t err = NULL;
+
+	assert_int_equal(ar_render_plan_build(p, &o, &plan, &err), -1);
+	assert_null(plan);
+	assert_string_equal(err->msg, "p.json: `image` is not set: the docker plan needs an agent "
+				      "image; set `image` in the policy or pass --image");
+}
+
+static void test_network_none(void **state)
+{
+	static const char *const agent[] = {"docker",
+					    "run",
+					    "--rm",
+					    "-i",
+					    "--name",
+					    "offline-agent",
+					    "--network",
+					    "none",
+					    "--read-only",
+					    "--tmpfs",
+					    "/tmp:rw,nosuid,nodev",
+					    "--tmpfs",
+					    "/work:rw,nosuid,nodev",
+					    "--cap-drop",
+					    "ALL",
+					    "--security-opt",
+					    "no-new-privileges",
+					    "--security-opt",
+					    "seccomp=/etc/agentrun/strict.json",
+					    "--pids-limit",
+					    "10",
+					    "--memory",
+					    "1g",
+					    "--memory-swap",
+					    "1g",
+					    "--cpus",
+					    "0.5",
+					    "--user",
+					    "1234:5678",
+					    "-e",
+					    "Z=1",
+					    "busybox:1",
+					    NULL};
+	static const char *const down[] = {"docker", "rm", "-f", "offline-agent", NULL};
+	ar_autopolicy struct ar_policy *p = parse(
+	    "{\"name\": \"offline\", \"image\": \"busybox:1\", \"network\": \"none\","
+	    " \"tmpfs\": [\"/tmp\", \"/work\"], \"user\": \"1234:5678\", \"env\": {\"Z\": \"1\"},"
+	    " \"seccomp\": \"/etc/agentrun/strict.json\","
+	    " \"limits\": {\"pids\": 10, \"memory\": \"1024m\", \"cpus\": \"0.5\"}}");
+	struct ar_render_options o = {0};
+	ar_autoplan struct ar_render_plan *plan = build(p, &o);
+
+	assert_int_equal(plan->n_steps, 2);
+	assert_int_equal(plan->steps[0].phase, AR_RENDER_RUN);
+	assert_argv(&plan->steps[0], agent);
+	assert_int_equal(plan->steps[1].phase, AR_RENDER_DOWN);
+	assert_argv(&plan->steps[1], down);
+}
+
+static bool has_arg_prefix(const struct ar_render_step *s, const char *prefix)
+{
+	for (size_t i = 0; i < s->argc; i++)
+		if (strncmp(s->argv[i], prefix, strlen(prefix)) == 0)
+			return true;
+	return false;
+}
+
+static void test_no_kubeconfig_and_formats(void **state)
+{
+	ar_autopolicy struct ar_policy *p =
+	    parse("{\"name\": \"k\", \"image\": \"i\", \"allowed_hosts\": [\"example.com\"],"
+		  " \"limits\": {\"memory\": \"7340033\", \"cpus\": \"1.25\"},"
+		  " \"seccomp\": \"unconfined\"}");
+	struct ar_render_options o = {0};
+	ar_autoplan struct ar_render_plan *plan = build(p, &o);
+	const struct ar_render_step *agent = &plan->steps[4];
+
+	assert_string_equal(agent->label, "agent");
+	assert_false(has_arg_prefix(agent, "KUBECONFIG="));
+	assert_false(has_arg_prefix(agent, "/home/"));
+	assert_true(has_arg_prefix(agent, "seccomp=unconfined"));
+	/* memory that is not a whole unit stays in bytes, cpus keep their decimals */
+	assert_true(has_arg_prefix(agent, "7340033"));
+	assert_true(has_arg_prefix(agent, "1.25"));
+	assert_true(has_arg_prefix(agent, "HTTPS_PROXY=http://k-proxy:3128"));
+}
+
+static void test_format_parse(void **state)
+{
+	enum ar_render_format f = AR_RENDER_TEXT;
+	assert_int_equal(ar_render_format_parse("oci", &f), 0);
+	assert_int_equal(f, AR_RENDER_OCI);
+	assert_int_equal(ar_render_format_parse("sh", &f), 0);
+	assert_int_equal(f, AR_RENDER_SH);
+	assert_int_equal(ar_render_format_parse("json", &f), 0);
+	assert_int_equal(f, AR_RENDER_JSON);
+	assert_int_equal(ar_render_format_parse("text", &f), 0);
+	assert_int_equal(f, AR_RENDER_TEXT);
+	assert_int_equal(ar_render_format_parse("yaml", &f), -1);
+	assert_int_equal(ar_render_format_parse("", &f), -1);
+}
+
+/* Undo the printer's line continuations: what a shell sees after joining lines. */
+static char *join_continuations(const char *text)
+{
+	ar_autobuf struct ar_buf b = {0};
+	for (const char *c = text; *c; c++) {
+		if (strncmp(c, " \\\n    ", 7) == 0) {
+			ar_buf_putc(&b, ' ');
+			c += 6;
+			continue;
+		}
+		ar_buf_putc(&b, *c);
+	}
+	return ar_buf_steal(&b);
+}
+
+static void test_text(void **state)
+{
+	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	struct ar_render_options o = {.cmd = triage_cmd, .n_cmd = AR_ARRAY_SIZE(triage_cmd)};
+	ar_autoplan struct ar_render_plan *plan = build(p, &o);
+	ar_autobuf struct ar_buf out = {0};
+	ar_render_print_text(plan, &out);
+
+	ar_autofree char *joined = join_continuations(out.data);
+	ar_autobuf struct ar_buf want = {0};
+	for (size_t i = 0; i < 5; i++) {
+		for (size_t j = 0; triage_steps[i][j] != NULL; j++) {
+			if (j > 0)
+				ar_buf_putc(&want, ' ');
+			ar_shell_quote(&want, triage_steps[i][j]);
+		}
+		ar_buf_putc(&want, '\n');
+	}
+	assert_string_equal(joined, want.data);
+	assert_non_null(strstr(out.data, " --allow '*.github.com:443' "));
+	assert_non_null(strstr(out.data, " sh -c 'echo '\\''hi'\\'' $HOME'\n"));
+	assert_non_null(strstr(out.data, "'AB_FIRST=x y'"));
+	/* lines are wrapped before options only, and stay within 80 columns before the image */
+	for (const char *line = out.data; *line;) {
+		const char *nl = strchr(line, '\n');
+		size_t len = (size_t)(nl - line);
+		if (memmem(line, len, "python:3.12-alpine", 18) == NULL)
+			assert_in_range(len, 1, 80);
+		line = nl + 1;
+	}
+	assert_non_null(strstr(out.data, " \\\n    --"));
+	assert_null(strstr(out.data, "docker rm"));
+}
+
+static void assert_json_steps(const cJSON *list, const struct ar_render_plan *plan, size_t from,
+			      size_t n)
+{
+	static const char *const phases[] = {"up", "run", "down", "audit"};
+	assert_true(cJSON_IsArray(list));
+	assert_int_equal(cJSON_GetArraySize(list), n);
+	for (size_t i = 0; i < n; i++) {
+		const struct ar_render_step *s = &plan->steps[from + i];
+		const cJSON *st = cJSON_GetArrayItem(list, (int)i);
+		assert_string_equal(cJSON_GetObjectItem(st, "label")->valuestring, s->label);
+		assert_string_equal(cJSON_GetObjectItem(st, "phase")->valuestring,
+				    phases[s->phase]);
+		const cJSON *argv = cJSON_GetObjectItem(st, "argv");
+		assert_int_equal(cJSON_GetArraySize(argv), s->argc);
+		for (size_t j = 0; j < s->argc; j++)
+			assert_string_equal(cJSON_GetArrayItem(argv, (int)j)->valuestring,
+					    s->argv[j]);
+	}
+}
+
+static void test_json(void **state)
+{
+	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	char *cmd[] = {"printf", "%s\n", "tab\there", "quote\"back\\slash", "ünï"};
+	struct ar_render_options o = {.cmd = cmd, .n_cmd = AR_ARRAY_SIZE(cmd)};
+	ar_autoplan struct ar_render_plan *plan = build(p, &o);
+	ar_autobuf struct ar_buf out = {0};
+	ar_render_print_json(plan, &out);
+
+	cJSON *root = cJSON_Parse(out.data);
+	assert_non_null(root);
+	assert_json_steps(cJSON_GetObjectItem(root, "steps"), plan, 0, 5);
+	assert_json_steps(cJSON_GetObjectItem(root, "down"), plan, 5, 4);
+	assert_json_steps(cJSON_GetObjectItem(root, "audit"), plan, 9, 1);
+	const cJSON *agent = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "steps"), 4);
+	const cJSON *argv = cJSON_GetObjectItem(agent, "argv");
+	assert_string_equal(cJSON_GetArrayItem(argv, cJSON_GetArraySize(argv) - 1)->valuestring,
+			    "ünï");
+	cJSON_Delete(root);
+}
+
+static void test_sh(void **state)
+{
+	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	struct ar_render_options o = {.cmd = triage_cmd, .n_cmd = AR_ARRAY_SIZE(triage_cmd)};
+	ar_autoplan struct ar_render_plan *plan = build(p, &o);
+	ar_autobuf struct ar_buf out = {0};
+	ar_render_print_sh(p, plan, &out);
+
+	assert_true(strncmp(out.data, "#!/bin/sh\n", 10) == 0);
+	assert_non_null(strstr(out.data, "\nset -eu\n"));
+	assert_non_null(strstr(out.data, "\nup() {\n\tprintf '%s\\n' '+ docker network create "
+					 "--internal triage-net' >&2\n\tdocker network create "
+					 "--internal triage-net\n"));
+	assert_non_null(strstr(out.data, "\tdocker rm -f triage-proxy >/dev/null 2>&1 || true\n"));
+	assert_non_null(strstr(out.data, "\naudit() {\n"));
+	assert_non_null(strstr(out.data, "\tdocker exec triage-proxy agentrun audit "
+					 "/var/log/agentrun/audit.jsonl\n"));
+	/* the echo of a quoted argument is itself quoted once more */
+	assert_non_null(strstr(out.data, "--allow '\\''*.github.com:443'\\'' "));
+	assert_non_null(strstr(out.data, "\ncase \"$1\" in\nup | run | down | audit) \"$1\" ;;\n"));
+}
+
+static const char simple_profile[] =
+    "{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"defaultErrnoRet\": 1,"
+    " \"architectures\": [\"SCMP_ARCH_X86_64\"],"
+    " \"syscalls\": [{\"names\": [\"read\", \"write\"], \"action\": \"SCMP_ACT_ALLOW\"},"
+    " {\"names\": [\"ioctl\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 1,"
+    " \"args\": [{\"index\": 1, \"value\": 21522, \"valueTwo\": 4294967295,"
+    " \"op\": \"SCMP_CMP_MASKED_EQ\"}]}]}";
+
+static cJSON *render_oci(const struct ar_policy *p, const char *seccomp)
+{
+	struct ar_render_options o = {.cmd = triage_cmd, .n_cmd = AR_ARRAY_SIZE(triage_cmd)};
+	ar_autobuf struct ar_buf out = {0};
+	ar_auto_error ar_error_t err = NULL;
+	if (ar_render_oci(p, &o, seccomp, "profile.json", &out, &err) < 0)
+		fail_msg("oci: %s", err->msg);
+	cJSON *root = cJSON_Parse(out.data);
+	assert_non_null(root);
+	return root;
+}
+
+static const cJSON *find_mount(const cJSON *root, const char *dst)
+{
+	const cJSON *m;
+	cJSON_ArrayForEach(m, cJSON_GetObjectItem(root, "mounts"))
+	{
+		if (strcmp(cJSON_GetObjectItem(m, "destination")->valuestring, dst) == 0)
+			return m;
+	}
+	fail_msg("no mount at %s", dst);
+	return NULL;
+}
+
+static char *options_of(const cJSON *m)
+{
+	ar_autobuf struct ar_buf b = {0};
+	const cJSON *o;
+	cJSON_ArrayForEach(o, cJSON_GetObjectItem(m, "options"))
+	{
+		if (b.len > 0)
+			ar_buf_putc(&b, ',');
+		ar_buf_puts(&b, o->valuestring);
+	}
+	return ar_buf_steal(&b);
+}
+
+static int64_t num(const cJSON *obj, const char *a, const char *b)
+{
+	const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(obj, a), b);
+	assert_true(cJSON_IsNumber(v));
+	return (int64_t)v->valuedouble;
+}
+
+static void test_oci_process(const cJSON *root)
+{
+	const cJSON *proc = cJSON_GetObjectItem(root, "process");
+	const cJSON *args = cJSON_GetObjectItem(proc, "args");
+	assert_int_equal(cJSON_GetArraySize(args), 3);
+	assert_string_equal(cJSON_GetArrayItem(args, 2)->valuestring, "echo 'hi' $HOME");
+	assert_int_equal(num(proc, "user", "uid"), 1000);
+	assert_int_equal(num(proc, "user", "gid"), 1000);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(proc, "noNewPrivileges")));
+	static const char *const env[] = {
+	    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	    "HTTP_PROXY=http://triage-proxy:3128",
+	    "HTTPS_PROXY=http://triage-proxy:3128",
+	    "http_proxy=http://triage-proxy:3128",
+	    "https_proxy=http://triage-proxy:3128",
+	    "NO_PROXY=localhost,127.0.0.1",
+	    "no_proxy=localhost,127.0.0.1",
+	    "AB_FIRST=x y",
+	    "ANTHROPIC_BASE_URL=https://api.anthropic.com",
+	    "KUBECONFIG=/home/agent/.kube/config"};
+	const cJSON *e = cJSON_GetObjectItem(proc, "env");
+	assert_int_equal(cJSON_GetArraySize(e), AR_ARRAY_SIZE(env));
+	for (size_t i = 0; i < AR_ARRAY_SIZE(env); i++)
+		assert_string_equal(cJSON_GetArrayItem(e, (int)i)->valuestring, env[i]);
+	const cJSON *caps = cJSON_GetObjectItem(proc, "capabilities"), *set;
+	assert_int_equal(cJSON_GetArraySize(caps), 5);
+	cJSON_ArrayForEach(set, caps) assert_int_equal(cJSON_GetArraySize(set), 0);
+	const cJSON *rl = cJSON_GetArrayItem(cJSON_GetObjectItem(proc, "rlimits"), 0);
+	assert_string_equal(cJSON_GetObjectItem(rl, "type")->valuestring, "RLIMIT_NOFILE");
+}
+
+static void test_oci(void **state)
+{
+	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	cJSON *root = render_oci(p, simple_profile);
+
+	assert_string_equal(cJSON_GetObjectItem(root, "ociVersion")->valuestring, "1.0.2");
+	test_oci_process(root);
+	const cJSON *r = cJSON_GetObjectItem(root, "root");
+	assert_string_equal(cJSON_GetObjectItem(r, "path")->valuestring, "rootfs");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r, "readonly")));
+	assert_string_equal(cJSON_GetObjectItem(root, "hostname")->valuestring, "triage");
+
+	struct {
+		const char *dst, *type, *src, *opts;
+	} mounts[] = {
+	    {"/proc", "proc", "proc", "nosuid,noexec,nodev"},
+	    {"/sys", "sysfs", "sysfs", "nosuid,noexec,nodev,ro"},
+	    {"/dev/mqueue", "mqueue", "mqueue", "nosuid,noexec,nodev"},
+	    {"/tmp", "tmpfs", "tmpfs", "nosuid,nodev,mode=1777"},
+	    {"/home/agent/.kube/config", "bind", "/home/me/.kube/agent-config",
+	     "rbind,ro,nosuid,nodev"},
+	    {"/logs", "bind", "/srv/logs", "rbind,ro,nosuid,nodev"},
+	    {"/out", "bind", "/srv/out", "rbind,rw,nosuid,nodev"},
+	};
+	for (size_t i = 0; i < AR_ARRAY_SIZE(mounts); i++) {
+		const cJSON *m = find_mount(root, mounts[i].dst);
+		assert_string_equal(cJSON_GetObjectItem(m, "type")->valuestring, mounts[i].type);
+		assert_string_equal(cJSON_GetObjectItem(m, "source")->valuestring, mounts[i].src);
+		ar_autofree char *o = options_of(m);
+		assert_string_equal(o, mounts[i].opts);
+	}
+
+	const cJSON *lin = cJSON_GetObjectItem(root, "linux");
+	const cJSON *res = cJSON_GetObjectItem(lin, "resources");
+	assert_int_equal(num(res, "memory", "limit"), 268435456);
+	assert_int_equal(num(res, "memory", "swap"), 268435456);
+	assert_int_equal(num(res, "pids", "limit"), 64);
+	assert_int_equal(num(res, "cpu", "quota"), 100000);
+	assert_int_equal(num(res, "cpu", "period"), 100000);
+	static const char *const ns[] = {"pid", "network", "ipc", "uts", "mount", "cgroup"};
+	const cJSON *nss = cJSON_GetObjectItem(lin, "namespaces");
+	assert_int_equal(cJSON_GetArraySize(nss), AR_ARRAY_SIZE(ns));
+	for (size_t i = 0; i < AR_ARRAY_SIZE(ns); i++)
+		assert_string_equal(
+		    cJSON_GetObjectItem(cJSON_GetArrayItem(nss, (int)i), "type")->valuestring,
+		    ns[i]);
+	assert_string_equal(
+	    cJSON_GetArrayItem(cJSON_GetObjectItem(lin, "maskedPaths"), 2)->valuestring,
+	    "/proc/kcore");
+	assert_string_equal(
+	    cJSON_GetArrayItem(cJSON_GetObjectItem(lin, "readonlyPaths"), 3)->valuestring,
+	    "/proc/sys");
+
+	/* the profile is carried unchanged, numbers exact */
+	const cJSON *sc = cJSON_GetObjectItem(lin, "seccomp");
+	cJSON *want = cJSON_Parse(simple_profile);
+	assert_true(cJSON_Compare(sc, want, true));
+	cJSON_Delete(want);
+	cJSON_Delete(root);
+}
+
+static void test_oci_no_proxy_no_seccomp(void **state)
+{
+	ar_autopolicy struct ar_policy *p =
+	    parse("{\"name\": \"off\", \"network\": \"none\", \"user\": \"7:8\","
+		  " \"rootfs\": \"/srv/rootfs\", \"limits\": {\"cpus\": \"0.5\"}}");
+	cJSON *root = render_oci(p, NULL);
+	const cJSON *env = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "process"), "env");
+	assert_int_equal(cJSON_GetArraySize(env), 1);
+	assert_string_equal(cJSON_GetArrayItem(env, 0)->valuestring,
+			    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+	assert_int_equal(num(cJSON_GetObjectItem(root, "process"), "user", "gid"), 8);
+	assert_string_equal(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(root, "root"), "path")->valuestring,
+	    "/srv/rootfs");
+	const cJSON *lin = cJSON_GetObjectItem(root, "linux");
+	assert_null(cJSON_GetObjectItem(lin, "seccomp"));
+	assert_int_equal(num(cJSON_GetObjectItem(lin, "resources"), "cpu", "quota"), 50000);
+	cJSON_Delete(root);
+}
+
+static void test_oci_docker_profile(void **state)
+{
+	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	cJSON *root =
+	    render_oci(p, "{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"archMap\": [{\"architecture\":"
+			  " \"SCMP_ARCH_X86_64\", \"subArchitectures\": [\"SCMP_ARCH_X86\"]}],"
+			  " \"syscalls\": [{\"name\": \"read\", \"action\": \"SCMP_ACT_ALLOW\","
+			  " \"includes\": {}, \"excludes\": {}, \"comment\": \"c\"}]}");
+	const cJSON *sc = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "linux"), "seccomp");
+	cJSON *want = cJSON_Parse("{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"architectures\":"
+				  " [\"SCMP_ARCH_X86_64\", \"SCMP_ARCH_X86\"], \"syscalls\":"
+				  " [{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\"}]}");
+	assert_true(cJSON_Compare(sc, want, true));
+	cJSON_Delete(want);
+	cJSON_Delete(root);
+}
+
+static void expect_oci_error(const struct ar_policy *p, size_t n_cmd, const char *seccomp,
+			     const char *msg)
+{
+	struct ar_render_options o = {.cmd = triage_cmd, .n_cmd = n_cmd};
+	ar_autobuf struct ar_buf out = {0};
+	ar_auto_error ar_error_t err = NULL;
+	assert_int_equal(ar_render_oci(p, &o, seccomp, "profile.json", &out, &err), -1);
+	assert_string_equal(err->msg, msg);
+	assert_int_equal(out.len, 0);
+}
+
+static void test_oci_errors(void **state)
+{
+	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	expect_oci_error(p, 0, NULL,
+			 "--format oci needs the command after `--`: an OCI bundle has no image "
+			 "default command");
+	expect_oci_error(p, 1,
+			 "{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"syscalls\": [{\"names\": "
+			 "[\"x\"], \"action\": \"SCMP_ACT_ALLOW\", \"includes\": {\"caps\": "
+			 "[\"CAP_SYS_ADMIN\"]}}]}",
+			 "profile.json: syscalls[0].includes: docker-only condition, no "
+			 "runtime-spec equivalent; write the profile in runtime-spec form");
+	expect_oci_error(p, 1, "{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"bogus\": 1}",
+			 "profile.json: unknown key `bogus`");
+	expect_oci_error(p, 1, "[1]", "profile.json: not a JSON object");
+	expect_oci_error(p, 1, "{\"syscalls\": []}", "profile.json: defaultAction: missing");
+	expect_oci_error(p, 1,
+			 "{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"syscalls\": [{\"names\": "
+			 "[\"x\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
+			 "\"value\": 18446744073709551615, \"op\": \"SCMP_CMP_EQ\"}]}]}",
+			 "profile.json: syscalls[0]: number value cannot be carried exactly");
+}
+
+static void test_oci_default_profile_file(void **state)
+{
+	/* the repository's own default profile must convert (it is what the CLI embeds) */
+	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	ar_autofree char *json = NULL;
+	ar_auto_error ar_error_t err = NULL;
+	ar_autofree char *path = ar_xasprintf("%s/seccomp/default.json", AR_SOURCE_DIR);
+	assert_int_equal(ar_read_file(path, 0, &json, NULL, &err), 0);
+	cJSON *root = render_oci(p, json);
+	const cJSON *sc = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "linux"), "seccomp");
+	cJSON *want = cJSON_Parse(json);
+	const cJSON *defact = cJSON_GetObjectItem(want, "defaultAction");
+	assert_string_equal(cJSON_GetObjectItem(sc, "defaultAction")->valuestring,
+			    defact->valuestring);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(sc, "syscalls")),
+			 cJSON_GetArraySize(cJSON_GetObjectItem(want, "syscalls")));
+	cJSON_Delete(want);
+	cJSON_Delete(root);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_triage_plan),
+	    cmocka_unit_test(test_image_flags),
+	    cmocka_unit_test(test_missing_image),
+	    cmocka_unit_test(test_network_none),
+	    cmocka_unit_test(test_no_kubeconfig_and_formats),
+	    cmocka_unit_test(test_format_parse),
+	    cmocka_unit_test(test_text),
+	    cmocka_unit_test(test_json),
+	    cmocka_unit_test(test_sh),
+	    cmocka_unit_test(test_oci),
+	    cmocka_unit_test(test_oci_no_proxy_no_seccomp),
+	    cmocka_unit_test(test_oci_docker_profile),
+	    cmocka_unit_test(test_oci_errors),
+	    cmocka_unit_test(test_oci_default_profile_file),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
