@@ -5,9 +5,10 @@
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 
+case $AGENTRUN in /*) ;; *) AGENTRUN=$PWD/$AGENTRUN ;; esac
 work="$AR_TMP/work"
 mkdir -p "$work"
-cd "$work"
+cd "$work" || exit 1
 
 # error_case WHAT EXIT MESSAGE ARGS...: run agentrun ARGS, compare the status, the whole
 # stderr (one line) and that nothing went to stdout.
@@ -77,9 +78,9 @@ expect_match "version output" '^agentrun [0-9]+\.[0-9]+\.[0-9]+$' "$(cat "$AR_TM
 
 # a good policy still works after all that, and nothing was written anywhere near
 expect_status "render ok" 0 "$AGENTRUN" render --policy "$AR_TMP/ok.json" -- true
-expect_eq "nothing left in the working directory" "" "$(ls -A "$work")"
+expect_eq "nothing left in the working directory" "" "$(find "$work" -mindepth 1)"
 expect_eq "nothing new beside the policies" \
 	"badname.json err invalid.json memory.json noimage.json ok.json out unknown.json work" \
-	"$(ls -A "$AR_TMP" | tr '\n' ' ' | sed 's/ $//')"
+	"$(find "$AR_TMP" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort | tr '\n' ' ' | sed 's/ $//')"
 
 finish
