@@ -1,0 +1,204 @@
+/* agentrun check: drift of a docker container (from `docker inspect`) or of a running
+ * process (from /proc) against a policy (DESIGN §8).
+ *
+ * The design is "facts vs expectations": a reader turns its input into a facts struct
+ * (the inspect reader is pure over a buffer, the /proc reader does the I/O and hands the
+ * text to pure parsers), then a pure function walks a table of expectations, compares
+ * the facts with the policy and appends findings {what, expected, actual, fix}.
+ * Secret values are never copied into findings. See docs/check.md. */
+#ifndef AGENTRUN_CHECK_H
+#define AGENTRUN_CHECK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agentrun/error.h"
+#include "agentrun/policy.h"
+#include "agentrun/util.h"
+
+/* ---- findings ---- */
+
+struct ar_finding {
+	char *what;	/* "read-only rootfs", "secret in environment AWS_SECRET_ACCESS_KEY" */
+	char *expected; /* "true" */
+	char *actual;	/* "false" */
+	char *fix;	/* "--read-only" */
+};
+
+struct ar_findings {
+	struct ar_finding *v;
+	size_t n;
+	size_t cap;
+};
+
+void ar_findings_add(struct ar_findings *f, const char *what, const char *expected,
+		     const char *actual, const char *fix);
+void ar_findings_free(struct ar_findings *f);
+#define ar_autofindings __attribute__((cleanup(ar_findings_free)))
+
+/* "DRIFT WHAT expected E actual A\n  fix: FIX\n" per finding, then
+ * "SUBJECT vs policy P: N drift finding(s)\n". */
+void ar_check_format_text(struct ar_buf *out, const struct ar_findings *f, const char *subject,
+			  const char *policy_name);
+/* {"subject": ..., "policy": ..., "drift": N, "findings": [{what, expected, actual, fix}]} */
+void ar_check_format_json(struct ar_buf *out, const struct ar_findings *f, const char *subject,
+			  const char *policy_name);
+
+/* ---- shared classification (pure) ---- */
+
+/* A variable name that looks like a secret: ends in _KEY, _TOKEN, _SECRET or contains
+ * PASSWORD (case-insensitive). */
+bool ar_check_is_secret_name(const char *name);
+/* A path that must not be mounted into a sandbox: docker.sock, /proc, /sys, /etc, /root,
+ * / (and below the four directories), or a path with a .aws, .kube, .ssh, .docker,
+ * .azure or .config/gcloud component. */
+bool ar_check_is_sensitive_path(const char *path);
+/* The narrower test for a process's own mount table, where /proc, /sys and / are
+ * normal: docker.sock or a credential directory component. */
+bool ar_check_is_credential_path(const char *path);
+/* HTTP_PROXY, HTTPS_PROXY, http_proxy, https_proxy: what a sandbox must carry. */
+#define AR_CHECK_N_PROXY_VARS 4
+extern const char *const ar_check_proxy_vars[AR_CHECK_N_PROXY_VARS];
+/* The value of KEY in a "KEY=VALUE" strv, or NULL. */
+const char *ar_check_env_get(char *const *env, const char *key);
+/* 1000 -> "1", 500 -> "0.5", 1250 -> "1.25" (into buf of at least 32 bytes). */
+const char *ar_check_format_cpus(int64_t milli, char *buf, size_t size);
+
+/* ---- docker ---- */
+
+struct ar_docker_mount {
+	char *type; /* "bind", "volume", "tmpfs", ... ("bind" when absent) */
+	char *source;
+	char *target;
+	bool readonly;
+};
+
+struct ar_docker_facts {
+	char *name; /* without docker's leading '/' */
+	bool readonly_rootfs;
+	bool privileged;
+	char **cap_drop; /* NULL-terminated, never NULL; uppercase, without CAP_ */
+	char **cap_add;	 /* same */
+	char **security_opt;
+	char *apparmor_profile; /* "" when unset */
+	char *pid_mode;		/* "" when unset */
+	char *ipc_mode;
+	char *userns_mode;
+	char *network_mode;
+	int64_t pids_limit; /* 0 = unlimited (docker's null, 0 and -1) */
+	int64_t memory;	    /* bytes, 0 = unlimited */
+	int64_t cpus_milli; /* from NanoCpus, else CpuQuota/CpuPeriod; 0 = unlimited */
+	char **networks;    /* NetworkSettings.Networks keys, sorted */
+	char *user;	    /* Config.User, "" when unset */
+	char **env;	    /* Config.Env, "KEY=VALUE" */
+	char **tmpfs;	    /* HostConfig.Tmpfs keys (targets) */
+	struct ar_docker_mount *mounts;
+	size_t n_mounts;
+};
+
+/* Parse `docker inspect` output: an array (element 0 is used; empty is an error) or a
+ * single object. Pure; `origin` names the input in messages. */
+int ar_check_inspect_parse(const char *json, size_t len, const char *origin,
+			   struct ar_docker_facts **out, ar_error_t *err);
+void ar_docker_facts_free(struct ar_docker_facts *d);
+void ar_cleanup_docker_factsp(struct ar_docker_facts **d);
+#define ar_autodocker_facts __attribute__((cleanup(ar_cleanup_docker_factsp)))
+
+/* Compare (pure): append one finding per broken expectation, in table order. */
+void ar_check_docker(const struct ar_policy *p, const struct ar_docker_facts *d,
+		     struct ar_findings *out);
+
+/* Run `DOCKER inspect --type container NAME` (DOCKER looked up in PATH) and capture its
+ * stdout. Fails naming the container when docker is missing or exits non-zero, with the
+ * first line of its stderr. */
+int ar_check_docker_inspect(const char *docker, const char *name, char **out, size_t *len,
+			    ar_error_t *err);
+
+/* ---- processes (/proc) ---- */
+
+#define AR_LIMIT_UNLIMITED (-1)
+#define AR_LIMIT_UNKNOWN   (-2) /* no controller/file found for the process */
+
+struct ar_proc_status {
+	uid_t uid[4]; /* real, effective, saved, filesystem */
+	gid_t gid[4];
+	uint64_t cap_inh, cap_prm, cap_eff, cap_bnd, cap_amb;
+	int no_new_privs; /* -1 when the kernel does not say */
+	int seccomp;	  /* 0 disabled, 1 strict, 2 filter, -1 unknown */
+};
+
+/* Parse /proc/PID/status text. Uid, Gid and the five Cap* lines are required. */
+int ar_check_parse_status(const char *text, struct ar_proc_status *out, ar_error_t *err);
+
+struct ar_mountinfo {
+	char *root;   /* path inside the mounted filesystem (field 4), unescaped */
+	char *target; /* mount point (field 5), unescaped */
+	char *fstype;
+	char *source;
+	char *super_opts;
+	bool readonly; /* per-mount or superblock ro */
+};
+
+/* Parse /proc/PID/mountinfo text into *out (n entries, in file order). */
+int ar_check_parse_mountinfo(const char *text, struct ar_mountinfo **out, size_t *n,
+			     ar_error_t *err);
+void ar_mountinfo_free(struct ar_mountinfo *m, size_t n);
+/* The entry visible at `target` (the last one mounted there), or NULL. */
+const struct ar_mountinfo *ar_check_mount_at(const struct ar_mountinfo *m, size_t n,
+					     const char *target);
+
+/* In /proc/PID/cgroup text, the path of the v1 hierarchy carrying `controller`
+ * ("memory"), or with controller "" the v2 path ("0::/x"). Returns a malloc'd path or
+ * NULL when absent. */
+char *ar_check_cgroup_path(const char *text, const char *controller);
+/* In mountinfo entries, where to find `controller`'s v1 hierarchy (controller "" =
+ * cgroup2): the mount point and the mount's root. NULL when not mounted. */
+const struct ar_mountinfo *ar_check_cgroup_mount(const struct ar_mountinfo *m, size_t n,
+						 const char *controller);
+
+/* Cgroup limit files, all pure over the file text. Unlimited is AR_LIMIT_UNLIMITED. */
+int ar_check_parse_cg_max(const char *text, int64_t *out);	 /* "max" | N (v2) */
+int ar_check_parse_cg_v1_memory(const char *text, int64_t *out); /* huge = unlimited */
+int ar_check_parse_cg_cpu_max(const char *text, int64_t *milli); /* "max 100000" | "Q P" */
+int ar_check_parse_cg_v1_cpu(const char *quota, const char *period, int64_t *milli);
+
+/* /proc/PID/net/dev: interface names (NULL-terminated, never NULL). */
+char **ar_check_parse_netdev(const char *text);
+/* /proc/PID/net/route and ipv6_route: the device of a default route that is not on lo,
+ * or NULL. Either text may be NULL. */
+char *ar_check_parse_default_route(const char *route4, const char *route6);
+/* NUL-separated environ into a strv of "KEY=VALUE" (never NULL). */
+char **ar_check_parse_environ(const char *buf, size_t len);
+
+enum ar_ns_kind { AR_NS_PID, AR_NS_MNT, AR_NS_NET, AR_NS_UTS, AR_NS_IPC, AR_NS_CGROUP, AR_NS_N };
+
+struct ar_proc_facts {
+	pid_t pid;
+	struct ar_proc_status status;
+	struct ar_mountinfo *mounts;
+	size_t n_mounts;
+	char **visible_sensitive; /* sensitive host paths reachable through /proc/PID/root */
+	int ns_shared[AR_NS_N];	  /* 1 shared with /proc/1, 0 private, -1 unknown */
+	int64_t pids_max;	  /* AR_LIMIT_* or the limit */
+	int64_t memory_max;
+	int64_t cpus_milli;
+	char **env;
+	char **netdevs;
+	char *default_route; /* device of a non-lo default route, NULL when none */
+};
+
+/* Read every fact about pid from /proc (and the cgroup filesystems). */
+int ar_check_proc_read(pid_t pid, struct ar_proc_facts **out, ar_error_t *err);
+void ar_proc_facts_free(struct ar_proc_facts *f);
+void ar_cleanup_proc_factsp(struct ar_proc_facts **f);
+#define ar_autoproc_facts __attribute__((cleanup(ar_cleanup_proc_factsp)))
+/* The namespace name in /proc/PID/ns/ ("pid", "mnt", ...). */
+const char *ar_check_ns_name(enum ar_ns_kind k);
+
+/* Compare (pure): one finding per broken expectation, in table order. */
+void ar_check_proc(const struct ar_policy *p, const struct ar_proc_facts *f,
+		   struct ar_findings *out);
+
+#endif

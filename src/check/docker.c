@@ -1,0 +1,429 @@
+/* Docker expectations: the policy (as `agentrun render` would run it) against the facts
+ * of `docker inspect`. Each expectation is a small function in the table at the bottom;
+ * findings come out in table order so the output (and the tests) are stable. */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "agentrun/check.h"
+
+struct ctx {
+	const struct ar_policy *p;
+	const struct ar_docker_facts *d;
+	struct ar_findings *out;
+};
+
+static void add(const struct ctx *c, const char *what, const char *expected, const char *actual,
+		const char *fix)
+{
+	ar_findings_add(c->out, what, expected, actual, fix);
+}
+
+static bool strv_has(char *const *sv, const char *s)
+{
+	for (size_t i = 0; sv && sv[i]; i++)
+		if (strcmp(sv[i], s) == 0)
+			return true;
+	return false;
+}
+
+static char *strv_join(char *const *sv, const char *sep, const char *empty)
+{
+	ar_autobuf struct ar_buf b = {0};
+	if (sv == NULL || sv[0] == NULL)
+		return ar_xstrdup(empty);
+	for (size_t i = 0; sv[i]; i++) {
+		if (i)
+			ar_buf_puts(&b, sep);
+		ar_buf_puts(&b, sv[i]);
+	}
+	return ar_buf_steal(&b);
+}
+
+static void check_rootfs(const struct ctx *c)
+{
+	if (!c->d->readonly_rootfs)
+		add(c, "read-only rootfs", "true", "false", "--read-only");
+}
+
+static void check_cap_drop(const struct ctx *c)
+{
+	if (strv_has(c->d->cap_drop, "ALL"))
+		return;
+	ar_autofree char *have = strv_join(c->d->cap_drop, ",", "none");
+	add(c, "cap-drop", "ALL", have, "--cap-drop ALL");
+}
+
+static void check_cap_add(const struct ctx *c)
+{
+	if (c->d->cap_add[0] == NULL)
+		return;
+	ar_autofree char *have = strv_join(c->d->cap_add, ",", "none");
+	ar_autofree char *flags = strv_join(c->d->cap_add, " --cap-add ", "");
+	ar_autofree char *fix = ar_xasprintf("remove --cap-add %s", flags);
+	add(c, "cap-add", "none", have, fix);
+}
+
+static void check_privileged(const struct ctx *c)
+{
+	if (c->d->privileged)
+		add(c, "privileged", "false", "true", "remove --privileged");
+}
+
+/* Docker accepts every spelling below; `no-new-privileges:false` is an explicit no. */
+static bool opt_is(const char *opt, const char *name, const char *value)
+{
+	size_t n = strlen(name);
+	if (strncmp(opt, name, n) != 0)
+		return false;
+	if (opt[n] == '\0')
+		return value == NULL;
+	return (opt[n] == ':' || opt[n] == '=') && value && strcmp(opt + n + 1, value) == 0;
+}
+
+static void check_nnp(const struct ctx *c)
+{
+	for (size_t i = 0; c->d->security_opt[i]; i++)
+		if (opt_is(c->d->security_opt[i], "no-new-privileges", NULL) ||
+		    opt_is(c->d->security_opt[i], "no-new-privileges", "true"))
+			return;
+	add(c, "no-new-privileges", "true", "false", "--security-opt no-new-privileges");
+}
+
+static bool has_unconfined(const struct ctx *c, const char *name)
+{
+	for (size_t i = 0; c->d->security_opt[i]; i++)
+		if (opt_is(c->d->security_opt[i], name, "unconfined"))
+			return true;
+	return false;
+}
+
+static void check_seccomp(const struct ctx *c)
+{
+	if (c->p->seccomp && strcmp(c->p->seccomp, "unconfined") == 0)
+		return; /* the policy asks for it */
+	if (has_unconfined(c, "seccomp"))
+		add(c, "seccomp", "confined", "unconfined",
+		    "remove --security-opt seccomp=unconfined");
+}
+
+static void check_apparmor(const struct ctx *c)
+{
+	if (has_unconfined(c, "apparmor") || strcmp(c->d->apparmor_profile, "unconfined") == 0)
+		add(c, "apparmor", "confined", "unconfined",
+		    "remove --security-opt apparmor=unconfined (and --privileged)");
+}
+
+static void check_modes(const struct ctx *c)
+{
+	static const struct {
+		const char *what;
+		size_t off;
+		const char *flag;
+	} modes[] = {
+	    {"pid mode", offsetof(struct ar_docker_facts, pid_mode), "--pid"},
+	    {"ipc mode", offsetof(struct ar_docker_facts, ipc_mode), "--ipc"},
+	    {"userns mode", offsetof(struct ar_docker_facts, userns_mode), "--userns"},
+	};
+	for (size_t i = 0; i < AR_ARRAY_SIZE(modes); i++) {
+		const char *v = *(char *const *)((const char *)c->d + modes[i].off);
+		if (strcmp(v, "host") != 0 && strncmp(v, "container:", 10) != 0)
+			continue;
+		ar_autofree char *fix = ar_xasprintf("remove %s %s", modes[i].flag, v);
+		add(c, modes[i].what, "private", v, fix);
+	}
+}
+
+static void check_network(const struct ctx *c)
+{
+	const char *mode = c->d->network_mode[0] ? c->d->network_mode : "default";
+	if (c->p->network == AR_NETWORK_NONE) {
+		if (strcmp(mode, "none") != 0)
+			add(c, "network mode", "none", mode, "--network none");
+		return;
+	}
+	const char *want = c->p->net_name;
+	ar_autofree char *fix =
+	    ar_xasprintf("--network %s (docker network create --internal %s)", want, want);
+	if (strcmp(mode, want) != 0)
+		add(c, "network mode", want, mode, fix);
+	if (c->d->networks[0] == NULL || c->d->networks[1] != NULL ||
+	    strcmp(c->d->networks[0], want) != 0) {
+		ar_autofree char *have = strv_join(c->d->networks, ",", "none");
+		ar_autofree char *fix2 =
+		    ar_xasprintf("only %s (docker network disconnect the others)", want);
+		add(c, "networks", want, have, fix2);
+	}
+}
+
+static void limit_text(int64_t v, bool cpus, char *buf, size_t size)
+{
+	if (v <= 0)
+		snprintf(buf, size, "unlimited");
+	else if (cpus)
+		ar_check_format_cpus(v, buf, size);
+	else
+		snprintf(buf, size, "%" PRId64, v);
+}
+
+static void check_limits(const struct ctx *c)
+{
+	const struct ar_limits *l = &c->p->limits;
+	char cpus[32];
+	const struct {
+		const char *what;
+		int64_t want, have;
+		bool cpus;
+		const char *flag;
+		const char *value;
+	} rows[] = {
+	    {"pids limit", l->pids, c->d->pids_limit, false, "--pids-limit", NULL},
+	    {"memory limit", l->memory, c->d->memory, false, "--memory", l->memory_str},
+	    {"cpu limit", l->cpus_milli, c->d->cpus_milli, true, "--cpus",
+	     ar_check_format_cpus(l->cpus_milli, cpus, sizeof(cpus))},
+	};
+	for (size_t i = 0; i < AR_ARRAY_SIZE(rows); i++) {
+		char want[32], have[32];
+		if (rows[i].want <= 0 || rows[i].want == rows[i].have)
+			continue;
+		limit_text(rows[i].want, rows[i].cpus, want, sizeof(want));
+		limit_text(rows[i].have, rows[i].cpus, have, sizeof(have));
+		ar_autofree char *fix =
+		    ar_xasprintf("%s %s", rows[i].flag, rows[i].value ? rows[i].value : want);
+		add(c, rows[i].what, want, have, fix);
+	}
+}
+
+struct user_spec {
+	bool root;
+	bool numeric;
+	long uid;
+	bool has_gid;
+	long gid;
+};
+
+static bool parse_id(const char *s, size_t n, long *out)
+{
+	char *end;
+	if (n == 0 || n > 10 || s[0] < '0' || s[0] > '9')
+		return false;
+	*out = strtol(s, &end, 10);
+	return end == s + n;
+}
+
+/* Docker's USER[:GROUP]: empty, 0 and root (with any group) run as root. */
+static struct user_spec parse_user(const char *s)
+{
+	struct user_spec u = {0};
+	const char *colon = strchr(s, ':');
+	size_t n = colon ? (size_t)(colon - s) : strlen(s);
+	u.numeric = parse_id(s, n, &u.uid);
+	u.root = n == 0 || (u.numeric && u.uid == 0) || (n == 4 && strncmp(s, "root", 4) == 0);
+	if (colon)
+		u.has_gid = parse_id(colon + 1, strlen(colon + 1), &u.gid);
+	return u;
+}
+
+static bool user_matches(const struct ar_policy *p, const char *have)
+{
+	struct user_spec u = parse_user(have);
+	if (u.root)
+		return false;
+	if (!u.numeric)
+		return strcmp(have, p->user) == 0;
+	return u.uid == (long)p->uid && (!u.has_gid || u.gid == (long)p->gid);
+}
+
+static void check_user(const struct ctx *c)
+{
+	const char *have = c->d->user;
+	if (user_matches(c->p, have))
+		return;
+	ar_autofree char *fix = ar_xasprintf("--user %s", c->p->user);
+	add(c, "user", c->p->user, have[0] ? have : "root", fix);
+}
+
+static void expect_env(const struct ctx *c, const char *key, const char *want, const char *what)
+{
+	const char *have = ar_check_env_get(c->d->env, key);
+	bool secret = ar_check_is_secret_name(key);
+	if (have && strcmp(have, want) == 0)
+		return;
+	ar_autofree char *w = ar_xasprintf("%s %s", what, key);
+	ar_autofree char *fix = ar_xasprintf("-e %s=%s", key, secret ? "..." : want);
+	add(c, w, secret ? "(hidden)" : want,
+	    have == NULL ? "unset"
+	    : secret	 ? "(hidden)"
+			 : have,
+	    fix);
+}
+
+static void check_proxy_env(const struct ctx *c)
+{
+	if (c->p->network != AR_NETWORK_PROXY)
+		return;
+	for (size_t i = 0; i < AR_CHECK_N_PROXY_VARS; i++)
+		expect_env(c, ar_check_proxy_vars[i], c->p->proxy_url, "proxy variable");
+}
+
+static void check_policy_env(const struct ctx *c)
+{
+	bool kubeconfig_env = false;
+	for (size_t i = 0; i < c->p->n_env; i++) {
+		expect_env(c, c->p->env[i].key, c->p->env[i].value, "env");
+		kubeconfig_env |= strcmp(c->p->env[i].key, "KUBECONFIG") == 0;
+	}
+	if (c->p->kubeconfig && !kubeconfig_env)
+		expect_env(c, "KUBECONFIG", c->p->kubeconfig_target, "env");
+}
+
+static bool tmpfs_present(const struct ar_docker_facts *d, const char *target)
+{
+	if (strv_has(d->tmpfs, target))
+		return true;
+	for (size_t i = 0; i < d->n_mounts; i++)
+		if (strcmp(d->mounts[i].type, "tmpfs") == 0 &&
+		    strcmp(d->mounts[i].target, target) == 0)
+			return true;
+	return false;
+}
+
+static void check_tmpfs(const struct ctx *c)
+{
+	for (size_t i = 0; i < c->p->n_tmpfs; i++) {
+		if (tmpfs_present(c->d, c->p->tmpfs[i]))
+			continue;
+		ar_autofree char *what = ar_xasprintf("tmpfs %s", c->p->tmpfs[i]);
+		ar_autofree char *fix = ar_xasprintf("--tmpfs %s", c->p->tmpfs[i]);
+		add(c, what, "mounted", "absent", fix);
+	}
+}
+
+static const struct ar_docker_mount *mount_at(const struct ar_docker_facts *d, const char *target)
+{
+	for (size_t i = 0; i < d->n_mounts; i++)
+		if (strcmp(d->mounts[i].target, target) == 0)
+			return &d->mounts[i];
+	return NULL;
+}
+
+static char *mount_text(const struct ar_docker_mount *m)
+{
+	if (strcmp(m->type, "tmpfs") == 0)
+		return ar_xasprintf("tmpfs:%s", m->target);
+	return ar_xasprintf("%s:%s:%s", m->source, m->target, m->readonly ? "ro" : "rw");
+}
+
+/* A mount the policy asks for: same source, same target, same mode. */
+static void expect_mount(const struct ctx *c, const char *what, const char *src, const char *dst,
+			 bool readonly)
+{
+	const struct ar_docker_mount *m = mount_at(c->d, dst);
+	if (m && strcmp(m->type, "tmpfs") != 0 && strcmp(m->source, src) == 0 &&
+	    m->readonly == readonly)
+		return;
+	ar_autofree char *want = ar_xasprintf("%s:%s:%s", src, dst, readonly ? "ro" : "rw");
+	ar_autofree char *have = m ? mount_text(m) : ar_xstrdup("absent");
+	ar_autofree char *fix = ar_xasprintf("-v %s", want);
+	add(c, what, want, have, fix);
+}
+
+static void check_kubeconfig(const struct ctx *c)
+{
+	if (c->p->kubeconfig)
+		expect_mount(c, "kubeconfig mount", c->p->kubeconfig, c->p->kubeconfig_target,
+			     true);
+}
+
+static void check_policy_mounts(const struct ctx *c)
+{
+	for (size_t i = 0; i < c->p->n_mounts; i++) {
+		const struct ar_mount *m = &c->p->mounts[i];
+		ar_autofree char *what = ar_xasprintf("mount %s", m->target);
+		expect_mount(c, what, m->source, m->target, m->readonly);
+	}
+}
+
+static bool policy_has_tmpfs(const struct ar_policy *p, const char *target)
+{
+	for (size_t i = 0; i < p->n_tmpfs; i++)
+		if (strcmp(target, p->tmpfs[i]) == 0)
+			return true;
+	return false;
+}
+
+static bool policy_claims(const struct ar_policy *p, const struct ar_docker_mount *m)
+{
+	if (p->kubeconfig && strcmp(m->target, p->kubeconfig_target) == 0)
+		return true;
+	for (size_t i = 0; i < p->n_mounts; i++)
+		if (strcmp(m->target, p->mounts[i].target) == 0)
+			return true;
+	return strcmp(m->type, "tmpfs") == 0 && policy_has_tmpfs(p, m->target);
+}
+
+/* Every mount the policy does not account for is drift; credentials and host
+ * control paths are named as sensitive. */
+static void check_other_mounts(const struct ctx *c)
+{
+	for (size_t i = 0; i < c->d->n_mounts; i++) {
+		const struct ar_docker_mount *m = &c->d->mounts[i];
+		if (policy_claims(c->p, m))
+			continue;
+		bool is_kubeconfig = c->p->kubeconfig && strcmp(m->source, c->p->kubeconfig) == 0;
+		bool sensitive = !is_kubeconfig && (ar_check_is_sensitive_path(m->source) ||
+						    ar_check_is_sensitive_path(m->target));
+		bool tmpfs = strcmp(m->type, "tmpfs") == 0;
+		ar_autofree char *what =
+		    ar_xasprintf("%s %s", sensitive ? "sensitive mount" : "extra mount", m->target);
+		ar_autofree char *have = mount_text(m);
+		ar_autofree char *fix = tmpfs
+					    ? ar_xasprintf("remove --tmpfs %s", m->target)
+					    : ar_xasprintf("remove -v %s:%s", m->source, m->target);
+		add(c, what, "absent", have, fix);
+	}
+	for (size_t i = 0; c->d->tmpfs[i]; i++) {
+		const char *t = c->d->tmpfs[i];
+		if (policy_has_tmpfs(c->p, t))
+			continue;
+		ar_autofree char *what = ar_xasprintf("extra mount %s", t);
+		ar_autofree char *have = ar_xasprintf("tmpfs:%s", t);
+		ar_autofree char *fix = ar_xasprintf("remove --tmpfs %s", t);
+		add(c, what, "absent", have, fix);
+	}
+}
+
+/* Names only: the value of a secret is never copied into a finding. */
+static void check_secrets(const struct ctx *c)
+{
+	for (size_t i = 0; c->d->env[i]; i++) {
+		const char *eq = strchr(c->d->env[i], '=');
+		ar_autofree char *name = eq ? ar_xstrndup(c->d->env[i], (size_t)(eq - c->d->env[i]))
+					    : ar_xstrdup(c->d->env[i]);
+		if (!ar_check_is_secret_name(name))
+			continue;
+		ar_autofree char *what = ar_xasprintf("secret in environment %s", name);
+		ar_autofree char *fix = ar_xasprintf("remove -e %s; mount the secret as a "
+						     "read-only file (-v FILE:/run/secrets/%s:ro)",
+						     name, name);
+		add(c, what, "absent", "set", fix);
+	}
+}
+
+static void (*const expectations[])(const struct ctx *) = {
+    check_rootfs,	 check_cap_drop,     check_cap_add,    check_privileged, check_nnp,
+    check_seccomp,	 check_apparmor,     check_modes,      check_network,	 check_limits,
+    check_user,		 check_proxy_env,    check_policy_env, check_tmpfs,	 check_kubeconfig,
+    check_policy_mounts, check_other_mounts, check_secrets,
+};
+
+void ar_check_docker(const struct ar_policy *p, const struct ar_docker_facts *d,
+		     struct ar_findings *out)
+{
+	const struct ctx c = {p, d, out};
+	for (size_t i = 0; i < AR_ARRAY_SIZE(expectations); i++)
+		expectations[i](&c);
+}

@@ -1,0 +1,162 @@
+/* Findings (what, expected, actual, fix), their text and JSON output, and the
+ * classifications both the docker and the /proc checks share: secret-looking variable
+ * names, sensitive paths, CPU amounts. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "agentrun/check.h"
+
+void ar_findings_add(struct ar_findings *f, const char *what, const char *expected,
+		     const char *actual, const char *fix)
+{
+	if (f->n == f->cap) {
+		f->cap = f->cap ? f->cap * 2 : 16;
+		f->v = ar_xrealloc(f->v, f->cap * sizeof(*f->v));
+	}
+	f->v[f->n++] = (struct ar_finding){
+	    .what = ar_xstrdup(what),
+	    .expected = ar_xstrdup(expected),
+	    .actual = ar_xstrdup(actual),
+	    .fix = ar_xstrdup(fix),
+	};
+}
+
+void ar_findings_free(struct ar_findings *f)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		free(f->v[i].what);
+		free(f->v[i].expected);
+		free(f->v[i].actual);
+		free(f->v[i].fix);
+	}
+	free(f->v);
+	*f = (struct ar_findings){0};
+}
+
+void ar_check_format_text(struct ar_buf *out, const struct ar_findings *f, const char *subject,
+			  const char *policy_name)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		const struct ar_finding *x = &f->v[i];
+		ar_buf_printf(out, "DRIFT %s expected %s actual %s\n  fix: %s\n", x->what,
+			      x->expected, x->actual, x->fix);
+	}
+	ar_buf_printf(out, "%s vs policy %s: %zu drift finding(s)\n", subject, policy_name, f->n);
+}
+
+static void json_field(struct ar_buf *out, const char *key, const char *value, bool last)
+{
+	ar_json_quote(out, key);
+	ar_buf_puts(out, ": ");
+	ar_json_quote(out, value);
+	if (!last)
+		ar_buf_puts(out, ", ");
+}
+
+void ar_check_format_json(struct ar_buf *out, const struct ar_findings *f, const char *subject,
+			  const char *policy_name)
+{
+	ar_buf_puts(out, "{");
+	json_field(out, "subject", subject, false);
+	json_field(out, "policy", policy_name, false);
+	ar_buf_printf(out, "\"drift\": %zu, \"findings\": [", f->n);
+	for (size_t i = 0; i < f->n; i++) {
+		const struct ar_finding *x = &f->v[i];
+		ar_buf_puts(out, i ? ", {" : "{");
+		json_field(out, "what", x->what, false);
+		json_field(out, "expected", x->expected, false);
+		json_field(out, "actual", x->actual, false);
+		json_field(out, "fix", x->fix, true);
+		ar_buf_puts(out, "}");
+	}
+	ar_buf_puts(out, "]}\n");
+}
+
+static bool ends_with_ci(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+	return a >= b && strcasecmp(s + a - b, suffix) == 0;
+}
+
+bool ar_check_is_secret_name(const char *name)
+{
+	static const char *const suffixes[] = {"_KEY", "_TOKEN", "_SECRET"};
+	for (size_t i = 0; i < AR_ARRAY_SIZE(suffixes); i++)
+		if (ends_with_ci(name, suffixes[i]))
+			return true;
+	return strcasestr(name, "PASSWORD") != NULL;
+}
+
+/* Directories whose contents must never be mounted in: the directory and everything
+ * below it. */
+static const char *const sensitive_trees[] = {"/proc", "/sys", "/etc", "/root"};
+/* Credential directories, matched as path components anywhere. */
+static const char *const sensitive_components[] = {"/.aws",    "/.kube",  "/.ssh",
+						   "/.docker", "/.azure", "/.config/gcloud"};
+
+static bool has_component_seq(const char *path, const char *seq)
+{
+	size_t n = strlen(seq);
+	for (const char *p = strstr(path, seq); p; p = strstr(p + 1, seq))
+		if (p[n] == '\0' || p[n] == '/')
+			return true;
+	return false;
+}
+
+bool ar_check_is_credential_path(const char *path)
+{
+	size_t len = strlen(path);
+	if (len >= 11 && strcmp(path + len - 11, "docker.sock") == 0)
+		return true;
+	for (size_t i = 0; i < AR_ARRAY_SIZE(sensitive_components); i++)
+		if (has_component_seq(path, sensitive_components[i]))
+			return true;
+	return false;
+}
+
+bool ar_check_is_sensitive_path(const char *path)
+{
+	size_t len = strlen(path);
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	if (len == 1 && path[0] == '/')
+		return true;
+	for (size_t i = 0; i < AR_ARRAY_SIZE(sensitive_trees); i++) {
+		size_t n = strlen(sensitive_trees[i]);
+		if (strncmp(path, sensitive_trees[i], n) == 0 &&
+		    (path[n] == '\0' || path[n] == '/'))
+			return true;
+	}
+	return ar_check_is_credential_path(path);
+}
+
+const char *ar_check_format_cpus(int64_t milli, char *buf, size_t size)
+{
+	int64_t whole = milli / 1000, frac = milli % 1000;
+	if (frac == 0)
+		snprintf(buf, size, "%" PRId64, whole);
+	else if (frac % 100 == 0)
+		snprintf(buf, size, "%" PRId64 ".%" PRId64, whole, frac / 100);
+	else if (frac % 10 == 0)
+		snprintf(buf, size, "%" PRId64 ".%02" PRId64, whole, frac / 10);
+	else
+		snprintf(buf, size, "%" PRId64 ".%03" PRId64, whole, frac);
+	return buf;
+}
+
+const char *const ar_check_proxy_vars[AR_CHECK_N_PROXY_VARS] = {"HTTP_PROXY", "HTTPS_PROXY",
+								"http_proxy", "https_proxy"};
+
+const char *ar_check_env_get(char *const *env, const char *key)
+{
+	size_t n = strlen(key);
+	for (size_t i = 0; env && env[i]; i++)
+		if (strncmp(env[i], key, n) == 0 && env[i][n] == '=')
+			return env[i] + n + 1;
+	return NULL;
+}

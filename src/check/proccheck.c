@@ -1,0 +1,351 @@
+/* Process expectations: the policy (as `agentrun run` would enforce it) against the
+ * facts read from /proc. Pure; each expectation is a small function in the table at the
+ * bottom, and findings come out in table order. */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agentrun/check.h"
+
+struct ctx {
+	const struct ar_policy *p;
+	const struct ar_proc_facts *f;
+	struct ar_findings *out;
+};
+
+static void add(const struct ctx *c, const char *what, const char *expected, const char *actual,
+		const char *fix)
+{
+	ar_findings_add(c->out, what, expected, actual, fix);
+}
+
+/* "1000" when all four ids agree, else "real,effective,saved,fs". */
+static bool ids_text(const unsigned int ids[4], unsigned int want, char *buf, size_t size)
+{
+	bool all = ids[0] == want && ids[1] == want && ids[2] == want && ids[3] == want;
+	if (ids[0] == ids[1] && ids[1] == ids[2] && ids[2] == ids[3])
+		snprintf(buf, size, "%u", ids[0]);
+	else
+		snprintf(buf, size, "%u,%u,%u,%u", ids[0], ids[1], ids[2], ids[3]);
+	return all;
+}
+
+static void check_ids(const struct ctx *c)
+{
+	const struct {
+		const char *what;
+		const unsigned int *ids;
+		unsigned int want;
+	} rows[] = {
+	    {"user", c->f->status.uid, c->p->uid},
+	    {"group", c->f->status.gid, c->p->gid},
+	};
+	ar_autofree char *fix =
+	    ar_xasprintf("policy \"user\": \"%s\" (agentrun run switches to it)", c->p->user);
+	for (size_t i = 0; i < AR_ARRAY_SIZE(rows); i++) {
+		char want[16], have[64];
+		if (ids_text(rows[i].ids, rows[i].want, have, sizeof(have)))
+			continue;
+		snprintf(want, sizeof(want), "%u", rows[i].want);
+		add(c, rows[i].what, want, have, fix);
+	}
+}
+
+static void check_caps(const struct ctx *c)
+{
+	const struct ar_proc_status *s = &c->f->status;
+	const struct {
+		const char *what;
+		uint64_t have;
+	} sets[] = {
+	    {"capabilities CapInh", s->cap_inh}, {"capabilities CapPrm", s->cap_prm},
+	    {"capabilities CapEff", s->cap_eff}, {"capabilities CapBnd", s->cap_bnd},
+	    {"capabilities CapAmb", s->cap_amb},
+	};
+	for (size_t i = 0; i < AR_ARRAY_SIZE(sets); i++) {
+		char have[24];
+		if (sets[i].have == 0)
+			continue;
+		snprintf(have, sizeof(have), "%016" PRIx64, sets[i].have);
+		add(c, sets[i].what, "0000000000000000", have,
+		    "agentrun run drops every capability from all five sets");
+	}
+}
+
+static void check_nnp(const struct ctx *c)
+{
+	int v = c->f->status.no_new_privs;
+	if (v != 1)
+		add(c, "no_new_privs", "1", v < 0 ? "unknown" : "0",
+		    "agentrun run sets no_new_privs");
+}
+
+static void check_seccomp(const struct ctx *c)
+{
+	static const char *const modes[] = {"disabled", "strict", "filter"};
+	int v = c->f->status.seccomp;
+	if (c->p->seccomp && strcmp(c->p->seccomp, "unconfined") == 0)
+		return;
+	if (v == 2)
+		return;
+	add(c, "seccomp", "filter", v >= 0 && v < 3 ? modes[v] : "unknown",
+	    "policy \"seccomp\": \"default\" (agentrun run loads it)");
+}
+
+static void check_rootfs(const struct ctx *c)
+{
+	const struct ar_mountinfo *m = ar_check_mount_at(c->f->mounts, c->f->n_mounts, "/");
+	if (m == NULL || !m->readonly)
+		add(c, "read-only rootfs", "true", m ? "false" : "unknown",
+		    "agentrun run mounts the root read-only (policy \"rootfs\" or the host view)");
+}
+
+static void check_tmpfs(const struct ctx *c)
+{
+	for (size_t i = 0; i < c->p->n_tmpfs; i++) {
+		const char *t = c->p->tmpfs[i];
+		const struct ar_mountinfo *m = ar_check_mount_at(c->f->mounts, c->f->n_mounts, t);
+		if (m && strcmp(m->fstype, "tmpfs") == 0)
+			continue;
+		ar_autofree char *what = ar_xasprintf("tmpfs %s", t);
+		ar_autofree char *fix = ar_xasprintf("policy \"tmpfs\" lists %s", t);
+		add(c, what, "tmpfs", m ? m->fstype : "absent", fix);
+	}
+}
+
+static void expect_mount(const struct ctx *c, const char *what, const char *target, bool readonly,
+			 const char *fix)
+{
+	const struct ar_mountinfo *m = ar_check_mount_at(c->f->mounts, c->f->n_mounts, target);
+	if (m && m->readonly == readonly)
+		return;
+	add(c, what, readonly ? "ro" : "rw", m ? (m->readonly ? "ro" : "rw") : "absent", fix);
+}
+
+static void check_policy_mounts(const struct ctx *c)
+{
+	if (c->p->kubeconfig) {
+		ar_autofree char *fix =
+		    ar_xasprintf("policy \"kubeconfig\": \"%s\" (mounted read-only at %s)",
+				 c->p->kubeconfig, c->p->kubeconfig_target);
+		expect_mount(c, "kubeconfig mount", c->p->kubeconfig_target, true, fix);
+	}
+	for (size_t i = 0; i < c->p->n_mounts; i++) {
+		const struct ar_mount *m = &c->p->mounts[i];
+		ar_autofree char *what = ar_xasprintf("mount %s", m->target);
+		ar_autofree char *fix = ar_xasprintf("policy \"mounts\": %s -> %s%s", m->source,
+						     m->target, m->readonly ? " read-only" : "");
+		expect_mount(c, what, m->target, m->readonly, fix);
+	}
+}
+
+static bool is_kubeconfig(const struct ar_policy *p, const char *path)
+{
+	return p->kubeconfig && strcmp(path, p->kubeconfig_target) == 0;
+}
+
+static void check_sensitive_mounts(const struct ctx *c)
+{
+	for (size_t i = 0; i < c->f->n_mounts; i++) {
+		const struct ar_mountinfo *m = &c->f->mounts[i];
+		if (is_kubeconfig(c->p, m->target))
+			continue;
+		if (!ar_check_is_credential_path(m->target) &&
+		    !ar_check_is_credential_path(m->root))
+			continue;
+		ar_autofree char *what = ar_xasprintf("sensitive mount %s", m->target);
+		ar_autofree char *have = ar_xasprintf("%s:%s", m->root, m->target);
+		add(c, what, "absent", have, "remove it from the policy \"mounts\"");
+	}
+}
+
+/* The kubeconfig the policy mounts lives under a .kube directory: not a leak. */
+static bool leads_to_kubeconfig(const struct ar_policy *p, const char *path)
+{
+	size_t n = strlen(path);
+	return p->kubeconfig && strncmp(p->kubeconfig_target, path, n) == 0 &&
+	       (p->kubeconfig_target[n] == '/' || p->kubeconfig_target[n] == '\0');
+}
+
+static void check_visible(const struct ctx *c)
+{
+	for (size_t i = 0; c->f->visible_sensitive && c->f->visible_sensitive[i]; i++) {
+		const char *path = c->f->visible_sensitive[i];
+		if (leads_to_kubeconfig(c->p, path))
+			continue;
+		ar_autofree char *what = ar_xasprintf("sensitive path %s", path);
+		add(c, what, "hidden", "visible",
+		    "agentrun run hides it (read-only host view or policy \"rootfs\")");
+	}
+}
+
+static void check_namespaces(const struct ctx *c)
+{
+	for (int k = 0; k < AR_NS_N; k++) {
+		int v = c->f->ns_shared[k];
+		if (v == 0)
+			continue;
+		ar_autofree char *what = ar_xasprintf("namespace %s", ar_check_ns_name(k));
+		ar_autofree char *fix =
+		    ar_xasprintf("agentrun run (a new %s namespace)", ar_check_ns_name(k));
+		add(c, what, "private", v > 0 ? "host" : "unknown", fix);
+	}
+}
+
+static void limit_text(int64_t v, bool cpus, char *buf, size_t size)
+{
+	if (v == AR_LIMIT_UNLIMITED)
+		snprintf(buf, size, "unlimited");
+	else if (v < 0)
+		snprintf(buf, size, "unknown");
+	else if (cpus)
+		ar_check_format_cpus(v, buf, size);
+	else
+		snprintf(buf, size, "%" PRId64, v);
+}
+
+static void check_limits(const struct ctx *c)
+{
+	const struct ar_limits *l = &c->p->limits;
+	char cpus[32];
+	const struct {
+		const char *what;
+		int64_t want, have;
+		bool cpus;
+		const char *key;
+		const char *value; /* as the policy spells it */
+	} rows[] = {
+	    {"pids limit", l->pids, c->f->pids_max, false, "pids", NULL},
+	    {"memory limit", l->memory, c->f->memory_max, false, "memory", l->memory_str},
+	    {"cpu limit", l->cpus_milli, c->f->cpus_milli, true, "cpus",
+	     ar_check_format_cpus(l->cpus_milli, cpus, sizeof(cpus))},
+	};
+	for (size_t i = 0; i < AR_ARRAY_SIZE(rows); i++) {
+		char want[32], have[32];
+		if (rows[i].want <= 0 || rows[i].want == rows[i].have)
+			continue;
+		limit_text(rows[i].want, rows[i].cpus, want, sizeof(want));
+		limit_text(rows[i].have, rows[i].cpus, have, sizeof(have));
+		ar_autofree char *fix =
+		    rows[i].value
+			? ar_xasprintf("policy \"limits\": {\"%s\": \"%s\"}", rows[i].key,
+				       rows[i].value)
+			: ar_xasprintf("policy \"limits\": {\"%s\": %s}", rows[i].key, want);
+		add(c, rows[i].what, want, have, fix);
+	}
+}
+
+static void check_network(const struct ctx *c)
+{
+	char *const *devs = c->f->netdevs;
+	if (c->p->network == AR_NETWORK_NONE &&
+	    !(devs && devs[0] && strcmp(devs[0], "lo") == 0 && devs[1] == NULL)) {
+		ar_autobuf struct ar_buf b = {0};
+		for (size_t i = 0; devs && devs[i]; i++)
+			ar_buf_printf(&b, "%s%s", i ? "," : "", devs[i]);
+		add(c, "network interfaces", "lo", b.len ? b.data : "none",
+		    "policy \"network\": \"none\" (agentrun run leaves only loopback)");
+	}
+	if (c->f->default_route) {
+		ar_autofree char *have = ar_xasprintf("via %s", c->f->default_route);
+		add(c, "default route", "absent", have,
+		    "agentrun run (the sandbox netns has no default route)");
+	}
+}
+
+/* http://10.254.N.1:PORT, the address agentrun gives the proxy end of the veth. */
+static bool is_sandbox_proxy_url(const char *v, int port)
+{
+	unsigned n, got_port;
+	int end = 0;
+	if (sscanf(v, "http://10.254.%u.1:%u%n", &n, &got_port, &end) != 2 || v[end] != '\0')
+		return false;
+	return n <= 255 && got_port == (unsigned)port && strncmp(v, "http://10.254.", 14) == 0;
+}
+
+/* Proxy URLs may carry user:password@: show them only without credentials. */
+static const char *shown(const char *v)
+{
+	return strchr(v, '@') ? "(set, with credentials)" : v;
+}
+
+static void check_proxy_env(const struct ctx *c)
+{
+	for (size_t i = 0; i < AR_CHECK_N_PROXY_VARS; i++) {
+		const char *key = ar_check_proxy_vars[i];
+		const char *have = ar_check_env_get(c->f->env, key);
+		ar_autofree char *what = ar_xasprintf("proxy variable %s", key);
+		if (c->p->network == AR_NETWORK_NONE) {
+			if (have)
+				add(c, what, "unset", shown(have),
+				    "policy \"network\": \"none\" (no proxy to point at)");
+			continue;
+		}
+		if (have && is_sandbox_proxy_url(have, c->p->proxy.port))
+			continue;
+		ar_autofree char *want = ar_xasprintf("http://10.254.N.1:%d", c->p->proxy.port);
+		add(c, what, want, have ? shown(have) : "unset",
+		    "policy \"network\": \"proxy\" (agentrun run sets it)");
+	}
+}
+
+static void expect_env(const struct ctx *c, const char *key, const char *want, bool derived)
+{
+	const char *have = ar_check_env_get(c->f->env, key);
+	bool secret = ar_check_is_secret_name(key);
+	if (have && strcmp(have, want) == 0)
+		return;
+	ar_autofree char *what = ar_xasprintf("env %s", key);
+	ar_autofree char *fix =
+	    derived ? ar_xstrdup("policy \"kubeconfig\" (agentrun run sets KUBECONFIG)")
+		    : ar_xasprintf("policy \"env\": {\"%s\": ...}", key);
+	add(c, what, secret ? "(hidden)" : want,
+	    have == NULL ? "unset"
+	    : secret	 ? "(hidden)"
+			 : have,
+	    fix);
+}
+
+static void check_policy_env(const struct ctx *c)
+{
+	bool kubeconfig_env = false;
+	for (size_t i = 0; i < c->p->n_env; i++) {
+		expect_env(c, c->p->env[i].key, c->p->env[i].value, false);
+		kubeconfig_env |= strcmp(c->p->env[i].key, "KUBECONFIG") == 0;
+	}
+	if (c->p->kubeconfig && !kubeconfig_env)
+		expect_env(c, "KUBECONFIG", c->p->kubeconfig_target, true);
+}
+
+/* Names only: the value of a secret is never copied into a finding. */
+static void check_secrets(const struct ctx *c)
+{
+	for (size_t i = 0; c->f->env && c->f->env[i]; i++) {
+		const char *eq = strchr(c->f->env[i], '=');
+		ar_autofree char *name = eq ? ar_xstrndup(c->f->env[i], (size_t)(eq - c->f->env[i]))
+					    : ar_xstrdup(c->f->env[i]);
+		if (!ar_check_is_secret_name(name))
+			continue;
+		ar_autofree char *what = ar_xasprintf("secret in environment %s", name);
+		ar_autofree char *fix = ar_xasprintf(
+		    "unset %s; mount the secret read-only as a file (policy \"mounts\")", name);
+		add(c, what, "absent", "set", fix);
+	}
+}
+
+static void (*const expectations[])(const struct ctx *) = {
+    check_ids,	     check_caps,       check_nnp,	    check_seccomp,
+    check_rootfs,    check_tmpfs,      check_policy_mounts, check_sensitive_mounts,
+    check_visible,   check_namespaces, check_limits,	    check_network,
+    check_proxy_env, check_policy_env, check_secrets,
+};
+
+void ar_check_proc(const struct ar_policy *p, const struct ar_proc_facts *f,
+		   struct ar_findings *out)
+{
+	const struct ctx c = {p, f, out};
+	for (size_t i = 0; i < AR_ARRAY_SIZE(expectations); i++)
+		expectations[i](&c);
+}
