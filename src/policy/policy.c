@@ -29,6 +29,8 @@ struct ar_policy *policy_new(const char *origin)
 	p->origin = ar_xstrdup(origin);
 	p->name = ar_xstrdup("agent");
 	p->kubeconfig_target = ar_xstrdup(AR_DEFAULT_KUBECONFIG_TARGET);
+	/* string lists are always NULL-terminated arrays, even when empty */
+	p->allowed_hosts = ar_xcalloc(1, sizeof(char *));
 	p->tmpfs = ar_xcalloc(2, sizeof(char *));
 	p->tmpfs[0] = ar_xstrdup("/tmp");
 	p->n_tmpfs = 1;

@@ -115,6 +115,8 @@ static void test_defaults(void **state)
 	assert_null(p->kubeconfig);
 	assert_string_equal(p->kubeconfig_target, AR_DEFAULT_KUBECONFIG_TARGET);
 	assert_int_equal(p->n_allowed_hosts, 0);
+	assert_non_null(p->allowed_hosts);
+	assert_null(p->allowed_hosts[0]);
 	assert_int_equal(p->n_mounts, 0);
 	assert_int_equal(p->n_tmpfs, 1);
 	assert_string_equal(p->tmpfs[0], "/tmp");
