@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for tests/integration/*.sh and tests/vm/*.sh. Source it; it sets -eu.
 # AGENTRUN is the binary under test (set by ctest); AR_BUILD_DIR, AR_SOURCE_DIR too.
 set -eu
@@ -5,7 +6,7 @@ set -eu
 AR_SOURCE_DIR=${AR_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 AR_BUILD_DIR=${AR_BUILD_DIR:-$AR_SOURCE_DIR/build}
 # A short unique tag for namespaces, veths and cgroups this test makes.
-AR_TAG="ar-t$$"
+export AR_TAG="ar-t$$"
 AR_TMP=$(mktemp -d "/tmp/agentrun-test.XXXXXX")
 AR_FAILED=0
 AR_CLEANUPS=()
