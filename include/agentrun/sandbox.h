@@ -1,0 +1,100 @@
+/* The sandbox behind `agentrun run` (DESIGN §6): the flat launch sequence in
+ * src/sandbox/run.c and the pieces it is made of. The pure parts (CLI overrides,
+ * the mount plan, the environment, mountinfo) are declared here so unit tests can
+ * reach them; the rest is internal to src/sandbox/. */
+#ifndef AGENTRUN_SANDBOX_H
+#define AGENTRUN_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "agentrun/error.h"
+#include "agentrun/policy.h"
+
+/* Settings of one run that are not part of the policy. */
+struct ar_run_opts {
+	bool no_cgroups;	 /* --no-cgroups: run without limits instead of failing closed */
+	const char *caller_home; /* the caller's $HOME, hidden in the host root view */
+	const char *term;	 /* the caller's $TERM, passed through when set */
+};
+
+/* Launch argv[0] in a sandbox for policy p and wait for it. *status is the value
+ * `run` exits with: the command's status, 128+N when it was killed by signal N,
+ * 126/127 when it is not executable / not found. Returns 0, or -1 with *err set
+ * (agentrun's own failure: exit 125). */
+int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char *const argv[],
+		   int *status, ar_error_t *err);
+
+/* ---- CLI overrides (src/sandbox/options.c): table-driven, pure. ---- */
+
+struct ar_override {
+	const char *flag;  /* "--memory" */
+	const char *value; /* "VALUE" for the help text, NULL for a switch */
+	const char *help;
+};
+/* The i-th entry of the override table (for --help), NULL past the end. */
+const struct ar_override *ar_override_at(size_t i);
+/* Is `flag` an override, and does it take a value? Returns -1 when unknown, else 0
+ * with *takes_value set. */
+int ar_override_lookup(const char *flag, bool *takes_value);
+/* Apply one override to p and o. Errors name the flag:
+ * `--memory: cannot parse "x" as a size (e.g. 256m, 1g)`. */
+int ar_override_apply(struct ar_policy *p, struct ar_run_opts *o, const char *flag,
+		      const char *value, ar_error_t *err);
+/* Parse "UID" or "UID:GID" (numeric). Returns 0 or -1. */
+int ar_parse_user(const char *s, uid_t *uid, gid_t *gid);
+
+/* ---- The environment of the command (src/sandbox/env.c), pure. ---- */
+
+#define AR_SANDBOX_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+/* A clean environment: PATH, HOME (the first tmpfs, else /), TERM when the caller
+ * has one, then the policy env (which may replace PATH or HOME), KUBECONFIG when a
+ * kubeconfig is mounted. NULL-terminated "K=V" strings, free with ar_strv_free. */
+char **ar_sandbox_env(const struct ar_policy *p, const struct ar_run_opts *o);
+
+/* ---- The mount plan (src/sandbox/mountplan.c), pure. ---- */
+
+enum ar_mount_kind {
+	AR_MNT_HIDE,	/* host credentials: empty tmpfs over a directory (read-only once
+			   the mount points below it exist), /dev/null over a file;
+			   skipped when the path is absent */
+	AR_MNT_MASK,	/* /proc and /sys masks: as HIDE, read-only at once */
+	AR_MNT_PROC,	/* a fresh proc */
+	AR_MNT_SYSFS,	/* a fresh sysfs, read-only */
+	AR_MNT_DEV,	/* minimal /dev: tmpfs, host nodes, devpts, shm, links */
+	AR_MNT_RO_SELF, /* bind a path onto itself read-only (/proc/sys); skipped if absent */
+	AR_MNT_TMPFS,	/* policy tmpfs: writable, nosuid, nodev */
+	AR_MNT_BIND,	/* policy mount or kubeconfig: recursive bind, nosuid, nodev */
+};
+
+struct ar_mount_op {
+	enum ar_mount_kind kind;
+	char *source; /* host path for AR_MNT_BIND, else NULL */
+	char *target; /* absolute path inside the sandbox */
+	bool readonly;
+	char *what; /* the policy field or origin for messages ("p.json: mounts[0]") */
+};
+
+struct ar_mount_plan {
+	bool host_root; /* true: a read-only view of the host root; false: p->rootfs */
+	const char *rootfs;
+	struct ar_mount_op *ops;
+	size_t n_ops;
+};
+
+/* Build the ordered list of mounts for p. caller_home (may be NULL) is hidden too
+ * in the host root view. Errors name the policy field (relative or duplicate targets). */
+int ar_mount_plan_build(const struct ar_policy *p, const char *caller_home,
+			struct ar_mount_plan *plan, ar_error_t *err);
+void ar_mount_plan_free(struct ar_mount_plan *plan);
+/* Is `path` equal to or below `dir` (both absolute, normalised)? */
+bool ar_path_under(const char *path, const char *dir);
+
+/* Visit every mount point of a /proc/self/mountinfo text that is `prefix` or below
+ * it, in file order (parents before children), with octal escapes undone. Returns 0,
+ * the first non-zero value of fn, or -1 on a malformed line. */
+int ar_mountinfo_foreach(const char *text, const char *prefix,
+			 int (*fn)(const char *mountpoint, void *data), void *data);
+
+#endif

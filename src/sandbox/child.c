@@ -1,0 +1,160 @@
+/* Everything between clone and exec, as two flat lists: the sandbox's PID 1 builds
+ * the namespaces' contents (hostname, loopback, mounts, pivot_root), forks the
+ * command and becomes its init; the command drops every privilege and execs, with
+ * seccomp installed last. This is the one fail-fast zone: a failing step sends its
+ * errno and message to the parent over the report pipe and _exits. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agentrun/cli.h"
+#include "agentrun/util.h"
+#include "sandbox-internal.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+void sandbox_child_fail(const struct sandbox *sb, int code, ar_error_t *err)
+{
+	struct child_report r = {.code = code};
+
+	if (err != NULL && *err != NULL) {
+		r.errnum = (*err)->status;
+		snprintf(r.msg, sizeof(r.msg), "%s", (*err)->msg);
+	} else {
+		snprintf(r.msg, sizeof(r.msg), "sandbox setup failed");
+	}
+	if (ar_write_all(sb->report[1], &r, sizeof(r)) == -1) {
+		/* nobody to tell: the parent is gone */
+	}
+	_exit(code);
+}
+
+static int wait_release(const struct sandbox *sb, ar_error_t *err)
+{
+	char c;
+	ssize_t n = TEMP_FAILURE_RETRY(read(sb->release[0], &c, 1));
+	if (n != 1)
+		_exit(AR_EXIT_RUN_FAIL); /* the parent failed (and says so) or died */
+	close(sb->release[0]);
+	return 0;
+}
+
+static int die_with_parent(ar_error_t *err)
+{
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1)
+		return ar_error_make(err, errno, "prctl PR_SET_PDEATHSIG");
+	return 0;
+}
+
+/* A new session: no controlling terminal, so no TIOCSTI into the caller's tty. */
+static int new_session(ar_error_t *err)
+{
+	if (setsid() == -1)
+		return ar_error_make(err, errno, "setsid");
+	return 0;
+}
+
+/* Only stdin, stdout, stderr reach the command; the rest close at exec. */
+static int close_inherited_fds(ar_error_t *err)
+{
+	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
+		return 0;
+	for (int fd = 3; fd < 1024; fd++)
+		if (fcntl(fd, F_SETFD, FD_CLOEXEC) == -1 && errno != EBADF)
+			return ar_error_make(err, errno, "mark fd %d close-on-exec", fd);
+	return 0;
+}
+
+static int chdir_root(ar_error_t *err)
+{
+	if (chdir("/") == -1)
+		return ar_error_make(err, errno, "chdir /");
+	return 0;
+}
+
+static int install_seccomp(const struct sandbox *sb, ar_error_t *err)
+{
+	if (ar_seccomp_install(sb->seccomp, err) == -1)
+		return ar_error_wrap(err, "seccomp profile `%s`", sb->p->seccomp);
+	return 0;
+}
+
+static int restore_sigmask(const struct sandbox *sb, ar_error_t *err)
+{
+	if (sigprocmask(SIG_SETMASK, &sb->oldmask, NULL) == -1)
+		return ar_error_make(err, errno, "sigprocmask");
+	return 0;
+}
+
+__attribute__((noreturn)) static void exec_command(const struct sandbox *sb)
+{
+	ar_auto_error ar_error_t err = NULL;
+
+	execvpe(sb->argv[0], sb->argv, sb->env);
+	int e = errno;
+	ar_error_make(&err, e, "exec `%s`", sb->argv[0]);
+	sandbox_child_fail(sb, e == ENOENT || e == ENOTDIR ? AR_EXIT_NOENT : AR_EXIT_NOEXEC, &err);
+}
+
+/* The command: drop everything, seccomp last, exec. */
+__attribute__((noreturn)) static void command_main(const struct sandbox *sb)
+{
+	ar_auto_error ar_error_t err = NULL;
+
+	if (new_session(&err) == -1 || chdir_root(&err) == -1 || close_inherited_fds(&err) == -1 ||
+	    sandbox_drop_bounding(&err) == -1 || sandbox_set_ids(sb, &err) == -1 ||
+	    sandbox_clear_caps(&err) == -1 || sandbox_no_new_privs(&err) == -1 ||
+	    restore_sigmask(sb, &err) == -1 || install_seccomp(sb, &err) == -1)
+		sandbox_child_fail(sb, AR_EXIT_RUN_FAIL, &err);
+	exec_command(sb);
+}
+
+static pid_t fork_command(const struct sandbox *sb, ar_error_t *err)
+{
+	pid_t pid = fork();
+	if (pid == -1)
+		return ar_error_make(err, errno, "fork the command");
+	if (pid == 0)
+		command_main(sb);
+	return pid;
+}
+
+static int build_root(const struct sandbox *sb, ar_error_t *err)
+{
+	if (sandbox_mount_root(sb, err) == -1)
+		return ar_error_wrap(err, "mounts");
+	return 0;
+}
+
+void sandbox_child(struct sandbox *sb)
+{
+	ar_auto_error ar_error_t err = NULL;
+	sigset_t waitset;
+	pid_t command;
+
+	close(sb->release[1]);
+	close(sb->report[0]);
+	if (die_with_parent(&err) == -1 || wait_release(sb, &err) == -1 ||
+	    new_session(&err) == -1 || sandbox_unshare_cgroupns(&err) == -1 ||
+	    sandbox_set_hostname(sb, &err) == -1 || sandbox_loopback_up(&err) == -1 ||
+	    build_root(sb, &err) == -1)
+		sandbox_child_fail(sb, AR_EXIT_RUN_FAIL, &err);
+	command = fork_command(sb, &err);
+	if (command == -1 || sandbox_init_drop_caps(&err) == -1)
+		sandbox_child_fail(sb, AR_EXIT_RUN_FAIL, &err);
+	close(sb->report[1]);
+	/* the parent blocked these before clone: they wait for sigwaitinfo */
+	sigemptyset(&waitset);
+	sigaddset(&waitset, SIGCHLD);
+	for (size_t i = 0; i < SANDBOX_N_FORWARDED; i++)
+		sigaddset(&waitset, sandbox_forwarded[i]);
+	_exit(sandbox_init_loop(command, &waitset));
+}

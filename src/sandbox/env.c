@@ -1,0 +1,40 @@
+/* The command's environment: built from scratch, never inherited, so nothing of
+ * the caller's (tokens, SSH_AUTH_SOCK, cloud credentials) leaks in by accident. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "agentrun/sandbox.h"
+#include "agentrun/util.h"
+
+static void put(char ***env, size_t *n, const char *key, const char *value)
+{
+	size_t klen = strlen(key);
+	for (size_t i = 0; i < *n; i++)
+		if (strncmp((*env)[i], key, klen) == 0 && (*env)[i][klen] == '=') {
+			free((*env)[i]);
+			(*env)[i] = ar_xasprintf("%s=%s", key, value);
+			return;
+		}
+	*env = ar_xrealloc(*env, (*n + 2) * sizeof(char *));
+	(*env)[(*n)++] = ar_xasprintf("%s=%s", key, value);
+	(*env)[*n] = NULL;
+}
+
+char **ar_sandbox_env(const struct ar_policy *p, const struct ar_run_opts *o)
+{
+	char **env = ar_xcalloc(1, sizeof(char *));
+	size_t n = 0;
+
+	put(&env, &n, "PATH", AR_SANDBOX_PATH);
+	/* HOME must be somewhere the user can write: the first tmpfs (usually /tmp) */
+	put(&env, &n, "HOME", p->n_tmpfs > 0 ? p->tmpfs[0] : "/");
+	if (o != NULL && o->term != NULL && o->term[0] != '\0')
+		put(&env, &n, "TERM", o->term);
+	for (size_t i = 0; i < p->n_env; i++)
+		put(&env, &n, p->env[i].key, p->env[i].value);
+	if (p->kubeconfig != NULL)
+		put(&env, &n, "KUBECONFIG",
+		    p->kubeconfig_target ? p->kubeconfig_target : AR_DEFAULT_KUBECONFIG_TARGET);
+	return env;
+}

@@ -1,0 +1,408 @@
+/* Carries out the mount plan in the child's private mount namespace: bind the new
+ * root (the host's / or the policy's rootfs) onto itself, make that whole tree
+ * read-only, nosuid, nodev, then mount the plan on top and pivot_root into it.
+ *
+ * Every target is resolved with openat2(RESOLVE_IN_ROOT) against the new root and
+ * mounted through its /proc/self/fd path, so a symlink in the new root (the host's
+ * /var/run -> /run, or anything an image ships) resolves inside it and can never
+ * point a mount at the host. Nothing is ever created on the host's filesystems:
+ * missing mount points are only made inside our own tmpfs mounts (or a rootfs). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agentrun/util.h"
+#include "sandbox-internal.h"
+
+#define FDPATH_MAX 32
+#define fdpath(fd) fdpath_buf((char[FDPATH_MAX]){0}, (fd))
+
+static char *fdpath_buf(char *buf, int fd)
+{
+	snprintf(buf, FDPATH_MAX, "/proc/self/fd/%d", fd);
+	return buf;
+}
+
+/* The host nodes a minimal /dev gets (bind-mounted: a user namespace cannot mknod). */
+static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+static const struct {
+	const char *name, *target;
+} dev_links[] = {
+    {"ptmx", "pts/ptmx"},	   {"fd", "/proc/self/fd"},	  {"stdin", "/proc/self/fd/0"},
+    {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"},
+};
+
+/* Where the host root view is assembled (in our private mount namespace only). */
+static const char *const staging_dirs[] = {"/tmp", "/mnt", "/var/tmp"};
+
+static int resolve(int rootfd, const char *path)
+{
+	struct open_how how = {
+	    .flags = O_PATH | O_CLOEXEC,
+	    .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd;
+	do
+		fd = syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+	while (fd == -1 && (errno == EINTR || errno == EAGAIN));
+	return (int)fd;
+}
+
+/* statvfs ST_* flags that a bind remount must repeat, as MS_* flags. */
+static unsigned long kept_flags(unsigned long st)
+{
+	static const struct {
+		unsigned long st, ms;
+	} map[] = {{ST_NOEXEC, MS_NOEXEC},
+		   {ST_NOATIME, MS_NOATIME},
+		   {ST_NODIRATIME, MS_NODIRATIME},
+		   {ST_RELATIME, MS_RELATIME}};
+	unsigned long ms = 0;
+	for (size_t i = 0; i < AR_ARRAY_SIZE(map); i++)
+		if (st & map[i].st)
+			ms |= map[i].ms;
+	return ms;
+}
+
+struct remount_walk {
+	unsigned long flags;
+	ar_error_t *err;
+};
+
+static int remount_one(const char *mountpoint, void *data)
+{
+	struct remount_walk *w = data;
+	struct statvfs sv;
+	unsigned long flags = w->flags;
+
+	if (statvfs(mountpoint, &sv) == 0) /* keep what is set: it may be locked */
+		flags |= kept_flags(sv.f_flag);
+	if (mount(NULL, mountpoint, NULL, flags, NULL) == -1 && errno != ENOENT && errno != EACCES)
+		return ar_error_make(w->err, errno, "remount %s read-only", mountpoint);
+	return 0;
+}
+
+/* Recursive flags on a mounted tree: mount_setattr(2) where available (5.12+), else
+ * each mount of the tree from mountinfo in turn, as runc and bwrap do. */
+static int set_tree_attrs(int fd, bool readonly, ar_error_t *err, const char *what)
+{
+	struct mount_attr attr = {
+	    .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (readonly ? MOUNT_ATTR_RDONLY : 0),
+	};
+	if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) ==
+	    0)
+		return 0;
+	if (errno != ENOSYS)
+		return ar_error_make(err, errno, "%s: mount_setattr (read-only, nosuid, nodev)",
+				     what);
+	char top[4096];
+	ar_autofree char *info = NULL;
+	struct remount_walk w = {
+	    .flags = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (readonly ? MS_RDONLY : 0),
+	    .err = err,
+	};
+	ssize_t n = readlink(fdpath(fd), top, sizeof(top) - 1);
+	if (n == -1)
+		return ar_error_make(err, errno, "%s: readlink %s", what, fdpath(fd));
+	top[n] = '\0';
+	if (ar_read_file("/proc/self/mountinfo", 0, &info, NULL, err) == -1)
+		return ar_error_wrap(err, "%s", what);
+	if (ar_mountinfo_foreach(info, top, remount_one, &w) != 0)
+		return *err ? ar_error_wrap(err, "%s", what)
+			    : ar_error_make(err, 0, "%s: cannot parse /proc/self/mountinfo", what);
+	return 0;
+}
+
+/* Create a missing mount point (a directory, or an empty file for a file bind)
+ * below rootfd, parents first. Only ever succeeds inside writable places. */
+static int ensure_mountpoint(int rootfd, const char *path, bool dir, ar_error_t *err,
+			     const char *what)
+{
+	int fd = resolve(rootfd, path);
+	if (fd >= 0)
+		return fd;
+	if (errno != ENOENT)
+		return ar_error_make(err, errno, "%s: %s", what, path);
+	const char *slash = strrchr(path, '/');
+	ar_autofree char *parent = ar_xstrndup(path, slash == path ? 1 : (size_t)(slash - path));
+	ar_autoclose int pfd = ensure_mountpoint(rootfd, parent, true, err, what);
+	if (pfd < 0)
+		return -1;
+	int r = dir ? mkdirat(pfd, slash + 1, 0755)
+		    : TEMP_FAILURE_RETRY(
+			  openat(pfd, slash + 1, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644));
+	if (r == -1 && errno != EEXIST)
+		return ar_error_make(err, errno, "%s: cannot create the mount point %s", what,
+				     path);
+	if (!dir && r >= 0)
+		close(r);
+	fd = resolve(rootfd, path);
+	if (fd == -1)
+		return ar_error_make(err, errno, "%s: %s", what, path);
+	return fd;
+}
+
+/* mount onto fd, then return a fresh fd on what is now mounted there. */
+static int mount_on(int rootfd, int *fd, const char *path, const char *src, const char *type,
+		    unsigned long flags, const char *data, ar_error_t *err, const char *what)
+{
+	if (mount(src, fdpath(*fd), type, flags, data) == -1)
+		return ar_error_make(err, errno, "%s: mount %s on %s", what, type ? type : src,
+				     path);
+	close(*fd);
+	*fd = resolve(rootfd, path);
+	if (*fd == -1)
+		return ar_error_make(err, errno, "%s: %s", what, path);
+	return 0;
+}
+
+static int remount_ro(int fd, unsigned long extra, ar_error_t *err, const char *what)
+{
+	if (mount(NULL, fdpath(fd), NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | extra, NULL) == -1)
+		return ar_error_make(err, errno, "%s: remount read-only", what);
+	return 0;
+}
+
+/* An empty tmpfs over a directory, /dev/null over anything else. */
+static int cover(int rootfd, const struct ar_mount_op *op, bool readonly, ar_error_t *err)
+{
+	struct stat st;
+	ar_autoclose int fd = resolve(rootfd, op->target);
+	if (fd == -1)
+		return errno == ENOENT || errno == ENOTDIR
+			   ? 0
+			   : ar_error_make(err, errno, "%s: %s", op->what, op->target);
+	if (fstat(fd, &st) == -1)
+		return ar_error_make(err, errno, "%s: stat %s", op->what, op->target);
+	if (!S_ISDIR(st.st_mode))
+		return mount_on(rootfd, &fd, op->target, "/dev/null", NULL, MS_BIND, NULL, err,
+				op->what);
+	return mount_on(rootfd, &fd, op->target, "tmpfs", "tmpfs",
+			MS_NOSUID | MS_NODEV | MS_NOEXEC | (readonly ? MS_RDONLY : 0),
+			"mode=0755,size=64k,nr_inodes=1024", err, op->what);
+}
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Hidden directories are writable tmpfs until the mount points the later mounts need
+ * below them exist (a kubeconfig at /home/agent/.kube/config), then read-only. */
+static int hide_all(int rootfd, const struct ar_mount_plan *plan, size_t *next, ar_error_t *err)
+{
+	size_t i, first = *next;
+	for (i = first; i < plan->n_ops && plan->ops[i].kind == AR_MNT_HIDE; i++)
+		if (cover(rootfd, &plan->ops[i], false, err) == -1)
+			return -1;
+	*next = i;
+	for (size_t j = i; j < plan->n_ops; j++) {
+		const struct ar_mount_op *op = &plan->ops[j];
+		if (op->kind != AR_MNT_TMPFS && op->kind != AR_MNT_BIND)
+			continue;
+		for (size_t h = first; h < i; h++)
+			if (ar_path_under(op->target, plan->ops[h].target)) {
+				bool dir = op->kind == AR_MNT_TMPFS || is_dir(op->source);
+				int fd = ensure_mountpoint(rootfd, op->target, dir, err, op->what);
+				if (fd < 0)
+					return -1;
+				close(fd);
+				break;
+			}
+	}
+	for (size_t h = first; h < i; h++) {
+		ar_autoclose int fd = resolve(rootfd, plan->ops[h].target);
+		struct stat st;
+		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) &&
+		    remount_ro(fd, MS_NOSUID | MS_NODEV | MS_NOEXEC, err, plan->ops[h].what) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+static int mount_dev_nodes(int devfd, ar_error_t *err)
+{
+	for (size_t i = 0; i < AR_ARRAY_SIZE(dev_nodes); i++) {
+		char host[32];
+		snprintf(host, sizeof(host), "/dev/%s", dev_nodes[i]);
+		if (access(host, F_OK) == -1)
+			continue; /* no /dev/tty on a host without one */
+		ar_autoclose int fd = TEMP_FAILURE_RETRY(
+		    openat(devfd, dev_nodes[i], O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666));
+		if (fd == -1)
+			return ar_error_make(err, errno, "/dev: create %s", dev_nodes[i]);
+		if (mount(host, fdpath(fd), NULL, MS_BIND, NULL) == -1)
+			return ar_error_make(err, errno, "/dev: bind %s", host);
+	}
+	for (size_t i = 0; i < AR_ARRAY_SIZE(dev_links); i++)
+		if (symlinkat(dev_links[i].target, devfd, dev_links[i].name) == -1)
+			return ar_error_make(err, errno, "/dev: symlink %s", dev_links[i].name);
+	return 0;
+}
+
+static int mount_subdir(int devfd, const char *name, const char *type, unsigned long flags,
+			const char *data, ar_error_t *err)
+{
+	if (mkdirat(devfd, name, 0755) == -1)
+		return ar_error_make(err, errno, "/dev: mkdir %s", name);
+	ar_autoclose int fd = openat(devfd, name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd == -1 || mount(type, fdpath(fd), type, flags, data) == -1)
+		return ar_error_make(err, errno, "/dev/%s: mount %s", name, type);
+	return 0;
+}
+
+/* A tmpfs /dev with the harmless host nodes, a private devpts and /dev/shm; then
+ * read-only so nothing can be created in it. */
+static int mount_dev(int rootfd, const struct ar_mount_op *op, ar_error_t *err)
+{
+	ar_autoclose int fd = ensure_mountpoint(rootfd, op->target, true, err, op->what);
+	if (fd < 0)
+		return -1;
+	if (mount_on(rootfd, &fd, op->target, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		     "mode=0755,size=64k,nr_inodes=1024", err, op->what) == -1)
+		return -1;
+	if (mount_dev_nodes(fd, err) == -1 ||
+	    mount_subdir(fd, "pts", "devpts", MS_NOSUID | MS_NOEXEC,
+			 "newinstance,ptmxmode=0666,mode=0620", err) == -1 ||
+	    mount_subdir(fd, "shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777", err) ==
+		-1)
+		return -1;
+	return remount_ro(fd, MS_NOSUID | MS_NODEV | MS_NOEXEC, err, op->what);
+}
+
+static int mount_bind(int rootfd, const struct ar_mount_op *op, ar_error_t *err)
+{
+	struct stat st;
+	if (stat(op->source, &st) == -1)
+		return ar_error_make(err, errno, "%s.source: %s", op->what, op->source);
+	ar_autoclose int fd =
+	    ensure_mountpoint(rootfd, op->target, S_ISDIR(st.st_mode), err, op->what);
+	if (fd < 0 || mount_on(rootfd, &fd, op->target, op->source, NULL, MS_BIND | MS_REC, NULL,
+			       err, op->what) == -1)
+		return -1;
+	return set_tree_attrs(fd, op->readonly, err, op->what);
+}
+
+static int mount_special(int rootfd, const struct ar_mount_op *op, const char *type,
+			 unsigned long flags, ar_error_t *err)
+{
+	ar_autoclose int fd = resolve(rootfd, op->target);
+	if (fd == -1)
+		return ar_error_make(err, errno, "%s: %s", op->what, op->target);
+	return mount_on(rootfd, &fd, op->target, type, type, flags, NULL, err, op->what);
+}
+
+static int ro_self(int rootfd, const struct ar_mount_op *op, ar_error_t *err)
+{
+	ar_autoclose int fd = resolve(rootfd, op->target);
+	if (fd == -1)
+		return errno == ENOENT ? 0
+				       : ar_error_make(err, errno, "%s: %s", op->what, op->target);
+	if (mount_on(rootfd, &fd, op->target, fdpath(fd), NULL, MS_BIND | MS_REC, NULL, err,
+		     op->what) == -1)
+		return -1;
+	return set_tree_attrs(fd, true, err, op->target);
+}
+
+static int do_op(int rootfd, const struct ar_mount_op *op, ar_error_t *err)
+{
+	ar_autoclose int fd = -1;
+	switch (op->kind) {
+	case AR_MNT_HIDE:
+	case AR_MNT_MASK:
+		return cover(rootfd, op, true, err);
+	case AR_MNT_PROC:
+		return mount_special(rootfd, op, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, err);
+	case AR_MNT_SYSFS:
+		fd = resolve(rootfd, op->target);
+		if (fd == -1)
+			return 0; /* a rootfs without /sys: nothing to cover */
+		return mount_special(rootfd, op, "sysfs",
+				     MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, err);
+	case AR_MNT_DEV:
+		return mount_dev(rootfd, op, err);
+	case AR_MNT_RO_SELF:
+		return ro_self(rootfd, op, err);
+	case AR_MNT_TMPFS:
+		fd = ensure_mountpoint(rootfd, op->target, true, err, op->what);
+		if (fd < 0)
+			return -1;
+		return mount_on(rootfd, &fd, op->target, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV,
+				"mode=1777", err, op->what);
+	case AR_MNT_BIND:
+		return mount_bind(rootfd, op, err);
+	}
+	return ar_error_make(err, EINVAL, "%s: unknown mount kind", op->what);
+}
+
+/* Bind the new root onto a directory of ours and return an fd on it. */
+static int bind_root(const struct ar_mount_plan *plan, ar_error_t *err)
+{
+	const char *src = plan->host_root ? "/" : plan->rootfs, *dst = plan->rootfs;
+
+	for (size_t i = 0; plan->host_root && i < AR_ARRAY_SIZE(staging_dirs); i++)
+		if (is_dir(staging_dirs[i])) {
+			dst = staging_dirs[i];
+			break;
+		}
+	if (dst == NULL)
+		return ar_error_make(err, 0,
+				     "no directory to assemble the root in (tried /tmp, "
+				     "/mnt, /var/tmp)");
+	if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) == -1)
+		return ar_error_make(err, errno, "bind the root %s", src);
+	int fd = TEMP_FAILURE_RETRY(open(dst, O_PATH | O_DIRECTORY | O_CLOEXEC));
+	if (fd == -1)
+		return ar_error_make(err, errno, "open the new root %s", dst);
+	return fd;
+}
+
+static int pivot(int rootfd, ar_error_t *err)
+{
+	/* pivot_root(".", "."): the old root ends up stacked on the new one, and is
+	 * detached at once (runc's way; no directory for the old root needed) */
+	if (fchdir(rootfd) == -1)
+		return ar_error_make(err, errno, "chdir to the new root");
+	if (syscall(SYS_pivot_root, ".", ".") == -1)
+		return ar_error_make(err, errno, "pivot_root");
+	if (umount2(".", MNT_DETACH) == -1)
+		return ar_error_make(err, errno, "detach the old root");
+	if (chdir("/") == -1)
+		return ar_error_make(err, errno, "chdir /");
+	return 0;
+}
+
+int sandbox_mount_root(const struct sandbox *sb, ar_error_t *err)
+{
+	const struct ar_mount_plan *plan = &sb->plan;
+
+	/* nothing we mount may propagate back to the host, nor host mounts in later */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1)
+		return ar_error_make(err, errno, "make / private");
+	ar_autoclose int rootfd = bind_root(plan, err);
+	if (rootfd < 0)
+		return ar_error_wrap(err, "%s", plan->host_root ? "root" : "rootfs");
+	if (set_tree_attrs(rootfd, true, err, "the root") == -1)
+		return -1;
+	for (size_t i = 0; i < plan->n_ops;) {
+		if (plan->ops[i].kind == AR_MNT_HIDE) {
+			if (hide_all(rootfd, plan, &i, err) == -1)
+				return -1;
+			continue;
+		}
+		if (do_op(rootfd, &plan->ops[i], err) == -1)
+			return -1;
+		i++;
+	}
+	return pivot(rootfd, err);
+}

@@ -1,0 +1,214 @@
+/* The mount plan: which mounts a sandbox gets, in which order, decided from the
+ * policy alone (no I/O) so it is unit-testable; mount.c carries it out. Also the
+ * mountinfo walker used where mount_setattr(2) is missing. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "agentrun/sandbox.h"
+#include "agentrun/util.h"
+
+/* Hidden in the host root view (DESIGN §6 credentials): homes, runtime sockets,
+ * cluster and container-engine state. Files first: their parents may be hidden too. */
+static const char *const hidden_paths[] = {
+    "/var/run/docker.sock",
+    "/run/docker.sock",
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/root",
+    "/home",
+    "/run",
+    "/var/run",
+    "/tmp",
+    "/var/tmp",
+    "/etc/kubernetes",
+    "/etc/rancher",
+    "/var/lib/kubelet",
+    "/var/lib/rancher",
+    "/var/lib/docker",
+    "/var/lib/containerd",
+};
+
+/* runc's maskedPaths and readonlyPaths. */
+static const char *const masked_paths[] = {
+    "/proc/acpi",	   "/proc/asound",	  "/proc/kcore",       "/proc/keys",
+    "/proc/latency_stats", "/proc/timer_list",	  "/proc/timer_stats", "/proc/sched_debug",
+    "/proc/scsi",	   "/proc/sysrq-trigger",
+};
+static const char *const readonly_proc_paths[] = {
+    "/proc/bus",
+    "/proc/fs",
+    "/proc/irq",
+    "/proc/sys",
+};
+static const char *const masked_sys_paths[] = {
+    "/sys/firmware",
+    "/sys/devices/virtual/powercap",
+    "/sys/kernel/security",
+    "/sys/kernel/debug",
+};
+
+bool ar_path_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	if (strcmp(dir, "/") == 0)
+		return path[0] == '/';
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+static void add(struct ar_mount_plan *plan, enum ar_mount_kind kind, const char *source,
+		const char *target, bool readonly, char *what)
+{
+	plan->ops = ar_xrealloc(plan->ops, (plan->n_ops + 1) * sizeof(*plan->ops));
+	plan->ops[plan->n_ops++] = (struct ar_mount_op){
+	    .kind = kind,
+	    .source = source ? ar_xstrdup(source) : NULL,
+	    .target = ar_xstrdup(target),
+	    .readonly = readonly,
+	    .what = what,
+	};
+}
+
+static bool is_tmpfs_target(const struct ar_policy *p, const char *path)
+{
+	for (size_t i = 0; i < p->n_tmpfs; i++)
+		if (strcmp(p->tmpfs[i], path) == 0)
+			return true;
+	return false;
+}
+
+static bool already_hidden(const struct ar_mount_plan *plan, const char *path)
+{
+	for (size_t i = 0; i < plan->n_ops; i++)
+		if (plan->ops[i].kind == AR_MNT_HIDE && ar_path_under(path, plan->ops[i].target))
+			return true;
+	return false;
+}
+
+static void add_hidden(const struct ar_policy *p, const char *caller_home,
+		       struct ar_mount_plan *plan)
+{
+	for (size_t i = 0; i < AR_ARRAY_SIZE(hidden_paths); i++)
+		/* a policy tmpfs replaces the place anyway: one mount, not two */
+		if (!is_tmpfs_target(p, hidden_paths[i]))
+			add(plan, AR_MNT_HIDE, NULL, hidden_paths[i], true,
+			    ar_xstrdup("hidden path"));
+	if (caller_home != NULL && caller_home[0] == '/' && caller_home[1] != '\0' &&
+	    strstr(caller_home, "/..") == NULL && !already_hidden(plan, caller_home) &&
+	    !is_tmpfs_target(p, caller_home))
+		add(plan, AR_MNT_HIDE, NULL, caller_home, true, ar_xstrdup("the caller's $HOME"));
+}
+
+static int check_target(const char *origin, const char *field, size_t i, const char *target,
+			ar_error_t *err)
+{
+	if (target == NULL || target[0] != '/' || strcmp(target, "/") == 0)
+		return ar_error_make(err, 0, "%s: %s[%zu]: target must be an absolute path below /",
+				     origin, field, i);
+	return 0;
+}
+
+static int add_policy_mounts(const struct ar_policy *p, struct ar_mount_plan *plan, ar_error_t *err)
+{
+	const char *kt = p->kubeconfig_target ? p->kubeconfig_target : AR_DEFAULT_KUBECONFIG_TARGET;
+
+	for (size_t i = 0; i < p->n_tmpfs; i++) {
+		if (check_target(p->origin, "tmpfs", i, p->tmpfs[i], err) == -1)
+			return -1;
+		add(plan, AR_MNT_TMPFS, NULL, p->tmpfs[i], false,
+		    ar_xasprintf("%s: tmpfs[%zu]", p->origin, i));
+	}
+	for (size_t i = 0; i < p->n_mounts; i++) {
+		const struct ar_mount *m = &p->mounts[i];
+		if (check_target(p->origin, "mounts", i, m->target, err) == -1)
+			return -1;
+		add(plan, AR_MNT_BIND, m->source, m->target, m->readonly,
+		    ar_xasprintf("%s: mounts[%zu]", p->origin, i));
+	}
+	if (p->kubeconfig != NULL) {
+		if (kt[0] != '/' || strcmp(kt, "/") == 0)
+			return ar_error_make(err, 0, "%s: kubeconfig target must be below /",
+					     p->origin);
+		add(plan, AR_MNT_BIND, p->kubeconfig, kt, true,
+		    ar_xasprintf("%s: kubeconfig", p->origin));
+	}
+	return 0;
+}
+
+int ar_mount_plan_build(const struct ar_policy *p, const char *caller_home,
+			struct ar_mount_plan *plan, ar_error_t *err)
+{
+	*plan = (struct ar_mount_plan){.host_root = p->rootfs == NULL, .rootfs = p->rootfs};
+	if (plan->host_root)
+		add_hidden(p, caller_home, plan);
+	add(plan, AR_MNT_PROC, NULL, "/proc", false, ar_xstrdup("/proc"));
+	for (size_t i = 0; i < AR_ARRAY_SIZE(masked_paths); i++)
+		add(plan, AR_MNT_MASK, NULL, masked_paths[i], true, ar_xstrdup("masked path"));
+	for (size_t i = 0; i < AR_ARRAY_SIZE(readonly_proc_paths); i++)
+		add(plan, AR_MNT_RO_SELF, NULL, readonly_proc_paths[i], true,
+		    ar_xstrdup("read-only path"));
+	add(plan, AR_MNT_SYSFS, NULL, "/sys", true, ar_xstrdup("/sys"));
+	for (size_t i = 0; i < AR_ARRAY_SIZE(masked_sys_paths); i++)
+		add(plan, AR_MNT_MASK, NULL, masked_sys_paths[i], true, ar_xstrdup("masked path"));
+	add(plan, AR_MNT_DEV, NULL, "/dev", false, ar_xstrdup("/dev"));
+	if (add_policy_mounts(p, plan, err) == -1) {
+		ar_mount_plan_free(plan);
+		return -1;
+	}
+	return 0;
+}
+
+void ar_mount_plan_free(struct ar_mount_plan *plan)
+{
+	for (size_t i = 0; i < plan->n_ops; i++) {
+		free(plan->ops[i].source);
+		free(plan->ops[i].target);
+		free(plan->ops[i].what);
+	}
+	free(plan->ops);
+	plan->ops = NULL;
+	plan->n_ops = 0;
+}
+
+/* Undo mountinfo's octal escapes (\040 for a space) in place. */
+static void unescape(char *s)
+{
+	char *w = s;
+	for (char *r = s; *r; r++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+		    r[3] >= '0' && r[3] <= '7') {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 3;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = '\0';
+}
+
+int ar_mountinfo_foreach(const char *text, const char *prefix,
+			 int (*fn)(const char *mountpoint, void *data), void *data)
+{
+	const char *line = text;
+	while (line && *line) {
+		const char *eol = strchr(line, '\n');
+		size_t len = eol ? (size_t)(eol - line) : strlen(line);
+		ar_autofree char *copy = ar_xstrndup(line, len);
+		char *save = NULL, *field = strtok_r(copy, " ", &save);
+		/* fields: id parent major:minor root mountpoint ... */
+		for (int i = 0; i < 4 && field; i++)
+			field = strtok_r(NULL, " ", &save);
+		if (len > 0 && (field == NULL || field[0] != '/'))
+			return -1;
+		if (field != NULL) {
+			unescape(field);
+			if (ar_path_under(field, prefix)) {
+				int r = fn(field, data);
+				if (r != 0)
+					return r;
+			}
+		}
+		line = eol ? eol + 1 : NULL;
+	}
+	return 0;
+}

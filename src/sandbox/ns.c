@@ -1,0 +1,90 @@
+/* Namespaces: the clone that creates them, the uid/gid maps the parent writes for a
+ * user namespace, and the small per-namespace settings the child makes (hostname,
+ * loopback, a cgroup namespace rooted at the sandbox cgroup). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agentrun/util.h"
+#include "sandbox-internal.h"
+
+pid_t sandbox_clone(struct sandbox *sb, ar_error_t *err)
+{
+	unsigned long flags = SANDBOX_CLONE_FLAGS | SIGCHLD;
+	if (sb->userns)
+		flags |= CLONE_NEWUSER;
+	/* fork-like raw clone: the child runs on a copy of our stack, no stack to manage */
+	long pid = syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
+	if (pid == -1)
+		return ar_error_make(err, errno,
+				     "clone (new pid, mount, net, uts, ipc%s namespaces)",
+				     sb->userns ? ", user" : "");
+	return (pid_t)pid;
+}
+
+static int write_proc(pid_t pid, const char *file, const char *text, ar_error_t *err)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	ar_autoclose int fd = TEMP_FAILURE_RETRY(open(path, O_WRONLY | O_CLOEXEC));
+	if (fd == -1 || ar_write_all(fd, text, strlen(text)) == -1)
+		return ar_error_make(err, errno, "write `%s`", path);
+	return 0;
+}
+
+/* An unprivileged caller can map exactly one id: its own, as the policy's user. */
+int sandbox_write_id_maps(const struct sandbox *sb, ar_error_t *err)
+{
+	char map[64];
+
+	if (!sb->userns)
+		return 0;
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)sb->p->uid, (unsigned)sb->outer_uid);
+	if (write_proc(sb->pid, "uid_map", map, err) == -1)
+		return -1;
+	if (write_proc(sb->pid, "setgroups", "deny", err) == -1)
+		return -1;
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)sb->p->gid, (unsigned)sb->outer_gid);
+	return write_proc(sb->pid, "gid_map", map, err);
+}
+
+int sandbox_set_hostname(const struct sandbox *sb, ar_error_t *err)
+{
+	if (sethostname(sb->p->name, strlen(sb->p->name)) == -1)
+		return ar_error_make(err, errno, "sethostname `%s`", sb->p->name);
+	return 0;
+}
+
+/* A new network namespace has lo down; `network: none` means "only loopback". */
+int sandbox_loopback_up(ar_error_t *err)
+{
+	struct ifreq ifr = {0};
+	ar_autoclose int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd == -1)
+		return ar_error_make(err, errno, "loopback: socket");
+	strcpy(ifr.ifr_name, "lo");
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) == -1)
+		return ar_error_make(err, errno, "loopback: SIOCGIFFLAGS lo");
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(fd, SIOCSIFFLAGS, &ifr) == -1)
+		return ar_error_make(err, errno, "loopback: SIOCSIFFLAGS lo up");
+	return 0;
+}
+
+/* Unshared only after the parent moved us into the sandbox cgroup, so that cgroup
+ * is the namespace's root and /proc/self/cgroup shows "/". */
+int sandbox_unshare_cgroupns(ar_error_t *err)
+{
+	if (unshare(CLONE_NEWCGROUP) == -1)
+		return ar_error_make(err, errno, "unshare (cgroup namespace)");
+	return 0;
+}

@@ -1,0 +1,109 @@
+/* Preflight: before anything is created, check that the kernel has what the
+ * sandbox needs (fail closed, naming what is missing) and that every host path the
+ * policy names exists, so bad input leaves nothing behind. Cheap: a few access(2)
+ * and stat(2) calls, no big files. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agentrun/util.h"
+#include "sandbox-internal.h"
+
+static const struct {
+	const char *ns;
+	const char *what;
+} namespaces[] = {
+    {"mnt", "mount namespaces"}, {"pid", "PID namespaces"}, {"net", "network namespaces"},
+    {"uts", "UTS namespaces"},	 {"ipc", "IPC namespaces"}, {"cgroup", "cgroup namespaces"},
+};
+
+static int need_ns(const char *ns, const char *what, ar_error_t *err)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/ns/%s", ns);
+	if (access(path, F_OK) == -1)
+		return ar_error_make(err, 0, "preflight: this kernel lacks %s (%s is missing)",
+				     what, path);
+	return 0;
+}
+
+static int need_userns(ar_error_t *err)
+{
+	char buf[32] = "";
+	ar_autoclose int fd = open("/proc/sys/user/max_user_namespaces", O_RDONLY | O_CLOEXEC);
+
+	if (need_ns("user", "user namespaces", err) == -1)
+		return -1;
+	if (fd >= 0 && read(fd, buf, sizeof(buf) - 1) > 0 && atoi(buf) == 0)
+		return ar_error_make(err, 0,
+				     "preflight: user namespaces are disabled "
+				     "(/proc/sys/user/max_user_namespaces is 0); run as root");
+	return 0;
+}
+
+static int need_kernel(const struct sandbox *sb, ar_error_t *err)
+{
+	for (size_t i = 0; i < AR_ARRAY_SIZE(namespaces); i++)
+		if (need_ns(namespaces[i].ns, namespaces[i].what, err) == -1)
+			return -1;
+	if (sb->userns && need_userns(err) == -1)
+		return -1;
+	if (strcmp(sb->p->seccomp, "unconfined") != 0 &&
+	    (prctl(PR_GET_SECCOMP) == -1 ||
+	     access("/proc/sys/kernel/seccomp/actions_avail", F_OK) == -1))
+		return ar_error_make(err, 0,
+				     "preflight: this kernel lacks seccomp filters "
+				     "(CONFIG_SECCOMP_FILTER); use --seccomp unconfined "
+				     "to run without them");
+	/* implemented syscalls fail on these arguments with anything but ENOSYS */
+	if (syscall(SYS_pivot_root, "", "") == -1 && errno == ENOSYS)
+		return ar_error_make(err, 0, "preflight: this kernel lacks pivot_root");
+	if (syscall(SYS_openat2, -1, "", NULL, 0) == -1 && errno == ENOSYS)
+		return ar_error_make(err, 0, "preflight: this kernel lacks openat2 (Linux 5.6+)");
+	return 0;
+}
+
+static int need_path(const char *origin, const char *field, const char *path, mode_t type,
+		     ar_error_t *err)
+{
+	struct stat st;
+	if (stat(path, &st) == -1)
+		return ar_error_make(err, errno, "%s: %s: %s", origin, field, path);
+	if (type == S_IFDIR && !S_ISDIR(st.st_mode))
+		return ar_error_make(err, 0, "%s: %s: %s: not a directory", origin, field, path);
+	if (type == S_IFREG && S_ISDIR(st.st_mode))
+		return ar_error_make(err, 0, "%s: %s: %s: is a directory, expected a file", origin,
+				     field, path);
+	return 0;
+}
+
+static int need_paths(const struct ar_policy *p, ar_error_t *err)
+{
+	if (p->rootfs != NULL && need_path(p->origin, "rootfs", p->rootfs, S_IFDIR, err) == -1)
+		return -1;
+	for (size_t i = 0; i < p->n_mounts; i++) {
+		char field[48];
+		snprintf(field, sizeof(field), "mounts[%zu].source", i);
+		if (need_path(p->origin, field, p->mounts[i].source, 0, err) == -1)
+			return -1;
+	}
+	if (p->kubeconfig != NULL &&
+	    need_path(p->origin, "kubeconfig", p->kubeconfig, S_IFREG, err) == -1)
+		return -1;
+	return 0;
+}
+
+int sandbox_preflight(struct sandbox *sb, ar_error_t *err)
+{
+	if (need_paths(sb->p, err) == -1)
+		return -1;
+	return need_kernel(sb, err);
+}

@@ -1,0 +1,232 @@
+/* `agentrun run`: the launch sequence of a sandbox as one flat list of steps
+ * (nsjail's containProc). Each step is a small function here or in its own file;
+ * the order below is the order of the sandbox:
+ *
+ *   preflight -> prepare -> network -> cgroup -> clone (child: child.c)
+ *   -> uid/gid maps -> cgroup membership -> release the child -> wait, forwarding
+ *   signals -> the child's report -> teardown
+ *
+ * Whatever has been created is undone by release_sandbox on every path out. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agentrun/cli.h"
+#include "agentrun/log.h"
+#include "agentrun/util.h"
+#include "sandbox-internal.h"
+
+static void release_sandbox(struct sandbox *sb)
+{
+	ar_auto_error ar_error_t err = NULL;
+
+	if (sb->pid > 0) {
+		kill(sb->pid, SIGKILL);
+		TEMP_FAILURE_RETRY(waitpid(sb->pid, NULL, 0));
+		sb->pid = 0;
+	}
+	if (sb->cg != NULL && ar_cgroup_destroy(sb->cg, &err) == -1)
+		ar_warn("%s", err->msg);
+	sb->cg = NULL;
+	for (int i = 0; i < 2; i++) {
+		ar_cleanup_closep(&sb->release[i]);
+		ar_cleanup_closep(&sb->report[i]);
+	}
+	ar_seccomp_free(sb->seccomp);
+	sb->seccomp = NULL;
+	ar_mount_plan_free(&sb->plan);
+	ar_strv_free(sb->env);
+	sb->env = NULL;
+}
+
+/* Everything that can be decided without touching the system: the seccomp filter
+ * (compiled here so a bad profile fails before anything exists), the mount plan,
+ * the environment. */
+static int prepare(struct sandbox *sb, ar_error_t *err)
+{
+	if (ar_seccomp_prepare(sb->p->seccomp, &sb->seccomp, err) == -1)
+		return -1;
+	if (ar_mount_plan_build(sb->p, sb->o->caller_home, &sb->plan, err) == -1)
+		return -1;
+	sb->env = ar_sandbox_env(sb->p, sb->o);
+	return 0;
+}
+
+/* The seam for the proxy network (DESIGN §7); `none` is a bare network namespace. */
+static int network(struct sandbox *sb, ar_error_t *err)
+{
+	if (sb->p->network == AR_NETWORK_PROXY)
+		return ar_error_make(err, 0,
+				     "%s: network: proxy is not supported by run yet; use "
+				     "network: none",
+				     sb->p->origin);
+	return 0;
+}
+
+static int cgroup(struct sandbox *sb, ar_error_t *err)
+{
+	if (sb->o->no_cgroups)
+		return 0;
+	snprintf(sb->cgroup_name, sizeof(sb->cgroup_name), "agentrun-%s-%d", sb->p->name,
+		 (int)getpid());
+	if (ar_cgroup_create(sb->p, sb->cgroup_name, &sb->cg, err) == -1)
+		return ar_error_wrap(err, "cgroup (pass --no-cgroups to run without limits)");
+	return 0;
+}
+
+static int open_pipes(struct sandbox *sb, ar_error_t *err)
+{
+	if (pipe2(sb->release, O_CLOEXEC) == -1 || pipe2(sb->report, O_CLOEXEC) == -1)
+		return ar_error_make(err, errno, "pipe");
+	return 0;
+}
+
+/* Signals for the sandbox are taken synchronously (sigwaitinfo) by the parent and by
+ * the sandbox's init; blocking them before clone means none is lost in between. */
+static int block_signals(struct sandbox *sb, ar_error_t *err)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	for (size_t i = 0; i < SANDBOX_N_FORWARDED; i++)
+		sigaddset(&set, sandbox_forwarded[i]);
+	/* with SIGCHLD ignored (inherited) the kernel would reap the sandbox for us */
+	signal(SIGCHLD, SIG_DFL);
+	if (sigprocmask(SIG_BLOCK, &set, &sb->oldmask) == -1)
+		return ar_error_make(err, errno, "sigprocmask");
+	return 0;
+}
+
+static int spawn(struct sandbox *sb, ar_error_t *err)
+{
+	pid_t pid = sandbox_clone(sb, err);
+	if (pid == -1)
+		return -1;
+	if (pid == 0)
+		sandbox_child(sb); /* never returns */
+	sb->pid = pid;
+	ar_cleanup_closep(&sb->release[0]);
+	ar_cleanup_closep(&sb->report[1]);
+	return 0;
+}
+
+static int enter_cgroup(struct sandbox *sb, ar_error_t *err)
+{
+	if (sb->cg == NULL)
+		return 0;
+	return ar_cgroup_enter(sb->cg, sb->pid, err);
+}
+
+static int release_child(struct sandbox *sb, ar_error_t *err)
+{
+	if (ar_write_all(sb->release[1], "1", 1) == -1)
+		return ar_error_make(err, errno, "release the sandbox");
+	ar_cleanup_closep(&sb->release[1]);
+	return 0;
+}
+
+/* Wait for the sandbox's init, forwarding SIGINT/SIGTERM/SIGHUP/SIGQUIT to it. */
+static int wait_sandbox(struct sandbox *sb, int *wstatus, ar_error_t *err)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	for (size_t i = 0; i < SANDBOX_N_FORWARDED; i++)
+		sigaddset(&set, sandbox_forwarded[i]);
+	for (;;) {
+		pid_t r = waitpid(sb->pid, wstatus, WNOHANG);
+		if (r == sb->pid) {
+			sb->pid = 0;
+			return 0;
+		}
+		if (r == -1 && errno != EINTR)
+			return ar_error_make(err, errno, "wait for the sandbox");
+		int sig = sigwaitinfo(&set, NULL);
+		if (sig > 0 && sig != SIGCHLD)
+			kill(sb->pid, sig);
+	}
+}
+
+/* A failing child left one report in the pipe; a command that ran left none. */
+static int read_report(struct sandbox *sb, int *status, ar_error_t *err)
+{
+	struct child_report r;
+	ssize_t n = TEMP_FAILURE_RETRY(read(sb->report[0], &r, sizeof(r)));
+
+	if (n != (ssize_t)sizeof(r))
+		return 0;
+	r.msg[sizeof(r.msg) - 1] = '\0';
+	*status = r.code;
+	return ar_error_make(err, 0, "%s", r.msg);
+}
+
+static void teardown(struct sandbox *sb)
+{
+	ar_auto_error ar_error_t err = NULL;
+
+	if (sb->cg == NULL)
+		return;
+	if (ar_cgroup_oom_killed(sb->cg))
+		fprintf(stderr, "agentrun: killed by the memory limit (%s)\n",
+			sb->p->limits.memory_str ? sb->p->limits.memory_str : "?");
+	if (ar_cgroup_destroy(sb->cg, &err) == -1)
+		ar_warn("%s", err->msg);
+	sb->cg = NULL;
+}
+
+int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char *const argv[],
+		   int *status, ar_error_t *err)
+{
+	__attribute__((cleanup(release_sandbox))) struct sandbox sb = {
+	    .p = p,
+	    .o = o,
+	    .argv = argv,
+	    .userns = geteuid() != 0,
+	    .outer_uid = geteuid(),
+	    .outer_gid = getegid(),
+	    .release = {-1, -1},
+	    .report = {-1, -1},
+	};
+	int wstatus = 0;
+
+	*status = AR_EXIT_RUN_FAIL;
+	if (sandbox_preflight(&sb, err) == -1)
+		return -1;
+	if (prepare(&sb, err) == -1)
+		return -1;
+	if (network(&sb, err) == -1)
+		return -1;
+	if (cgroup(&sb, err) == -1)
+		return -1;
+	if (open_pipes(&sb, err) == -1)
+		return -1;
+	if (block_signals(&sb, err) == -1)
+		return -1;
+	if (spawn(&sb, err) == -1)
+		goto fail;
+	if (sandbox_write_id_maps(&sb, err) == -1)
+		goto fail;
+	if (enter_cgroup(&sb, err) == -1)
+		goto fail;
+	if (release_child(&sb, err) == -1)
+		goto fail;
+	if (wait_sandbox(&sb, &wstatus, err) == -1)
+		goto fail;
+	*status = sandbox_exit_code(wstatus);
+	if (read_report(&sb, status, err) == -1)
+		goto fail;
+	teardown(&sb);
+	sigprocmask(SIG_SETMASK, &sb.oldmask, NULL);
+	return 0;
+fail:
+	/* release_sandbox kills the child and removes the cgroup */
+	sigprocmask(SIG_SETMASK, &sb.oldmask, NULL);
+	return -1;
+}

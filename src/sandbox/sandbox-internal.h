@@ -1,0 +1,80 @@
+/* Shared by the files of the sandbox launcher (never included elsewhere): the run
+ * context handed from step to step and the steps themselves. run.c orders them. */
+#ifndef AGENTRUN_SANDBOX_INTERNAL_H
+#define AGENTRUN_SANDBOX_INTERNAL_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agentrun/cgroup.h"
+#include "agentrun/error.h"
+#include "agentrun/policy.h"
+#include "agentrun/sandbox.h"
+#include "agentrun/seccomp.h"
+
+struct sandbox {
+	const struct ar_policy *p;
+	const struct ar_run_opts *o;
+	char *const *argv;
+
+	struct ar_mount_plan plan;
+	struct ar_seccomp *seccomp; /* NULL: unconfined */
+	struct ar_cgroup *cg;	    /* NULL: --no-cgroups */
+	char **env;
+	char cgroup_name[96];
+
+	bool userns; /* not root: the sandbox gets its own user namespace */
+	uid_t outer_uid;
+	gid_t outer_gid;
+
+	int release[2]; /* parent -> child: one byte once uid maps and cgroups are set */
+	int report[2];	/* child -> parent: a struct child_report on failure, EOF on exec */
+	pid_t pid;	/* PID 1 of the sandbox, as the parent sees it */
+	sigset_t oldmask;
+};
+
+/* What a failing child tells the parent, in one write (< PIPE_BUF). */
+struct child_report {
+	int32_t errnum; /* errno of the failure, 0 if none */
+	int32_t code;	/* exit code run should return: 125, 126, 127 */
+	char msg[1024];
+};
+
+/* preflight.c: kernel features and policy paths, before anything is created. */
+int sandbox_preflight(struct sandbox *sb, ar_error_t *err);
+
+/* ns.c */
+#define SANDBOX_CLONE_FLAGS                                                                        \
+	(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC)
+pid_t sandbox_clone(struct sandbox *sb, ar_error_t *err);
+int sandbox_write_id_maps(const struct sandbox *sb, ar_error_t *err);
+int sandbox_set_hostname(const struct sandbox *sb, ar_error_t *err);
+int sandbox_loopback_up(ar_error_t *err);
+int sandbox_unshare_cgroupns(ar_error_t *err);
+
+/* mount.c: build the root from the plan, pivot into it. */
+int sandbox_mount_root(const struct sandbox *sb, ar_error_t *err);
+
+/* caps.c */
+int sandbox_drop_bounding(ar_error_t *err); /* + ambient, securebits; before set_ids */
+int sandbox_set_ids(const struct sandbox *sb, ar_error_t *err);
+int sandbox_clear_caps(ar_error_t *err); /* permitted, effective, inheritable */
+int sandbox_init_drop_caps(ar_error_t *err);
+int sandbox_no_new_privs(ar_error_t *err);
+
+/* init.c: PID 1 of the sandbox. */
+#define SANDBOX_N_FORWARDED 4
+extern const int sandbox_forwarded[SANDBOX_N_FORWARDED]; /* INT, TERM, HUP, QUIT */
+int sandbox_init_loop(pid_t command, const sigset_t *waitset);
+/* Exit code for a wait status: the status, or 128+N on signal N. */
+int sandbox_exit_code(int wstatus);
+
+/* child.c: everything between clone and exec. Never returns. */
+__attribute__((noreturn)) void sandbox_child(struct sandbox *sb);
+/* Send a failure to the parent and _exit(code). */
+__attribute__((noreturn)) void sandbox_child_fail(const struct sandbox *sb, int code,
+						  ar_error_t *err);
+
+#endif
