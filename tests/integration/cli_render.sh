@@ -146,6 +146,21 @@ if [ -n "$why" ]; then
 fi
 
 bundle="$AR_TMP/bundle"
+
+# run_bundle WHAT ID: the rendered config ($AR_TMP/out) becomes the bundle's config.json,
+# with a relative cgroupsPath so runc's cgroups go under this test's own cgroup; runc runs
+# it as container ID (removed at exit); the output lands in $AR_TMP/oci.out.
+run_bundle() {
+	local what=$1 id=$2 got=0
+	python3 -c 'import json, sys
+config = json.load(open(sys.argv[1]))
+config["linux"]["cgroupsPath"] = sys.argv[3]
+json.dump(config, open(sys.argv[2], "w"))' "$AR_TMP/out" "$bundle/config.json" "$id"
+	on_exit runc delete -f "$id"
+	(cd "$bundle" && timeout 60 runc run "$id" </dev/null >"$AR_TMP/oci.out" 2>"$AR_TMP/oci.err") ||
+		got=$?
+	expect_eq "$what (stderr: $(head -c 300 "$AR_TMP/oci.err"))" 0 "$got"
+}
 mkdir -p "$bundle/rootfs/bin" "$bundle/rootfs/tmp" "$AR_TMP/data" "$AR_TMP/out.d"
 chmod 1777 "$bundle/rootfs/tmp" # runc gives a tmpfs the mode of the directory under it
 chmod 0777 "$AR_TMP/out.d"
@@ -177,19 +192,8 @@ cat /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/memory/memory.limit_in_bytes
 cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us'
 expect_status "render oci" 0 "$AGENTRUN" render --policy "$AR_TMP/oci.json" --format oci -- \
 	/bin/sh -c "$probe"
-# a relative cgroupsPath puts runc's cgroups under this test's own cgroup
 cid="ar-render-$$"
-python3 - "$AR_TMP/out" "$bundle/config.json" "$cid" <<'EOF'
-import json, sys
-config = json.load(open(sys.argv[1]))
-config["linux"]["cgroupsPath"] = sys.argv[3]
-json.dump(config, open(sys.argv[2], "w"))
-EOF
-on_exit runc delete -f "$cid"
-got=0
-(cd "$bundle" && timeout 60 runc run "$cid" </dev/null >"$AR_TMP/oci.out" 2>"$AR_TMP/oci.err") ||
-	got=$?
-expect_eq "runc ran the rendered config (stderr: $(head -c 300 "$AR_TMP/oci.err"))" 0 "$got"
+run_bundle "runc ran the rendered config" "$cid"
 expect_eq "the container's output" "1000
 1001
 FOO=bar baz
@@ -214,5 +218,22 @@ expect_eq "the read-write bind was written as uid 1000" "1000 w" \
 runc delete -f "$cid" >/dev/null 2>&1 || true
 expect_eq "the container is gone" "" "$(runc list -q | grep -x "$cid" || true)"
 
-finish
+# "seccomp": "default": the embedded profile reaches the kernel through config.json and
+# lets busybox work, but denies namespace creation (unshare -U works without it here)
+ln -s busybox "$bundle/rootfs/bin/unshare"
+printf '{"name": "ocidefault", "network": "none", "user": "1000", "seccomp": "default"}' \
+	>"$AR_TMP/oci-default.json"
+# shellcheck disable=SC2016
+expect_status "render oci (default seccomp)" 0 "$AGENTRUN" render \
+	--policy "$AR_TMP/oci-default.json" --format oci -- /bin/sh -c \
+	'id -u; grep Seccomp: /proc/self/status; mkdir /tmp/d && echo mkdir-ok; unshare -U -r true 2>&1; echo "unshare=$?"'
+cid2="ar-render-default-$$"
+run_bundle "runc ran with the default profile" "$cid2"
+expect_eq "default profile: works, denies unshare" "1000
+Seccomp:	2
+mkdir-ok
+unshare: unshare(0x10000000): Operation not permitted
+unshare=1" "$(cat "$AR_TMP/oci.out")"
+runc delete -f "$cid2" >/dev/null 2>&1 || true
 
+finish
