@@ -1,0 +1,129 @@
+/* The egress proxy as a library (DESIGN §5): `agentrun proxy` runs it on its own,
+ * `agentrun run` can start it in-process or in a forked child with a listening socket
+ * created inside the proxy network namespace (listen_fds).
+ *
+ * One epoll loop, non-blocking sockets; CONNECT tunnels relay with splice(2); plain
+ * HTTP is forwarded with keep-alive on both sides; names resolve with c-ares inside
+ * the loop and every resolved address is checked before it is dialled. */
+#ifndef AGENTRUN_PROXY_H
+#define AGENTRUN_PROXY_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agentrun/error.h"
+#include "agentrun/util.h"
+
+#define AR_PROXY_MAX_LISTEN 8
+
+/* A CIDR range given with --allow-private. */
+struct ar_cidr {
+	int family; /* AF_INET or AF_INET6 */
+	uint8_t addr[16];
+	int prefix;
+};
+
+struct ar_proxy_config {
+	/* "ADDR:PORT" / "[V6]:PORT" to bind, and/or already bound listening sockets
+	 * (ownership passes to the proxy). At least one of the two. */
+	const char *listen[AR_PROXY_MAX_LISTEN];
+	size_t n_listen;
+	int listen_fds[AR_PROXY_MAX_LISTEN];
+	size_t n_listen_fds;
+	/* Allow-list rules (as --allow RULE) and/or a policy file whose allowed_hosts
+	 * join them; the policy is re-read by ar_proxy_reload (SIGHUP). */
+	char **allow;
+	size_t n_allow;
+	const char *policy_path;
+	const char *audit_path; /* JSON Lines, O_APPEND; NULL: no audit file */
+	int audit_fd;		/* or an open descriptor (-1: none); the proxy owns it */
+	int log_fd;		/* decision lines; -1: none (the CLI passes 2) */
+	struct ar_cidr *allow_private;
+	size_t n_allow_private;
+	int max_conns;		  /* client connections; 0 = default 4096 */
+	int connect_timeout_ms;	  /* 0 = 10000 */
+	int header_timeout_ms;	  /* 0 = 10000 */
+	int idle_timeout_ms;	  /* tunnels, 0 = 120000 */
+	int keepalive_timeout_ms; /* idle client connections, 0 = 60000 */
+	bool dns_files_only;	  /* resolve from /etc/hosts only (tests) */
+	bool handle_signals;	  /* SIGTERM/SIGINT stop, SIGHUP reloads (signalfd) */
+};
+
+struct ar_proxy_stats {
+	uint64_t requests;
+	uint64_t allowed;
+	uint64_t denied;
+	uint64_t bytes_out;
+	uint64_t bytes_in;
+	uint64_t open_conns;
+};
+
+struct ar_proxy;
+
+/* Initialise cfg with the defaults (no listeners, no rules). */
+void ar_proxy_config_init(struct ar_proxy_config *cfg);
+/* Bind, compile the rules, open the audit file, set up the resolver. Nothing is left
+ * behind on failure. */
+int ar_proxy_create(const struct ar_proxy_config *cfg, struct ar_proxy **out, ar_error_t *err);
+/* Serve until ar_proxy_stop (or SIGTERM/SIGINT with handle_signals). */
+int ar_proxy_run(struct ar_proxy *px, ar_error_t *err);
+/* Ask the loop to stop; async-signal-safe and callable from another thread. */
+void ar_proxy_stop(struct ar_proxy *px);
+/* Re-read the policy file and swap the allow-list; open tunnels are kept. On error the
+ * old rules stay. */
+int ar_proxy_reload(struct ar_proxy *px, ar_error_t *err);
+void ar_proxy_get_stats(const struct ar_proxy *px, struct ar_proxy_stats *out);
+/* The address a listener is bound to ("127.0.0.1:3128"), for messages and tests. */
+const char *ar_proxy_listen_name(const struct ar_proxy *px, size_t i);
+void ar_proxy_free(struct ar_proxy *px);
+void ar_cleanup_proxyp(struct ar_proxy **px);
+#define ar_autoproxy __attribute__((cleanup(ar_cleanup_proxyp)))
+
+/* --- pieces exposed for unit tests --- */
+
+/* "10.0.0.0/8", "fd00::/8", "127.0.0.1" (a host route). Returns 0 or -1. */
+int ar_proxy_cidr_parse(const char *s, struct ar_cidr *out);
+/* Is the address (family AF_INET/AF_INET6, raw bytes) inside the range? */
+bool ar_proxy_cidr_contains(const struct ar_cidr *c, int family, const void *addr);
+
+/* Address classes refused for name rules unless --allow-private covers them. */
+enum ar_addr_class {
+	AR_ADDR_PUBLIC,
+	AR_ADDR_LOOPBACK,
+	AR_ADDR_PRIVATE,
+	AR_ADDR_LINK_LOCAL,
+	AR_ADDR_CGNAT,
+	AR_ADDR_MULTICAST,
+	AR_ADDR_THIS_NETWORK, /* 0.0.0.0/8, :: */
+	AR_ADDR_BROADCAST,
+	AR_ADDR_METADATA, /* 169.254.169.254, fd00:ec2::254, 100.100.100.200 */
+	AR_ADDR_RESERVED, /* 240.0.0.0/4 */
+};
+enum ar_addr_class ar_proxy_addr_classify(int family, const void *addr);
+const char *ar_proxy_addr_class_name(enum ar_addr_class c);
+
+/* One finished request, as the audit line and the log line describe it. */
+struct ar_audit_rec {
+	int64_t at_ms; /* wall clock, ms since the epoch */
+	uint64_t id;
+	const char *method; /* NULL when the request line was unreadable */
+	const char *host;   /* NULL when unknown */
+	int port;	    /* 0 when unknown */
+	bool host_is_v6;
+	const char *addr; /* dialled address or NULL */
+	bool allowed;
+	int status;
+	const char *reason;
+	const char *rule; /* matching rule or NULL */
+	uint64_t bytes_out;
+	uint64_t bytes_in;
+	int64_t duration_ms;
+};
+/* The JSON Lines object with its trailing newline (DESIGN §5). */
+void ar_proxy_audit_format(const struct ar_audit_rec *r, struct ar_buf *out);
+/* `CONNECT api.github.com:443 ALLOW 200 out=590 in=6911 80ms matches rule *.github.com:443` */
+void ar_proxy_log_format(const struct ar_audit_rec *r, struct ar_buf *out);
+
+#endif

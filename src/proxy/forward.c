@@ -1,0 +1,906 @@
+/* Requests: reading a head, the decision, replies the proxy makes, the plain-HTTP
+ * exchange (request head and body to the origin, response framed and streamed back
+ * unchanged), the audit of each request, and the per-origin idle upstream pool. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define IN_MAX	  (AR_H1_MAX_HEAD + 16384)
+#define OUT_MAX	  (AR_H1_MAX_HEAD + 16384)
+#define POOL_MAX  32 /* idle upstream connections kept per origin */
+#define LINGER_MS 2000
+
+static const struct {
+	int code;
+	const char *text;  /* status line */
+	const char *error; /* "error" in the JSON body */
+} statuses[] = {
+    {400, "Bad Request", "bad request"},
+    {403, "Egress denied", "egress denied"},
+    {408, "Request Timeout", "request timeout"},
+    {413, "Payload Too Large", "byte budget exceeded"},
+    {431, "Request Header Fields Too Large", "request headers too large"},
+    {502, "Bad Gateway", "bad gateway"},
+    {503, "Service Unavailable", "over capacity"},
+    {504, "Gateway Timeout", "gateway timeout"},
+};
+
+static const char *status_text(int code, const char **error)
+{
+	for (size_t i = 0; i < AR_ARRAY_SIZE(statuses); i++)
+		if (statuses[i].code == code) {
+			*error = statuses[i].error;
+			return statuses[i].text;
+		}
+	*error = "error";
+	return "Error";
+}
+
+static bool would_block(void)
+{
+	return errno == EAGAIN || errno == EWOULDBLOCK;
+}
+
+/* ---- audit ---- */
+
+void client_audit(struct client *c)
+{
+	struct ar_proxy *px = c->px;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	bool known = c->host[0] != '\0';
+	struct ar_audit_rec r = {
+	    .at_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+	    .id = c->id,
+	    .method = c->have_method ? c->method : NULL,
+	    .host = known ? c->host : NULL,
+	    .port = known ? c->port : 0,
+	    .host_is_v6 = c->host_v6,
+	    .addr = c->uo_addr[0] ? c->uo_addr : NULL,
+	    .allowed = c->allowed,
+	    .status = c->status,
+	    .reason = c->reason[0] ? c->reason : NULL,
+	    .rule = c->rule,
+	    .bytes_out = c->bytes_out,
+	    .bytes_in = c->bytes_in,
+	    .duration_ms = px->now - c->started,
+	};
+	c->audited = true;
+	px->stats.requests++;
+	if (c->allowed)
+		px->stats.allowed++;
+	else
+		px->stats.denied++;
+	px->stats.bytes_out += c->bytes_out;
+	px->stats.bytes_in += c->bytes_in;
+	ar_buf_reset(&px->line);
+	ar_proxy_audit_format(&r, &px->line);
+	if (px->audit_fd >= 0 && write(px->audit_fd, px->line.data, px->line.len) == -1) {
+		/* a full disk must not take the proxy down; the log line still goes out */
+	}
+	ar_buf_reset(&px->line);
+	ar_proxy_log_format(&r, &px->line);
+	if (px->log_fd >= 0 && write(px->log_fd, px->line.data, px->line.len) == -1) {
+		/* best effort */
+	}
+}
+
+/* ---- generated replies ---- */
+
+static void put_header_safe(struct ar_buf *b, const char *s)
+{
+	for (; *s; s++)
+		ar_buf_putc(b, ((unsigned char)*s < 0x20 || *s == 0x7f) ? '?' : *s);
+}
+
+static void build_reply(struct client *c, int status, struct ar_buf *head, struct ar_buf *body)
+{
+	const char *error;
+	const char *text = status_text(status, &error);
+	ar_buf_printf(body, "{\"error\": \"%s\"", error);
+	if (c->host[0]) {
+		ar_buf_puts(body, ", \"host\": ");
+		ar_json_quote(body, c->host);
+		ar_buf_printf(body, ", \"port\": %d", c->port);
+	}
+	ar_buf_puts(body, ", \"reason\": ");
+	ar_json_quote(body, c->reason);
+	ar_buf_puts(body, "}\n");
+	ar_buf_printf(head,
+		      "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+		      "Content-Length: %zu\r\nX-Agentrun-Reason: ",
+		      status, text, body->len);
+	put_header_safe(head, c->reason);
+	ar_buf_puts(head, c->close_after ? "\r\nConnection: close\r\n\r\n" : "\r\n\r\n");
+}
+
+/* Answer the request ourselves (403, 400, 502, ...), audit it, then either close
+ * (close_after) or read the next request. */
+void client_reply(struct client *c, int status, const char *reason, bool allowed)
+{
+	if (reason != c->reason)
+		snprintf(c->reason, sizeof(c->reason), "%s", reason);
+	c->status = status;
+	c->allowed = allowed;
+	if (!c->keepalive || status != 403)
+		c->close_after = true;
+	resolver_cancel(c);
+	if (c->up)
+		upstream_release(c, false);
+	ar_autobuf struct ar_buf head = {0};
+	ar_autobuf struct ar_buf body = {0};
+	build_reply(c, status, &head, &body);
+	c->out.off = c->out.len = 0;
+	uint32_t n = (uint32_t)(head.len + (c->is_head ? 0 : body.len));
+	iobuf_reserve(&c->out, n, n > OUT_MAX ? n : OUT_MAX);
+	memcpy(c->out.p, head.data, head.len);
+	if (!c->is_head)
+		memcpy(c->out.p + head.len, body.data, body.len);
+	c->out.len = n;
+	client_audit(c);
+	c->state = CS_REPLY;
+	c->deadline = c->px->now + LINGER_MS * 2;
+}
+
+static void begin_request(struct client *c)
+{
+	rules_unref(c->rref);
+	c->rref = NULL;
+	c->id = ++c->px->next_id;
+	c->started = c->px->now;
+	c->rule = NULL;
+	c->audited = c->allowed = c->is_connect = c->is_head = c->host_v6 = false;
+	c->reused = c->retried = c->have_method = c->rule_literal = false;
+	c->status = 0;
+	c->port = 0;
+	c->method[0] = c->host[0] = c->reason[0] = c->uo_addr[0] = '\0';
+	c->bytes_out = c->bytes_in = 0;
+	free(c->cands);
+	c->cands = NULL;
+	c->n_cands = c->next_cand = 0;
+}
+
+/* The exchange is over and the client may send another request. */
+static bool next_request(struct client *c)
+{
+	struct ar_proxy *px = c->px;
+	rules_unref(c->rref);
+	c->rref = NULL;
+	c->state = CS_HEAD;
+	c->first_request = false;
+	c->close_after = false;
+	memset(&c->scan, 0, sizeof(c->scan));
+	iobuf_compact(&c->in);
+	c->out.off = c->out.len = 0;
+	c->head_deadline = c->in.len > c->in.off;
+	c->deadline =
+	    px->now + (c->head_deadline ? px->cfg.header_timeout_ms : px->cfg.keepalive_timeout_ms);
+	return true;
+}
+
+bool step_reply(struct client *c)
+{
+	while (c->out.off < c->out.len) {
+		ssize_t n =
+		    send(c->fd, c->out.p + c->out.off, c->out.len - c->out.off, MSG_NOSIGNAL);
+		if (n > 0) {
+			c->out.off += (uint32_t)n;
+			continue;
+		}
+		if (n == -1 && would_block())
+			return false;
+		if (n == -1 && errno == EINTR)
+			continue;
+		client_close(c);
+		return false;
+	}
+	if (!c->close_after)
+		return next_request(c);
+	shutdown(c->fd, SHUT_WR);
+	c->state = CS_LINGER;
+	c->deadline = c->px->now + LINGER_MS;
+	return true;
+}
+
+/* After our write side is shut, read and drop what the client still sends so the
+ * kernel does not answer it with a RST that could destroy our reply in flight. */
+bool step_linger(struct client *c)
+{
+	char scratch[4096];
+	for (;;) {
+		ssize_t n = recv(c->fd, scratch, sizeof(scratch), 0);
+		if (n > 0)
+			continue;
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && would_block())
+			return false;
+		client_close(c);
+		return false;
+	}
+}
+
+/* ---- request heads and the decision ---- */
+
+static void copy_span(char *dst, size_t size, const char *buf, struct ar_h1_span s)
+{
+	size_t n = s.len < size - 1 ? s.len : size - 1;
+	memcpy(dst, buf + s.off, n);
+	dst[n] = '\0';
+}
+
+static bool rule_is_literal(const struct ar_rules *r, const char *rule)
+{
+	for (size_t i = 0; rule && i < ar_rules_count(r); i++)
+		if (ar_rules_text(r, i) == rule)
+			return ar_rules_is_literal(r, i);
+	return false;
+}
+
+/* Decide on the request's host:port with the rules in force now. */
+static bool decide(struct client *c, const struct ar_h1_request *req)
+{
+	struct ar_proxy *px = c->px;
+	struct ar_host h;
+	ar_auto_error ar_error_t err = NULL;
+	snprintf(c->host, sizeof(c->host), "%s", req->host);
+	c->port = req->port;
+	c->host_v6 = req->host_is_v6;
+	if (ar_host_canonicalize(req->host, &h, &err) == -1) {
+		snprintf(c->reason, sizeof(c->reason), "invalid host: %s", err->msg);
+		client_reply(c, 400, c->reason, false);
+		return false;
+	}
+	snprintf(c->host, sizeof(c->host), "%s", h.name);
+	c->host_v6 = h.family == AF_INET6;
+	struct ar_decision d;
+	ar_rules_decide(px->rules->rules, &h, req->port, &d);
+	c->rref = px->rules;
+	c->rref->refs++;
+	c->rule = d.rule;
+	c->rule_literal = rule_is_literal(px->rules->rules, d.rule);
+	c->allowed = d.allowed;
+	snprintf(c->reason, sizeof(c->reason), "%s", d.reason);
+	if (!d.allowed) {
+		client_reply(c, 403, c->reason, false);
+		return false;
+	}
+	if (h.family) {
+		c->cands = ar_xcalloc(1, sizeof(struct cand));
+		c->cands[0].family = h.family;
+		memcpy(c->cands[0].addr, &h.addr, h.family == AF_INET ? 4 : 16);
+		c->n_cands = 1;
+	}
+	return true;
+}
+
+static void start_forward(struct client *c, const char *head, const struct ar_h1_request *req)
+{
+	ar_buf_reset(&c->uo);
+	ar_h1_write_request(head, req, &c->uo);
+	c->uo_off = 0;
+	c->req_framing = (uint8_t)req->framing;
+	c->req_done = req->framing == AR_H1_BODY_NONE;
+	c->req_remaining = req->framing == AR_H1_BODY_LENGTH ? req->content_length : 1;
+	c->req_ready = 0;
+	memset(&c->req_chunk, 0, sizeof(c->req_chunk));
+}
+
+static bool handle_request(struct client *c, size_t head_end)
+{
+	struct ar_h1_request req;
+	struct ar_h1_error e;
+	const char *head = c->in.p + c->in.off + c->scan.start;
+	size_t len = head_end - c->scan.start;
+	begin_request(c);
+	c->keepalive = false;
+	int rc = ar_h1_parse_request(head, len, &req, &e);
+	if (req.method.len) {
+		copy_span(c->method, sizeof(c->method), head, req.method);
+		c->have_method = true;
+	}
+	c->is_head = rc == 0 && req.is_head;
+	if (rc == -1) {
+		client_reply(c, e.status, e.reason, false);
+		return true;
+	}
+	c->is_connect = req.is_connect;
+	/* the head stays readable at `head` until the buffer is next written */
+	c->in.off += (uint32_t)head_end;
+	memset(&c->scan, 0, sizeof(c->scan));
+	/* a denied request without a body leaves the connection usable */
+	c->keepalive = !req.conn_close && !req.is_connect && req.framing == AR_H1_BODY_NONE;
+	if (!decide(c, &req))
+		return true;
+	c->keepalive = !req.conn_close && !req.is_connect;
+	if (!req.is_connect)
+		start_forward(c, head, &req);
+	c->state = CS_RESOLVE;
+	c->deadline = 0;
+	upstream_start(c);
+	return true;
+}
+
+static bool head_limit(struct client *c, int status, const char *reason)
+{
+	begin_request(c);
+	client_reply(c, status, reason, false);
+	return true;
+}
+
+bool step_head(struct client *c)
+{
+	struct ar_proxy *px = c->px;
+	for (;;) {
+		if (c->in.len > c->in.off) {
+			size_t end;
+			switch (ar_h1_scan_head(&c->scan, c->in.p + c->in.off,
+						c->in.len - c->in.off, &end)) {
+			case AR_H1_SCAN_DONE:
+				return handle_request(c, end);
+			case AR_H1_SCAN_TOO_BIG:
+				return head_limit(c, 431, "request headers larger than 64 KiB");
+			case AR_H1_SCAN_TOO_MANY:
+				return head_limit(c, 431, "more than 100 header lines");
+			case AR_H1_SCAN_BARE_LF:
+				return head_limit(c, 400, "line ending without CR in request head");
+			case AR_H1_SCAN_MORE:
+				break;
+			}
+		}
+		if (!iobuf_reserve(&c->in, 4096, IN_MAX))
+			return head_limit(c, 431, "request headers larger than 64 KiB");
+		ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
+		if (n > 0) {
+			c->in.len += (uint32_t)n;
+			if (!c->head_deadline) {
+				c->head_deadline = true;
+				c->deadline = px->now + px->cfg.header_timeout_ms;
+			}
+			continue;
+		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && would_block())
+			return false;
+		/* EOF or reset between or inside heads: nothing was asked, nothing to audit */
+		client_close(c);
+		return false;
+	}
+}
+
+/* ---- the plain HTTP exchange ---- */
+
+/* Called when c->up is connected (fresh or from the pool). */
+void on_upstream_ready(struct client *c)
+{
+	struct ar_proxy *px = c->px;
+	c->deadline = 0;
+	if (c->is_connect) {
+		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+		c->status = 200;
+		c->out.off = c->out.len = 0;
+		iobuf_reserve(&c->out, sizeof(ok), sizeof(ok));
+		memcpy(c->out.p, ok, sizeof(ok) - 1);
+		c->out.len = sizeof(ok) - 1;
+		c->state = CS_TUNNEL;
+	} else {
+		c->state = CS_FORWARD;
+		c->resp_head_done = c->resp_done = c->up_eof = c->resp_started = false;
+		c->up_reusable = true;
+		c->out.off = c->out.len = 0;
+		c->rbase = c->rready = 0;
+		memset(&c->rscan, 0, sizeof(c->rscan));
+		memset(&c->resp_chunk, 0, sizeof(c->resp_chunk));
+	}
+	c->last_active = px->now;
+	client_run(c);
+}
+
+static int fwd_abort(struct client *c, const char *why)
+{
+	if (c->status == 0 || !c->resp_started) {
+		/* nothing reached the client yet: it gets a proper answer */
+		client_reply(c, 502, why, c->allowed);
+		return -1;
+	}
+	size_t n = strlen(c->reason);
+	snprintf(c->reason + n, sizeof(c->reason) - n, "; %s", why);
+	client_close(c);
+	return -1;
+}
+
+/* The origin went away before its response started: a pooled connection it had
+ * closed is retried once on a fresh one when the request can be replayed. */
+static int upstream_gone(struct client *c, int error)
+{
+	char why[INET6_ADDRSTRLEN + 160];
+	if (c->reused && !c->retried && c->req_framing == AR_H1_BODY_NONE && !c->resp_started &&
+	    c->out.len == 0) {
+		upstream_release(c, false);
+		c->retried = true;
+		c->uo_off = 0;
+		c->bytes_out = 0;
+		c->state = CS_RESOLVE;
+		upstream_start(c);
+		return -1;
+	}
+	snprintf(why, sizeof(why), "upstream %s closed the connection%s%s", c->uo_addr,
+		 error ? ": " : " before responding", error ? strerror(error) : "");
+	return fwd_abort(c, why);
+}
+
+static int fwd_send_head(struct client *c)
+{
+	if (c->uo_off >= c->uo.len)
+		return 0;
+	ssize_t n = send(c->up->fd, c->uo.data + c->uo_off, c->uo.len - c->uo_off, MSG_NOSIGNAL);
+	if (n > 0) {
+		c->uo_off += (size_t)n;
+		c->bytes_out += (uint64_t)n;
+		return 1;
+	}
+	if (n == -1 && (would_block() || errno == EINTR))
+		return 0;
+	return upstream_gone(c, errno);
+}
+
+/* How many of the buffered bytes belong to the request body (validating chunks). */
+static int frame_request_body(struct client *c)
+{
+	uint32_t avail = c->in.len - c->in.off;
+	if (c->req_framing == AR_H1_BODY_LENGTH) {
+		uint64_t take = avail < c->req_remaining ? avail : c->req_remaining;
+		c->req_ready = (uint32_t)take;
+		c->req_remaining -= take;
+		return 0;
+	}
+	size_t used;
+	enum ar_h1_chunked_result r =
+	    ar_h1_chunked_feed(&c->req_chunk, c->in.p + c->in.off, avail, &used);
+	if (r == AR_H1_CHUNKED_BAD) {
+		c->keepalive = false;
+		client_reply(c, 400, "bad chunk syntax in request body", false);
+		return -1;
+	}
+	c->req_ready = (uint32_t)used;
+	if (r == AR_H1_CHUNKED_DONE)
+		c->req_remaining = 0;
+	return 0;
+}
+
+static int read_client_body(struct client *c)
+{
+	iobuf_reserve(&c->in, 4096, IN_MAX);
+	ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
+	if (n > 0) {
+		c->in.len += (uint32_t)n;
+		return 1;
+	}
+	if (n == -1 && (would_block() || errno == EINTR))
+		return 0;
+	snprintf(c->reason, sizeof(c->reason), "client closed the connection mid-request");
+	client_close(c);
+	return -1;
+}
+
+static int fwd_send_body(struct client *c)
+{
+	int progress = 0;
+	while (!c->req_done && c->uo_off >= c->uo.len) {
+		if (c->req_ready == 0) {
+			if (c->in.len == c->in.off) {
+				int r = read_client_body(c);
+				if (r <= 0)
+					return r < 0 ? -1 : progress;
+				progress = 1;
+			}
+			if (frame_request_body(c) == -1)
+				return -1;
+		}
+		ssize_t n = send(c->up->fd, c->in.p + c->in.off, c->req_ready, MSG_NOSIGNAL);
+		if (n > 0) {
+			c->in.off += (uint32_t)n;
+			c->req_ready -= (uint32_t)n;
+			c->bytes_out += (uint64_t)n;
+			c->req_done = c->req_ready == 0 && c->req_remaining == 0;
+			progress = 1;
+			continue;
+		}
+		if (n == -1 && (would_block() || errno == EINTR))
+			return progress;
+		return upstream_gone(c, errno);
+	}
+	return progress;
+}
+
+static int response_head(struct client *c, size_t end)
+{
+	struct ar_h1_response r;
+	const char *why;
+	const char *head = c->out.p + c->rbase + c->rscan.start;
+	if (ar_h1_parse_response(head, end - c->rscan.start, c->is_head, &r, &why) == -1)
+		return fwd_abort(c, why);
+	c->status = r.status;
+	if (r.status < 200) {
+		if (r.status == 101)
+			return fwd_abort(c, "upstream switched protocols (Upgrade is not relayed)");
+		c->rbase += (uint32_t)end; /* an interim response: forward it, read on */
+		c->rready = c->rbase;
+		memset(&c->rscan, 0, sizeof(c->rscan));
+		return 1;
+	}
+	c->resp_head_done = true;
+	c->rready = c->rbase + (uint32_t)end;
+	c->resp_framing = (uint8_t)r.framing;
+	c->resp_remaining = r.content_length;
+	c->resp_done = r.framing == AR_H1_BODY_NONE;
+	if (r.conn_close) {
+		c->up_reusable = false;
+		c->keepalive = false;
+	}
+	return 1;
+}
+
+/* Find the end of the response in the bytes read so far; bytes after it are not
+ * the client's, and make the connection unusable for another request. */
+static int track_response(struct client *c)
+{
+	while (!c->resp_head_done) {
+		size_t end;
+		switch (
+		    ar_h1_scan_head(&c->rscan, c->out.p + c->rbase, c->out.len - c->rbase, &end)) {
+		case AR_H1_SCAN_MORE:
+			return 0;
+		case AR_H1_SCAN_DONE:
+			if (response_head(c, end) < 0)
+				return -1;
+			break;
+		default:
+			return fwd_abort(c, "malformed or oversized response head from upstream");
+		}
+	}
+	uint32_t avail = c->out.len - c->rready;
+	if (!c->resp_done && avail > 0) {
+		if (c->resp_framing == AR_H1_BODY_LENGTH) {
+			uint64_t take = avail < c->resp_remaining ? avail : c->resp_remaining;
+			c->rready += (uint32_t)take;
+			c->resp_remaining -= take;
+			c->resp_done = c->resp_remaining == 0;
+		} else if (c->resp_framing == AR_H1_BODY_CHUNKED) {
+			size_t used;
+			enum ar_h1_chunked_result r =
+			    ar_h1_chunked_feed(&c->resp_chunk, c->out.p + c->rready, avail, &used);
+			c->rready += (uint32_t)used;
+			if (r == AR_H1_CHUNKED_BAD) {
+				c->out.len = c->rready;
+				c->keepalive = c->up_reusable = false;
+				c->resp_done = true;
+				size_t n = strlen(c->reason);
+				snprintf(c->reason + n, sizeof(c->reason) - n,
+					 "; bad chunked framing from upstream");
+			}
+			c->resp_done |= r == AR_H1_CHUNKED_DONE;
+		} else {
+			c->rready = c->out.len;
+		}
+	}
+	if (c->resp_done && c->out.len > c->rready) {
+		c->out.len = c->rready;
+		c->up_reusable = false;
+	}
+	return 0;
+}
+
+/* Room for the next read from the origin, keeping rbase/rready consistent. */
+static bool response_room(struct client *c)
+{
+	struct iobuf *b = &c->out;
+	if (b->off == b->len && b->off == c->rbase && b->off == c->rready) {
+		b->off = b->len = c->rbase = c->rready = 0;
+		memset(&c->rscan, 0, sizeof(c->rscan));
+	}
+	if (b->cap - b->len >= 1024 || (b->cap >= OUT_MAX && b->len < b->cap))
+		return true;
+	if (b->off > 0) {
+		memmove(b->p, b->p + b->off, b->len - b->off);
+		b->len -= b->off;
+		c->rbase -= b->off;
+		c->rready -= b->off;
+		b->off = 0;
+	}
+	if (b->cap - b->len >= 1024)
+		return true;
+	if (b->cap < OUT_MAX) {
+		uint32_t cap = b->cap ? b->cap * 2 : 16384;
+		b->p = ar_xrealloc(b->p, cap > OUT_MAX ? OUT_MAX : cap);
+		b->cap = cap > OUT_MAX ? OUT_MAX : cap;
+	}
+	return b->len < b->cap;
+}
+
+static int fwd_read_response(struct client *c)
+{
+	if (c->resp_done)
+		return 0;
+	if (!response_room(c)) {
+		if (!c->resp_head_done)
+			return fwd_abort(c, "response head from upstream larger than 64 KiB");
+		return 0;
+	}
+	ssize_t n = recv(c->up->fd, c->out.p + c->out.len, c->out.cap - c->out.len, 0);
+	if (n > 0) {
+		c->out.len += (uint32_t)n;
+		return track_response(c) < 0 ? -1 : 1;
+	}
+	if (n == -1 && (would_block() || errno == EINTR))
+		return 0;
+	int error = n == 0 ? 0 : errno;
+	c->up_eof = true;
+	c->up_reusable = false;
+	if (!c->resp_head_done)
+		return upstream_gone(c, error);
+	if (c->resp_framing != AR_H1_BODY_CLOSE) {
+		size_t len = strlen(c->reason);
+		snprintf(c->reason + len, sizeof(c->reason) - len,
+			 "; upstream closed mid-response");
+	}
+	c->keepalive = false;
+	c->resp_done = true;
+	return 1;
+}
+
+static int fwd_write_client(struct client *c)
+{
+	if (c->out.off >= c->rready)
+		return 0;
+	ssize_t n = send(c->fd, c->out.p + c->out.off, c->rready - c->out.off, MSG_NOSIGNAL);
+	if (n > 0) {
+		c->out.off += (uint32_t)n;
+		c->bytes_in += (uint64_t)n;
+		c->resp_started = true;
+		return 1;
+	}
+	if (n == -1 && (would_block() || errno == EINTR))
+		return 0;
+	snprintf(c->reason + strlen(c->reason), sizeof(c->reason) - strlen(c->reason),
+		 "; client went away");
+	client_close(c);
+	return -1;
+}
+
+static bool finish_exchange(struct client *c)
+{
+	if (!c->req_done)
+		c->keepalive = c->up_reusable = false;
+	client_audit(c);
+	upstream_release(c, c->up_reusable && !c->up_eof);
+	if (c->keepalive)
+		return next_request(c);
+	c->close_after = true;
+	c->state = CS_REPLY; /* nothing left to send: shut down and linger */
+	return true;
+}
+
+bool step_forward(struct client *c)
+{
+	for (;;) {
+		int p = 0, r;
+		if ((r = fwd_send_head(c)) < 0)
+			return true;
+		p |= r;
+		if ((r = fwd_send_body(c)) < 0)
+			return true;
+		p |= r;
+		if ((r = fwd_read_response(c)) < 0)
+			return true;
+		p |= r;
+		if ((r = fwd_write_client(c)) < 0)
+			return true;
+		p |= r;
+		if (c->resp_done && c->out.off == c->out.len)
+			return finish_exchange(c);
+		if (!p)
+			return false;
+	}
+}
+
+/* ---- timers ---- */
+
+void client_timeout(struct client *c)
+{
+	struct ar_proxy *px = c->px;
+	char why[AR_HOST_MAX + 96];
+	switch (c->state) {
+	case CS_HEAD:
+		if (c->deadline == 0 || px->now < c->deadline)
+			return;
+		if (!c->head_deadline) {
+			client_close(c); /* an idle keep-alive connection */
+			return;
+		}
+		begin_request(c);
+		snprintf(why, sizeof(why), "request headers not complete within %d ms",
+			 px->cfg.header_timeout_ms);
+		client_reply(c, 408, why, false);
+		client_run(c);
+		return;
+	case CS_RESOLVE:
+	case CS_CONNECT:
+		if (c->deadline == 0 || px->now < c->deadline)
+			return;
+		snprintf(why, sizeof(why), "%s %s timed out after %d ms",
+			 c->state == CS_RESOLVE ? "resolving" : "connecting to",
+			 c->state == CS_RESOLVE ? c->host : c->uo_addr, px->cfg.connect_timeout_ms);
+		client_reply(c, 504, why, c->allowed);
+		client_run(c);
+		return;
+	case CS_FORWARD:
+	case CS_TUNNEL:
+		if (px->now - c->last_active < px->cfg.idle_timeout_ms)
+			return;
+		if (c->state == CS_FORWARD && !c->resp_started) {
+			snprintf(why, sizeof(why), "upstream sent no response within %d ms",
+				 px->cfg.idle_timeout_ms);
+			client_reply(c, 504, why, c->allowed);
+			client_run(c);
+			return;
+		}
+		snprintf(c->reason + strlen(c->reason), sizeof(c->reason) - strlen(c->reason),
+			 "; idle for %d ms", px->cfg.idle_timeout_ms);
+		client_close(c);
+		return;
+	default:
+		if (c->deadline && px->now >= c->deadline)
+			client_close(c);
+		return;
+	}
+}
+
+/* ---- the per-origin idle pool ---- */
+
+struct origin_pool {
+	struct origin_pool *next;
+	unsigned n_idle;
+	struct upstream *head;
+	int port;
+	char host[];
+};
+
+static unsigned pool_hash(const char *host, int port)
+{
+	uint32_t h = 2166136261u ^ (uint32_t)port;
+	for (const char *p = host; *p; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	return h % 256;
+}
+
+static struct origin_pool **pool_find(struct ar_proxy *px, const char *host, int port)
+{
+	struct origin_pool **pp = &px->pools[pool_hash(host, port)];
+	while (*pp && ((*pp)->port != port || strcmp((*pp)->host, host) != 0))
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* Take an idle upstream out of its pool and the global idle list. */
+static void pool_unlink(struct ar_proxy *px, struct upstream *up)
+{
+	struct origin_pool *pool = up->pool;
+	if (pool == NULL)
+		return;
+	if (up->pprev)
+		up->pprev->pnext = up->pnext;
+	else
+		pool->head = up->pnext;
+	if (up->pnext)
+		up->pnext->pprev = up->pprev;
+	if (up->gprev)
+		up->gprev->gnext = up->gnext;
+	else
+		px->idle_head = up->gnext;
+	if (up->gnext)
+		up->gnext->gprev = up->gprev;
+	else
+		px->idle_tail = up->gprev;
+	up->pnext = up->pprev = up->gnext = up->gprev = NULL;
+	up->pool = NULL;
+	if (--pool->n_idle == 0) {
+		struct origin_pool **pp = pool_find(px, pool->host, pool->port);
+		*pp = pool->next;
+		free(pool);
+	}
+}
+
+void upstream_close(struct ar_proxy *px, struct upstream *up)
+{
+	pool_unlink(px, up);
+	close(up->fd);
+	up->fd = -1;
+	up->ep.dead = true;
+	proxy_bury(px, up);
+}
+
+static void pool_put(struct ar_proxy *px, struct upstream *up, const char *host, int port)
+{
+	struct origin_pool **pp = pool_find(px, host, port);
+	if (*pp == NULL) {
+		size_t n = strlen(host) + 1;
+		*pp = ar_xcalloc(1, sizeof(**pp) + n);
+		memcpy((*pp)->host, host, n);
+		(*pp)->port = port;
+	}
+	struct origin_pool *pool = *pp;
+	if (pool->n_idle >= POOL_MAX) {
+		upstream_close(px, up);
+		return;
+	}
+	up->pool = pool;
+	up->pnext = pool->head;
+	up->pprev = NULL;
+	if (pool->head)
+		pool->head->pprev = up;
+	pool->head = up;
+	pool->n_idle++;
+	up->gprev = px->idle_tail;
+	up->gnext = NULL;
+	if (px->idle_tail)
+		px->idle_tail->gnext = up;
+	else
+		px->idle_head = up;
+	px->idle_tail = up;
+	up->idle_since = px->now;
+}
+
+struct upstream *pool_get(struct ar_proxy *px, const char *host, int port)
+{
+	struct origin_pool *pool = *pool_find(px, host, port);
+	if (pool == NULL)
+		return NULL;
+	struct upstream *up = pool->head;
+	pool_unlink(px, up);
+	return up;
+}
+
+void upstream_release(struct client *c, bool reusable)
+{
+	struct upstream *up = c->up;
+	c->up = NULL;
+	if (up == NULL)
+		return;
+	up->owner = NULL;
+	if (reusable && up->connected)
+		pool_put(c->px, up, c->host, c->port);
+	else
+		upstream_close(c->px, up);
+}
+
+/* Anything happening on an idle connection (the origin closed it, or sent bytes
+ * nobody asked for) makes it useless. */
+void pool_idle_event(struct upstream *up)
+{
+	char b;
+	ssize_t n = recv(up->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n == -1 && would_block())
+		return;
+	upstream_close(up->px, up);
+}
+
+void pool_expire(struct ar_proxy *px, int64_t older_than)
+{
+	while (px->idle_head && px->idle_head->idle_since < older_than)
+		upstream_close(px, px->idle_head);
+}
+
+void pool_free_all(struct ar_proxy *px)
+{
+	while (px->idle_head)
+		upstream_close(px, px->idle_head);
+}

@@ -1,0 +1,228 @@
+/* Private to src/proxy: the loop's objects and the functions the proxy files share.
+ *
+ * Every socket is registered once, edge-triggered, for IN|OUT|RDHUP; a client's
+ * state machine (client_run) then retries every operation until it would block, so
+ * no epoll_ctl is needed while a connection lives. Objects closed while an event
+ * batch is being dispatched are freed after the batch (px->grave). */
+#ifndef AGENTRUN_PROXY_INTERNAL_H
+#define AGENTRUN_PROXY_INTERNAL_H
+
+#include <ares.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agentrun/http1.h"
+#include "agentrun/proxy.h"
+#include "agentrun/rules.h"
+
+enum ep_kind { EP_LISTENER, EP_CLIENT, EP_UPSTREAM, EP_DNS, EP_SIGNAL, EP_WAKE };
+
+struct ep {
+	uint8_t kind;
+	bool dead;
+};
+
+struct listener {
+	struct ep ep;
+	int fd;
+	char name[INET6_ADDRSTRLEN + 16];
+};
+
+struct iobuf {
+	char *p;
+	uint32_t off, len, cap;
+};
+
+/* The allow-list in force; requests keep the one they were decided with alive. */
+struct rules_ref {
+	struct ar_rules *rules;
+	unsigned refs;
+};
+
+struct origin_pool;
+
+struct upstream {
+	struct ep ep;
+	int fd;
+	struct ar_proxy *px;
+	bool connected;
+	struct client *owner;		/* NULL while idle in a pool */
+	struct origin_pool *pool;	/* while idle */
+	struct upstream *pnext, *pprev; /* the pool's idle list */
+	struct upstream *gnext, *gprev; /* every idle upstream, oldest first */
+	int64_t idle_since;
+	char addr[INET6_ADDRSTRLEN];
+};
+
+struct cand {
+	int family;
+	uint8_t addr[16];
+};
+
+struct tpipe {
+	int r, w; /* -1 when none is held */
+	uint32_t size;
+};
+
+/* One direction of a tunnel: src -> pipe -> dst. The pipe is borrowed from the
+ * pool only while it holds data, so an idle tunnel costs two sockets. */
+struct tdir {
+	struct tpipe pipe;
+	uint32_t in_pipe;
+	bool eof;  /* src said EOF */
+	bool shut; /* dst got SHUT_WR */
+	uint64_t bytes;
+};
+
+enum cstate {
+	CS_HEAD,    /* reading a request head */
+	CS_RESOLVE, /* waiting for c-ares */
+	CS_CONNECT, /* upstream connect in progress */
+	CS_FORWARD, /* plain HTTP exchange */
+	CS_TUNNEL,  /* CONNECT relay */
+	CS_REPLY,   /* sending a response the proxy made */
+	CS_LINGER,  /* write side shut, draining input before close */
+	CS_DEAD,
+};
+
+struct client {
+	struct ep ep;
+	uint8_t state;
+	bool in_run, again;
+	bool keepalive;	    /* the client connection may carry another request */
+	bool close_after;   /* close once the current reply is flushed */
+	bool first_request; /* no request finished on this connection yet */
+	bool head_deadline; /* deadline is the 408 one (else a silent idle close) */
+	bool up_ready;	    /* the upstream reported writable/error while connecting */
+	bool rule_literal;  /* the matching rule names an IP literal */
+	bool resp_started;  /* response bytes reached the client */
+	bool tunnel_bufs_freed;
+	int fd;
+	struct ar_proxy *px;
+	struct client *next, *prev;
+	int64_t deadline;
+	int64_t last_active;
+	struct iobuf in;  /* from the client */
+	struct iobuf out; /* to the client */
+	struct ar_buf uo; /* request head to the upstream */
+	size_t uo_off;
+	struct upstream *up;
+	struct lookup *lookup;
+	struct cand *cands;
+	uint8_t n_cands, next_cand;
+	struct ar_h1_scan scan;
+
+	/* the request in flight */
+	uint64_t id;
+	int64_t started;
+	struct rules_ref *rref;
+	const char *rule;
+	bool audited, allowed, is_connect, is_head, host_v6, reused, retried, have_method;
+	int status;
+	int port;
+	char method[24];
+	char host[AR_H1_HOST_MAX];
+	char reason[AR_HOST_MAX + 160];
+	char uo_addr[INET6_ADDRSTRLEN + 8]; /* the address dialled */
+
+	/* plain HTTP framing */
+	uint8_t req_framing;
+	bool req_done, resp_head_done, resp_done, up_eof, up_reusable;
+	uint64_t req_remaining;
+	uint32_t req_ready; /* validated body bytes at in.off not yet sent */
+	struct ar_h1_chunked req_chunk;
+	uint8_t resp_framing;
+	uint64_t resp_remaining;
+	struct ar_h1_chunked resp_chunk;
+	struct ar_h1_scan rscan;
+	uint32_t rbase;	 /* start of the response head being read, in out */
+	uint32_t rready; /* out bytes before this may go to the client */
+	uint64_t bytes_out, bytes_in;
+
+	struct tdir dir[2]; /* [0] client->upstream, [1] upstream->client */
+};
+
+struct pipe_pool;
+
+struct ar_proxy {
+	struct ar_proxy_config cfg;
+	int epfd;
+	int sigfd;
+	int wakefd;
+	struct ep sig_ep, wake_ep;
+	struct listener listeners[AR_PROXY_MAX_LISTEN * 2];
+	size_t n_listeners;
+	bool accept_paused;
+	int64_t accept_resume;
+	struct rules_ref *rules;
+	char *policy_path;
+	char **cli_allow;
+	size_t n_cli_allow;
+	struct ar_cidr *allow_private;
+	size_t n_allow_private;
+	int audit_fd;
+	int log_fd;
+	int64_t now; /* CLOCK_MONOTONIC ms, refreshed each loop iteration */
+	uint64_t next_id;
+	struct ar_proxy_stats stats;
+	struct client *clients; /* all live clients */
+	size_t n_clients;
+	struct origin_pool **pools;
+	struct upstream *idle_head, *idle_tail;
+	struct pipe_pool *pipes;
+	ares_channel ares;
+	struct dns_sock *dns_socks;
+	void **grave;
+	size_t n_grave, cap_grave;
+	struct ar_buf line; /* scratch for audit and log lines */
+	volatile int stop;
+	bool reload;
+};
+
+/* loop.c */
+void client_run(struct client *c);
+void client_close(struct client *c);
+void proxy_bury(struct ar_proxy *px, void *obj);
+int64_t proxy_now(void);
+void iobuf_free(struct iobuf *b);
+bool iobuf_reserve(struct iobuf *b, uint32_t want, uint32_t max);
+void iobuf_compact(struct iobuf *b);
+
+/* forward.c: request heads, decisions, plain HTTP exchange, generated replies */
+bool step_head(struct client *c);
+bool step_forward(struct client *c);
+bool step_reply(struct client *c);
+bool step_linger(struct client *c);
+void client_reply(struct client *c, int status, const char *reason, bool allowed);
+void client_finish(struct client *c);
+void client_audit(struct client *c);
+void client_timeout(struct client *c);
+void upstream_release(struct client *c, bool reusable);
+void upstream_close(struct ar_proxy *px, struct upstream *up);
+void pool_idle_event(struct upstream *up);
+struct upstream *pool_get(struct ar_proxy *px, const char *host, int port);
+void pool_expire(struct ar_proxy *px, int64_t older_than);
+void pool_free_all(struct ar_proxy *px);
+void rules_unref(struct rules_ref *r);
+
+/* resolve.c: c-ares, address checks, dialling */
+int resolver_init(struct ar_proxy *px, ar_error_t *err);
+void resolver_free(struct ar_proxy *px);
+void resolver_event(struct ar_proxy *px, struct ep *ep, uint32_t events);
+void resolver_tick(struct ar_proxy *px);
+int resolver_timeout(struct ar_proxy *px, int max_ms);
+void resolver_cancel(struct client *c);
+/* Find an upstream for the client's host:port: pooled, or resolve + check + dial.
+ * Continues in on_upstream_ready (forward.c) or ends the request with a reply. */
+void upstream_start(struct client *c);
+bool step_connect(struct client *c);
+void on_upstream_ready(struct client *c);
+
+/* tunnel.c */
+int pipes_init(struct ar_proxy *px);
+void pipes_free(struct ar_proxy *px);
+bool step_tunnel(struct client *c);
+void tunnel_release(struct client *c);
+
+#endif

@@ -1,0 +1,736 @@
+/* The proxy's event loop: listeners, accept, the per-client state machine driver,
+ * timers, signals, the allow-list swap on reload, and the proxy object's lifetime. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agentrun/log.h"
+#include "agentrun/policy.h"
+#include "internal.h"
+
+#define TICK_MS 100
+
+int64_t proxy_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void iobuf_free(struct iobuf *b)
+{
+	free(b->p);
+	memset(b, 0, sizeof(*b));
+}
+
+/* Make room for `want` more bytes at the end, compacting first and growing up to
+ * `max` capacity. False when there is no room. */
+bool iobuf_reserve(struct iobuf *b, uint32_t want, uint32_t max)
+{
+	iobuf_compact(b);
+	if (b->cap - b->len >= want)
+		return true;
+	if (b->off > 0) {
+		memmove(b->p, b->p + b->off, b->len - b->off);
+		b->len -= b->off;
+		b->off = 0;
+		if (b->cap - b->len >= want)
+			return true;
+	}
+	if (b->cap >= max)
+		return b->cap > b->len;
+	uint32_t cap = b->cap ? b->cap : 16384;
+	while (cap - b->len < want && cap < max)
+		cap *= 2;
+	if (cap > max)
+		cap = max;
+	b->p = ar_xrealloc(b->p, cap);
+	b->cap = cap;
+	return b->cap > b->len;
+}
+
+void iobuf_compact(struct iobuf *b)
+{
+	if (b->off == b->len)
+		b->off = b->len = 0;
+}
+
+void proxy_bury(struct ar_proxy *px, void *obj)
+{
+	if (px->n_grave == px->cap_grave) {
+		px->cap_grave = px->cap_grave ? px->cap_grave * 2 : 64;
+		px->grave = ar_xrealloc(px->grave, px->cap_grave * sizeof(void *));
+	}
+	px->grave[px->n_grave++] = obj;
+}
+
+static void empty_grave(struct ar_proxy *px)
+{
+	for (size_t i = 0; i < px->n_grave; i++)
+		free(px->grave[i]);
+	px->n_grave = 0;
+}
+
+void rules_unref(struct rules_ref *r)
+{
+	if (r && --r->refs == 0) {
+		ar_rules_free(r->rules);
+		free(r);
+	}
+}
+
+void ar_proxy_config_init(struct ar_proxy_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->audit_fd = -1;
+	cfg->log_fd = -1;
+}
+
+/* ---- clients ---- */
+
+static void client_unlink(struct client *c)
+{
+	struct ar_proxy *px = c->px;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		px->clients = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	c->next = c->prev = NULL;
+	px->n_clients--;
+}
+
+/* Close the client and whatever it holds. Audits an unfinished request. */
+void client_close(struct client *c)
+{
+	if (c->state == CS_DEAD)
+		return;
+	if (!c->audited && c->status != 0)
+		client_audit(c);
+	resolver_cancel(c);
+	tunnel_release(c);
+	if (c->up)
+		upstream_release(c, false);
+	rules_unref(c->rref);
+	c->rref = NULL;
+	close(c->fd);
+	c->fd = -1;
+	iobuf_free(&c->in);
+	iobuf_free(&c->out);
+	ar_buf_free(&c->uo);
+	free(c->cands);
+	c->cands = NULL;
+	c->state = CS_DEAD;
+	c->ep.dead = true;
+	client_unlink(c);
+	proxy_bury(c->px, c);
+}
+
+void client_run(struct client *c)
+{
+	if (c->in_run) {
+		c->again = true;
+		return;
+	}
+	c->in_run = true;
+	c->last_active = c->px->now;
+	bool more;
+	do {
+		c->again = false;
+		switch (c->state) {
+		case CS_HEAD:
+			more = step_head(c);
+			break;
+		case CS_CONNECT:
+			more = step_connect(c);
+			break;
+		case CS_FORWARD:
+			more = step_forward(c);
+			break;
+		case CS_TUNNEL:
+			more = step_tunnel(c);
+			break;
+		case CS_REPLY:
+			more = step_reply(c);
+			break;
+		case CS_LINGER:
+			more = step_linger(c);
+			break;
+		default:
+			more = false;
+			break;
+		}
+	} while ((more || c->again) && c->state != CS_DEAD);
+	c->in_run = false;
+}
+
+static void write_line(int fd, struct ar_buf *b)
+{
+	if (fd >= 0 && b->len > 0 && write(fd, b->data, b->len) == -1) {
+		/* nothing sensible to do: the log is best effort */
+	}
+}
+
+/* Over --max-conns: answer 503 at once without taking a client slot. */
+static void refuse_overload(struct ar_proxy *px, int fd)
+{
+	char scratch[4096];
+	while (recv(fd, scratch, sizeof(scratch), MSG_DONTWAIT) > 0)
+		;
+	char body[160], msg[512];
+	int bl = snprintf(body, sizeof(body),
+			  "{\"error\": \"over capacity\", \"reason\": \"more than %d open "
+			  "connections (--max-conns)\"}\n",
+			  px->cfg.max_conns);
+	int n = snprintf(msg, sizeof(msg),
+			 "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+			 "Content-Length: %d\r\nX-Agentrun-Reason: over --max-conns %d\r\n"
+			 "Connection: close\r\n\r\n%s",
+			 bl, px->cfg.max_conns, body);
+	if (send(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) == -1) {
+		/* the client is gone; nothing to tell it */
+	}
+	shutdown(fd, SHUT_WR);
+	close(fd);
+	char reason[64];
+	snprintf(reason, sizeof(reason), "over --max-conns %d", px->cfg.max_conns);
+	struct ar_audit_rec r = {.id = ++px->next_id, .status = 503, .reason = reason};
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	r.at_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	px->stats.requests++;
+	px->stats.denied++;
+	ar_buf_reset(&px->line);
+	ar_proxy_audit_format(&r, &px->line);
+	write_line(px->audit_fd, &px->line);
+	ar_buf_reset(&px->line);
+	ar_proxy_log_format(&r, &px->line);
+	write_line(px->log_fd, &px->line);
+}
+
+static void new_client(struct ar_proxy *px, int fd)
+{
+	if (px->n_clients >= (size_t)px->cfg.max_conns) {
+		refuse_overload(px, fd);
+		return;
+	}
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	struct client *c = ar_xcalloc(1, sizeof(*c));
+	c->ep.kind = EP_CLIENT;
+	c->fd = fd;
+	c->px = px;
+	c->state = CS_HEAD;
+	c->first_request = true;
+	c->head_deadline = true;
+	c->deadline = px->now + px->cfg.header_timeout_ms;
+	c->dir[0].pipe.r = c->dir[0].pipe.w = -1;
+	c->dir[1].pipe.r = c->dir[1].pipe.w = -1;
+	c->next = px->clients;
+	if (px->clients)
+		px->clients->prev = c;
+	px->clients = c;
+	px->n_clients++;
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+				 .data.ptr = &c->ep};
+	if (epoll_ctl(px->epfd, EPOLL_CTL_ADD, fd, &ev) == -1) {
+		c->status = 0;
+		client_close(c);
+		return;
+	}
+	client_run(c);
+}
+
+static void do_accept(struct ar_proxy *px, struct listener *l)
+{
+	for (;;) {
+		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0) {
+			new_client(px, fd);
+			continue;
+		}
+		if (errno == EINTR || errno == ECONNABORTED)
+			continue;
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+			/* out of descriptors: stop accepting for a moment instead of spinning */
+			for (size_t i = 0; i < px->n_listeners; i++)
+				epoll_ctl(px->epfd, EPOLL_CTL_DEL, px->listeners[i].fd, NULL);
+			px->accept_paused = true;
+			px->accept_resume = px->now + 100;
+			ar_warn("proxy: accept: %s; pausing new connections", strerror(errno));
+		}
+		return;
+	}
+}
+
+static int watch_listeners(struct ar_proxy *px, ar_error_t *err)
+{
+	for (size_t i = 0; i < px->n_listeners; i++) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &px->listeners[i].ep};
+		if (epoll_ctl(px->epfd, EPOLL_CTL_ADD, px->listeners[i].fd, &ev) == -1)
+			return ar_error_make(err, errno, "epoll_ctl listener %s",
+					     px->listeners[i].name);
+	}
+	return 0;
+}
+
+static void tick(struct ar_proxy *px)
+{
+	if (px->accept_paused && px->now >= px->accept_resume) {
+		px->accept_paused = false;
+		watch_listeners(px, NULL);
+	}
+	for (struct client *c = px->clients, *next; c; c = next) {
+		next = c->next;
+		client_timeout(c);
+	}
+	pool_expire(px, px->now - 30000);
+	resolver_tick(px);
+}
+
+/* ---- signals and reload ---- */
+
+static int setup_signals(struct ar_proxy *px, ar_error_t *err)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &px->wake_ep};
+	px->wake_ep.kind = EP_WAKE;
+	px->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (px->wakefd == -1 || epoll_ctl(px->epfd, EPOLL_CTL_ADD, px->wakefd, &ev) == -1)
+		return ar_error_make(err, errno, "eventfd");
+	if (!px->cfg.handle_signals)
+		return 0;
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) == -1)
+		return ar_error_make(err, errno, "sigprocmask");
+	px->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	px->sig_ep.kind = EP_SIGNAL;
+	ev.data.ptr = &px->sig_ep;
+	if (px->sigfd == -1 || epoll_ctl(px->epfd, EPOLL_CTL_ADD, px->sigfd, &ev) == -1)
+		return ar_error_make(err, errno, "signalfd");
+	return 0;
+}
+
+static void read_signals(struct ar_proxy *px)
+{
+	struct signalfd_siginfo si;
+	while (read(px->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGHUP)
+			px->reload = true;
+		else
+			px->stop = 1;
+	}
+}
+
+static char **joined_rules(struct ar_proxy *px, const struct ar_policy *p, size_t *n)
+{
+	size_t np = p ? p->n_allowed_hosts : 0;
+	char **v = ar_xcalloc(np + px->n_cli_allow + 1, sizeof(char *));
+	for (size_t i = 0; i < np; i++)
+		v[i] = p->allowed_hosts[i];
+	for (size_t i = 0; i < px->n_cli_allow; i++)
+		v[np + i] = px->cli_allow[i];
+	*n = np + px->n_cli_allow;
+	return v;
+}
+
+/* Compile the allow-list from the policy file (if any) and the --allow rules. */
+static int load_rules(struct ar_proxy *px, struct rules_ref **out, ar_error_t *err)
+{
+	ar_autopolicy struct ar_policy *p = NULL;
+	if (px->policy_path && ar_policy_load(px->policy_path, &p, err) == -1)
+		return -1;
+	size_t n;
+	ar_autofree char **v = joined_rules(px, p, &n);
+	struct ar_rules *r = NULL;
+	if (ar_rules_compile(v, n, p ? p->origin : "--allow", &r, err) == -1)
+		return -1;
+	*out = ar_xcalloc(1, sizeof(**out));
+	(*out)->rules = r;
+	(*out)->refs = 1;
+	return 0;
+}
+
+int ar_proxy_reload(struct ar_proxy *px, ar_error_t *err)
+{
+	struct rules_ref *r = NULL;
+	if (load_rules(px, &r, err) == -1)
+		return ar_error_wrap(err, "reload");
+	rules_unref(px->rules);
+	px->rules = r;
+	return 0;
+}
+
+static void log_rules(struct ar_proxy *px, const char *what)
+{
+	ar_buf_reset(&px->line);
+	ar_buf_printf(&px->line, "agentrun proxy %s", what);
+	for (size_t i = 0; i < px->n_listeners; i++)
+		ar_buf_printf(&px->line, "%s%s", i ? ", " : " ", px->listeners[i].name);
+	size_t n = ar_rules_count(px->rules->rules);
+	ar_buf_printf(&px->line, "; %zu rule(s):", n);
+	for (size_t i = 0; i < n; i++)
+		ar_buf_printf(&px->line, "%s%s", i ? ", " : " ",
+			      ar_rules_text(px->rules->rules, i));
+	if (n == 0)
+		ar_buf_puts(&px->line, " none (everything is denied)");
+	ar_buf_putc(&px->line, '\n');
+	write_line(px->log_fd, &px->line);
+}
+
+static void do_reload(struct ar_proxy *px)
+{
+	ar_auto_error ar_error_t err = NULL;
+	px->reload = false;
+	if (ar_proxy_reload(px, &err) == -1) {
+		ar_buf_reset(&px->line);
+		ar_buf_printf(&px->line, "agentrun: proxy: %s; keeping the previous rules\n",
+			      err->msg);
+		write_line(px->log_fd, &px->line);
+		return;
+	}
+	log_rules(px, "reloaded");
+}
+
+/* ---- listeners ---- */
+
+static int listener_name(int fd, char *name, size_t size)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[INET6_ADDRSTRLEN];
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == -1)
+		return -1;
+	if (ss.ss_family == AF_INET) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+		inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
+		snprintf(name, size, "%s:%u", host, ntohs(s4->sin_port));
+	} else if (ss.ss_family == AF_INET6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+		inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+		snprintf(name, size, "[%s]:%u", host, ntohs(s6->sin6_port));
+	} else {
+		errno = EAFNOSUPPORT;
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *sl)
+{
+	char host[AR_H1_HOST_MAX];
+	int port;
+	bool v6;
+	memset(ss, 0, sizeof(*ss));
+	if (ar_h1_split_authority(s, strlen(s), host, sizeof(host), &port, &v6, -1) == -1)
+		return -1;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	if (!v6 && inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((uint16_t)port);
+		*sl = sizeof(*s4);
+		return 0;
+	}
+	if (v6 && inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)port);
+		*sl = sizeof(*s6);
+		return 0;
+	}
+	return -1;
+}
+
+static int bind_listener(const char *spec, int *out, ar_error_t *err)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	if (parse_listen(spec, &ss, &sl) == -1)
+		return ar_error_make(err, 0,
+				     "--listen `%s`: expected ADDR:PORT with an IP address "
+				     "(127.0.0.1:3128, [::1]:3128)",
+				     spec);
+	ar_autoclose int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return ar_error_make(err, errno, "--listen `%s`: socket", spec);
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, sl) == -1)
+		return ar_error_make(err, errno, "--listen `%s`: bind", spec);
+	if (listen(fd, 4096) == -1)
+		return ar_error_make(err, errno, "--listen `%s`: listen", spec);
+	*out = steal_fd(&fd);
+	return 0;
+}
+
+static int add_listener(struct ar_proxy *px, int fd, ar_error_t *err)
+{
+	struct listener *l = &px->listeners[px->n_listeners];
+	l->ep.kind = EP_LISTENER;
+	l->fd = fd;
+	px->n_listeners++;
+	if (listener_name(fd, l->name, sizeof(l->name)) == -1)
+		return ar_error_make(err, errno, "listening socket %d", fd);
+	int fl = fcntl(fd, F_GETFL);
+	if (fl == -1 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1)
+		return ar_error_make(err, errno, "listening socket %d", fd);
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	return 0;
+}
+
+static int open_listeners(struct ar_proxy *px, const struct ar_proxy_config *cfg, ar_error_t *err)
+{
+	/* inherited descriptors are ours from the start, even if something fails */
+	for (size_t i = 0; i < cfg->n_listen_fds; i++) {
+		px->listeners[px->n_listeners].fd = cfg->listen_fds[i];
+		if (add_listener(px, cfg->listen_fds[i], err) == -1)
+			return ar_error_wrap(err, "--listen-fd %d", cfg->listen_fds[i]);
+	}
+	for (size_t i = 0; i < cfg->n_listen; i++) {
+		int fd = -1;
+		if (bind_listener(cfg->listen[i], &fd, err) == -1)
+			return -1;
+		if (add_listener(px, fd, err) == -1)
+			return -1;
+	}
+	if (px->n_listeners == 0)
+		return ar_error_make(err, 0,
+				     "no listener: give --listen ADDR:PORT or --listen-fd N");
+	return 0;
+}
+
+/* ---- lifetime ---- */
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static void apply_defaults(struct ar_proxy_config *cfg)
+{
+	if (cfg->max_conns <= 0)
+		cfg->max_conns = 4096;
+	if (cfg->connect_timeout_ms <= 0)
+		cfg->connect_timeout_ms = 10000;
+	if (cfg->header_timeout_ms <= 0)
+		cfg->header_timeout_ms = 10000;
+	if (cfg->idle_timeout_ms <= 0)
+		cfg->idle_timeout_ms = 120000;
+	if (cfg->keepalive_timeout_ms <= 0)
+		cfg->keepalive_timeout_ms = 60000;
+}
+
+static int open_audit(struct ar_proxy *px, const struct ar_proxy_config *cfg, ar_error_t *err)
+{
+	px->audit_fd = cfg->audit_fd;
+	if (cfg->audit_path == NULL)
+		return 0;
+	px->audit_fd = open(cfg->audit_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	if (px->audit_fd == -1)
+		return ar_error_make(err, errno, "--audit `%s`", cfg->audit_path);
+	return 0;
+}
+
+static void copy_config(struct ar_proxy *px, const struct ar_proxy_config *cfg)
+{
+	px->cfg = *cfg;
+	apply_defaults(&px->cfg);
+	px->policy_path = cfg->policy_path ? ar_xstrdup(cfg->policy_path) : NULL;
+	px->cli_allow = ar_xcalloc(cfg->n_allow + 1, sizeof(char *));
+	for (size_t i = 0; i < cfg->n_allow; i++)
+		px->cli_allow[i] = ar_xstrdup(cfg->allow[i]);
+	px->n_cli_allow = cfg->n_allow;
+	px->allow_private = ar_xcalloc(cfg->n_allow_private + 1, sizeof(struct ar_cidr));
+	if (cfg->n_allow_private)
+		memcpy(px->allow_private, cfg->allow_private,
+		       cfg->n_allow_private * sizeof(struct ar_cidr));
+	px->n_allow_private = cfg->n_allow_private;
+	/* pointers into the caller's memory must not outlive this call */
+	px->cfg.allow = NULL;
+	px->cfg.policy_path = NULL;
+	px->cfg.audit_path = NULL;
+	px->cfg.allow_private = NULL;
+	memset(px->cfg.listen, 0, sizeof(px->cfg.listen));
+}
+
+int ar_proxy_create(const struct ar_proxy_config *cfg, struct ar_proxy **out, ar_error_t *err)
+{
+	ar_autoproxy struct ar_proxy *px = ar_xcalloc(1, sizeof(*px));
+	px->epfd = px->sigfd = px->wakefd = px->audit_fd = -1;
+	copy_config(px, cfg);
+	px->log_fd = cfg->log_fd;
+	px->now = proxy_now();
+	raise_nofile();
+	struct sigaction sa;
+	if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
+		signal(SIGPIPE, SIG_IGN); /* splice(2) to a reset socket raises it */
+	if (open_listeners(px, cfg, err) == -1 || load_rules(px, &px->rules, err) == -1 ||
+	    open_audit(px, cfg, err) == -1)
+		return -1;
+	px->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (px->epfd == -1)
+		return ar_error_make(err, errno, "epoll_create1");
+	if (setup_signals(px, err) == -1 || resolver_init(px, err) == -1 || pipes_init(px) == -1)
+		return -1;
+	px->pools = ar_xcalloc(256, sizeof(*px->pools));
+	*out = steal_pointer(&px);
+	return 0;
+}
+
+static void dispatch(struct ar_proxy *px, struct epoll_event *ev)
+{
+	struct ep *ep = ev->data.ptr;
+	if (ep->dead)
+		return;
+	switch (ep->kind) {
+	case EP_LISTENER:
+		do_accept(px, (struct listener *)ep);
+		break;
+	case EP_CLIENT:
+		client_run((struct client *)ep);
+		break;
+	case EP_UPSTREAM: {
+		struct upstream *up = (struct upstream *)ep;
+		if (up->owner == NULL) {
+			pool_idle_event(up);
+		} else {
+			up->owner->up_ready = true;
+			client_run(up->owner);
+		}
+		break;
+	}
+	case EP_DNS:
+		resolver_event(px, ep, ev->events);
+		break;
+	case EP_SIGNAL:
+		read_signals(px);
+		break;
+	case EP_WAKE: {
+		uint64_t v;
+		if (read(px->wakefd, &v, sizeof(v)) == -1) {
+			/* a spurious wakeup; px->stop says what to do */
+		}
+		break;
+	}
+	}
+}
+
+static void finish_all(struct ar_proxy *px)
+{
+	while (px->clients)
+		client_close(px->clients);
+	empty_grave(px);
+}
+
+static void log_summary(struct ar_proxy *px)
+{
+	ar_buf_reset(&px->line);
+	ar_buf_printf(&px->line,
+		      "agentrun proxy stopped: %" PRIu64 " request(s), %" PRIu64
+		      " allowed, %" PRIu64 " denied, %" PRIu64 " bytes out\n",
+		      px->stats.requests, px->stats.allowed, px->stats.denied, px->stats.bytes_out);
+	write_line(px->log_fd, &px->line);
+}
+
+int ar_proxy_run(struct ar_proxy *px, ar_error_t *err)
+{
+	struct epoll_event evs[256];
+	if (watch_listeners(px, err) == -1)
+		return -1;
+	log_rules(px, "listening on");
+	int64_t next_tick = proxy_now() + TICK_MS;
+	while (!px->stop) {
+		px->now = proxy_now();
+		int timeout = next_tick > px->now ? (int)(next_tick - px->now) : 0;
+		timeout = resolver_timeout(px, timeout);
+		int n = epoll_wait(px->epfd, evs, AR_ARRAY_SIZE(evs), timeout);
+		if (n == -1 && errno != EINTR)
+			return ar_error_make(err, errno, "epoll_wait");
+		px->now = proxy_now();
+		for (int i = 0; i < n; i++)
+			dispatch(px, &evs[i]);
+		if (px->now >= next_tick) {
+			tick(px);
+			next_tick = px->now + TICK_MS;
+		}
+		empty_grave(px);
+		if (px->reload)
+			do_reload(px);
+	}
+	finish_all(px);
+	log_summary(px);
+	return 0;
+}
+
+void ar_proxy_stop(struct ar_proxy *px)
+{
+	uint64_t one = 1;
+	px->stop = 1;
+	if (px->wakefd >= 0 && write(px->wakefd, &one, sizeof(one)) == -1) {
+		/* the flag is set; the loop sees it at its next tick */
+	}
+}
+
+void ar_proxy_get_stats(const struct ar_proxy *px, struct ar_proxy_stats *out)
+{
+	*out = px->stats;
+	out->open_conns = px->n_clients;
+}
+
+const char *ar_proxy_listen_name(const struct ar_proxy *px, size_t i)
+{
+	return i < px->n_listeners ? px->listeners[i].name : NULL;
+}
+
+void ar_proxy_free(struct ar_proxy *px)
+{
+	if (px == NULL)
+		return;
+	finish_all(px);
+	pool_free_all(px);
+	resolver_free(px);
+	pipes_free(px);
+	for (size_t i = 0; i < px->n_listeners; i++)
+		close(px->listeners[i].fd);
+	int fds[] = {px->epfd, px->sigfd, px->wakefd, px->audit_fd};
+	for (size_t i = 0; i < AR_ARRAY_SIZE(fds); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	rules_unref(px->rules);
+	free(px->pools);
+	free(px->policy_path);
+	ar_strv_free(px->cli_allow);
+	free(px->allow_private);
+	free(px->grave);
+	ar_buf_free(&px->line);
+	free(px);
+}
+
+void ar_cleanup_proxyp(struct ar_proxy **px)
+{
+	ar_proxy_free(*px);
+}

@@ -1,0 +1,363 @@
+/* Finding the upstream: the per-origin pool first, else asynchronous resolution with
+ * c-ares (its sockets live in the proxy's epoll set, so the loop never blocks on
+ * DNS), a check of every resolved address against the refused ranges, and a
+ * non-blocking connect to exactly an address that passed, trying the next one when a
+ * connect fails. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define MAX_CANDS 16
+
+struct dns_sock {
+	struct ep ep;
+	int fd;
+	struct dns_sock *next;
+};
+
+/* Outlives its client: c-ares calls back after a cancel too. */
+struct lookup {
+	struct client *c;
+};
+
+static void sock_state(void *data, ares_socket_t fd, int readable, int writable)
+{
+	struct ar_proxy *px = data;
+	struct dns_sock **pp = &px->dns_socks;
+	while (*pp && (*pp)->fd != fd)
+		pp = &(*pp)->next;
+	if (!readable && !writable) {
+		if (*pp) {
+			struct dns_sock *ds = *pp;
+			epoll_ctl(px->epfd, EPOLL_CTL_DEL, fd, NULL);
+			*pp = ds->next;
+			ds->ep.dead = true;
+			proxy_bury(px, ds);
+		}
+		return;
+	}
+	int op = EPOLL_CTL_MOD;
+	if (*pp == NULL) {
+		*pp = ar_xcalloc(1, sizeof(**pp));
+		(*pp)->ep.kind = EP_DNS;
+		(*pp)->fd = fd;
+		op = EPOLL_CTL_ADD;
+	}
+	struct epoll_event ev = {.events = (readable ? EPOLLIN : 0) | (writable ? EPOLLOUT : 0),
+				 .data.ptr = &(*pp)->ep};
+	epoll_ctl(px->epfd, op, fd, &ev);
+}
+
+int resolver_init(struct ar_proxy *px, ar_error_t *err)
+{
+	int rc = ares_library_init(ARES_LIB_INIT_ALL);
+	if (rc != ARES_SUCCESS)
+		return ar_error_make(err, 0, "c-ares: %s", ares_strerror(rc));
+	struct ares_options o;
+	memset(&o, 0, sizeof(o));
+	o.sock_state_cb = sock_state;
+	o.sock_state_cb_data = px;
+	/* /etc/hosts first; tests say "files only" so nothing can leave the machine */
+	o.lookups = px->cfg.dns_files_only ? "f" : "fb";
+	o.timeout = 2000;
+	o.tries = 2;
+	int mask = ARES_OPT_SOCK_STATE_CB | ARES_OPT_LOOKUPS | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES;
+	rc = ares_init_options(&px->ares, &o, mask);
+	if (rc != ARES_SUCCESS) {
+		px->ares = NULL;
+		return ar_error_make(err, 0, "c-ares: %s", ares_strerror(rc));
+	}
+	return 0;
+}
+
+void resolver_free(struct ar_proxy *px)
+{
+	if (px->ares) {
+		ares_destroy(px->ares); /* calls back with ARES_EDESTRUCTION */
+		px->ares = NULL;
+		ares_library_cleanup();
+	}
+	while (px->dns_socks) {
+		struct dns_sock *ds = px->dns_socks;
+		px->dns_socks = ds->next;
+		free(ds);
+	}
+}
+
+void resolver_event(struct ar_proxy *px, struct ep *ep, uint32_t events)
+{
+	struct dns_sock *ds = (struct dns_sock *)ep;
+	int fd = ds->fd;
+	ares_process_fd(px->ares, (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) ? fd : ARES_SOCKET_BAD,
+			(events & EPOLLOUT) ? fd : ARES_SOCKET_BAD);
+}
+
+void resolver_tick(struct ar_proxy *px)
+{
+	if (px->ares && px->dns_socks)
+		ares_process_fd(px->ares, ARES_SOCKET_BAD, ARES_SOCKET_BAD);
+}
+
+int resolver_timeout(struct ar_proxy *px, int max_ms)
+{
+	if (px->ares == NULL || px->dns_socks == NULL)
+		return max_ms;
+	struct timeval maxtv = {max_ms / 1000, (max_ms % 1000) * 1000}, tv;
+	struct timeval *t = ares_timeout(px->ares, &maxtv, &tv);
+	int ms = (int)(t->tv_sec * 1000 + (t->tv_usec + 999) / 1000);
+	return ms < max_ms ? ms : max_ms;
+}
+
+void resolver_cancel(struct client *c)
+{
+	if (c->lookup) {
+		c->lookup->c = NULL;
+		c->lookup = NULL;
+	}
+}
+
+/* ---- address checks ---- */
+
+static void cand_text(const struct cand *k, int port, char *buf, size_t size)
+{
+	char a[INET6_ADDRSTRLEN];
+	inet_ntop(k->family, k->addr, a, sizeof(a));
+	if (port)
+		snprintf(buf, size, k->family == AF_INET6 ? "[%s]:%d" : "%s:%d", a, port);
+	else
+		snprintf(buf, size, "%s", a);
+}
+
+/* ::ffff:a.b.c.d is dialled and judged as a.b.c.d */
+static void cand_normalize(struct cand *k)
+{
+	static const uint8_t mapped[12] = {[10] = 0xff, [11] = 0xff};
+	if (k->family == AF_INET6 && memcmp(k->addr, mapped, 12) == 0) {
+		memmove(k->addr, k->addr + 12, 4);
+		k->family = AF_INET;
+	}
+}
+
+static bool allowed_private(const struct ar_proxy *px, const struct cand *k)
+{
+	for (size_t i = 0; i < px->n_allow_private; i++)
+		if (ar_proxy_cidr_contains(&px->allow_private[i], k->family, k->addr))
+			return true;
+	return false;
+}
+
+/* Drop the candidates in refused ranges. When none is left, reply 403 naming the
+ * first refused address. Returns false when the request ended. */
+static bool filter_cands(struct client *c)
+{
+	struct ar_proxy *px = c->px;
+	uint8_t kept = 0;
+	struct cand refused = {0};
+	enum ar_addr_class refused_class = AR_ADDR_PUBLIC;
+	for (uint8_t i = 0; i < c->n_cands; i++) {
+		struct cand k = c->cands[i];
+		cand_normalize(&k);
+		enum ar_addr_class cls = ar_proxy_addr_classify(k.family, k.addr);
+		if (cls == AR_ADDR_PUBLIC || c->rule_literal || allowed_private(px, &k)) {
+			c->cands[kept++] = k;
+		} else if (refused.family == 0) {
+			refused = k;
+			refused_class = cls;
+		}
+	}
+	c->n_cands = kept;
+	c->next_cand = 0;
+	if (kept > 0)
+		return true;
+	char a[INET6_ADDRSTRLEN + 8], why[AR_HOST_MAX + 160];
+	cand_text(&refused, 0, a, sizeof(a));
+	snprintf(why, sizeof(why),
+		 "%s resolves to %s, a %s address (allow it with --allow-private)", c->host, a,
+		 ar_proxy_addr_class_name(refused_class));
+	client_reply(c, 403, why, false);
+	client_run(c);
+	return false;
+}
+
+/* ---- dialling ---- */
+
+static struct upstream *dial(struct client *c, const struct cand *k, int *error)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	memset(&ss, 0, sizeof(ss));
+	if (k->family == AF_INET) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((uint16_t)c->port);
+		memcpy(&s4->sin_addr, k->addr, 4);
+		sl = sizeof(*s4);
+	} else {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)c->port);
+		memcpy(&s6->sin6_addr, k->addr, 16);
+		sl = sizeof(*s6);
+	}
+	int fd = socket(k->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1) {
+		*error = errno;
+		return NULL;
+	}
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (struct sockaddr *)&ss, sl) == -1 && errno != EINPROGRESS) {
+		*error = errno;
+		close(fd);
+		return NULL;
+	}
+	struct upstream *up = ar_xcalloc(1, sizeof(*up));
+	up->ep.kind = EP_UPSTREAM;
+	up->fd = fd;
+	up->px = c->px;
+	up->owner = c;
+	cand_text(k, 0, up->addr, sizeof(up->addr));
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+				 .data.ptr = &up->ep};
+	if (epoll_ctl(c->px->epfd, EPOLL_CTL_ADD, fd, &ev) == -1) {
+		*error = errno;
+		close(fd);
+		free(up);
+		return NULL;
+	}
+	return up;
+}
+
+/* Connect to the next candidate; on running out, 502 with the last error. */
+static void dial_next(struct client *c)
+{
+	int error = 0;
+	while (c->next_cand < c->n_cands) {
+		const struct cand *k = &c->cands[c->next_cand++];
+		cand_text(k, 0, c->uo_addr, sizeof(c->uo_addr));
+		c->up = dial(c, k, &error);
+		if (c->up) {
+			c->state = CS_CONNECT;
+			c->up_ready = false;
+			c->deadline = c->px->now + c->px->cfg.connect_timeout_ms;
+			client_run(c);
+			return;
+		}
+	}
+	char why[AR_HOST_MAX + 160];
+	snprintf(why, sizeof(why), "connect to %s port %d failed: %s", c->uo_addr, c->port,
+		 strerror(error));
+	client_reply(c, 502, why, c->allowed);
+	client_run(c);
+}
+
+bool step_connect(struct client *c)
+{
+	if (!c->up_ready)
+		return false;
+	int error = 0;
+	socklen_t sl = sizeof(error);
+	if (getsockopt(c->up->fd, SOL_SOCKET, SO_ERROR, &error, &sl) == -1)
+		error = errno;
+	if (error == 0) {
+		struct sockaddr_storage ss;
+		socklen_t pl = sizeof(ss);
+		if (getpeername(c->up->fd, (struct sockaddr *)&ss, &pl) == -1)
+			return false; /* still connecting: a spurious wakeup */
+		c->up->connected = true;
+		on_upstream_ready(c);
+		return true;
+	}
+	upstream_release(c, false);
+	if (c->next_cand < c->n_cands) {
+		dial_next(c);
+		return true;
+	}
+	char why[AR_HOST_MAX + 160];
+	snprintf(why, sizeof(why), "connect to %s port %d failed: %s", c->uo_addr, c->port,
+		 strerror(error));
+	client_reply(c, 502, why, c->allowed);
+	return true;
+}
+
+/* ---- resolution ---- */
+
+static void on_resolved(void *arg, int status, int timeouts, struct ares_addrinfo *res)
+{
+	struct lookup *lk = arg;
+	struct client *c = lk->c;
+	free(lk);
+	if (c == NULL) {
+		ares_freeaddrinfo(res);
+		return;
+	}
+	c->lookup = NULL;
+	free(c->cands);
+	c->cands = ar_xcalloc(MAX_CANDS, sizeof(struct cand));
+	c->n_cands = 0;
+	for (struct ares_addrinfo_node *n = res ? res->nodes : NULL; n && c->n_cands < MAX_CANDS;
+	     n = n->ai_next) {
+		struct cand *k = &c->cands[c->n_cands];
+		if (n->ai_family == AF_INET) {
+			k->family = AF_INET;
+			memcpy(k->addr, &((struct sockaddr_in *)n->ai_addr)->sin_addr, 4);
+		} else if (n->ai_family == AF_INET6) {
+			k->family = AF_INET6;
+			memcpy(k->addr, &((struct sockaddr_in6 *)n->ai_addr)->sin6_addr, 16);
+		} else {
+			continue;
+		}
+		c->n_cands++;
+	}
+	ares_freeaddrinfo(res);
+	if (status != ARES_SUCCESS || c->n_cands == 0) {
+		char why[AR_HOST_MAX + 160];
+		snprintf(why, sizeof(why), "cannot resolve %s: %s", c->host,
+			 status == ARES_SUCCESS ? "no address" : ares_strerror(status));
+		client_reply(c, 502, why, c->allowed);
+		client_run(c);
+		return;
+	}
+	if (filter_cands(c))
+		dial_next(c);
+}
+
+void upstream_start(struct client *c)
+{
+	struct ar_proxy *px = c->px;
+	c->state = CS_RESOLVE;
+	if (!c->is_connect && !c->retried) {
+		struct upstream *up = pool_get(px, c->host, c->port);
+		if (up) {
+			up->owner = c;
+			c->up = up;
+			c->reused = true;
+			snprintf(c->uo_addr, sizeof(c->uo_addr), "%s", up->addr);
+			on_upstream_ready(c);
+			return;
+		}
+	}
+	c->reused = false;
+	if (c->n_cands > 0) {
+		if (filter_cands(c))
+			dial_next(c);
+		return;
+	}
+	c->deadline = px->now + px->cfg.connect_timeout_ms;
+	struct lookup *lk = ar_xcalloc(1, sizeof(*lk));
+	lk->c = c;
+	c->lookup = lk;
+	struct ares_addrinfo_hints hints = {
+	    .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = ARES_AI_NOSORT};
+	/* may call back before returning (a files lookup completes at once) */
+	ares_getaddrinfo(px->ares, c->host, NULL, &hints, on_resolved, lk);
+}

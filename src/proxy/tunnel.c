@@ -1,0 +1,197 @@
+/* CONNECT tunnels: an opaque relay with splice(2), socket -> pipe -> socket, in each
+ * direction, counting bytes exactly. Pipes come from a small pool and are held only
+ * while they carry data, so an idle tunnel costs its two sockets and its struct.
+ * Half-close is forwarded: EOF from one side becomes shutdown(SHUT_WR) on the other
+ * once the pipe is drained; the tunnel ends when both directions have ended. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define PIPE_WANT (1024 * 1024) /* F_SETPIPE_SZ; falls back to the default quietly */
+#define POOL_IDLE 64		/* empty pipes kept for reuse */
+
+struct pipe_pool {
+	struct tpipe idle[POOL_IDLE];
+	size_t n_idle;
+	bool big_ok; /* stop asking for big pipes once the kernel said no */
+};
+
+int pipes_init(struct ar_proxy *px)
+{
+	px->pipes = ar_xcalloc(1, sizeof(*px->pipes));
+	px->pipes->big_ok = true;
+	return 0;
+}
+
+void pipes_free(struct ar_proxy *px)
+{
+	if (px->pipes == NULL)
+		return;
+	for (size_t i = 0; i < px->pipes->n_idle; i++) {
+		close(px->pipes->idle[i].r);
+		close(px->pipes->idle[i].w);
+	}
+	free(px->pipes);
+	px->pipes = NULL;
+}
+
+static int pipe_get(struct ar_proxy *px, struct tpipe *p)
+{
+	struct pipe_pool *pp = px->pipes;
+	if (pp->n_idle > 0) {
+		*p = pp->idle[--pp->n_idle];
+		return 0;
+	}
+	int fds[2];
+	if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) == -1)
+		return -1;
+	p->r = fds[0];
+	p->w = fds[1];
+	if (pp->big_ok && fcntl(fds[1], F_SETPIPE_SZ, PIPE_WANT) == -1)
+		pp->big_ok = false;
+	int sz = fcntl(fds[1], F_GETPIPE_SZ);
+	p->size = sz > 0 ? (uint32_t)sz : 65536;
+	return 0;
+}
+
+/* Return an empty pipe to the pool (a pipe with data in it is closed instead). */
+static void pipe_put(struct ar_proxy *px, struct tpipe *p, bool empty)
+{
+	if (p->r < 0)
+		return;
+	struct pipe_pool *pp = px->pipes;
+	if (empty && pp->n_idle < POOL_IDLE) {
+		pp->idle[pp->n_idle++] = *p;
+	} else {
+		close(p->r);
+		close(p->w);
+	}
+	p->r = p->w = -1;
+}
+
+void tunnel_release(struct client *c)
+{
+	for (int i = 0; i < 2; i++) {
+		pipe_put(c->px, &c->dir[i].pipe, c->dir[i].in_pipe == 0);
+		c->dir[i].in_pipe = 0;
+	}
+}
+
+static bool fatal_errno(void)
+{
+	return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
+
+/* Move what can move in one direction. Returns -1 when the tunnel must close. */
+static int pump(struct client *c, struct tdir *d, int src, int dst, uint64_t *count)
+{
+	for (;;) {
+		if (d->in_pipe > 0) {
+			ssize_t n = splice(d->pipe.r, NULL, dst, NULL, d->in_pipe,
+					   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n > 0) {
+				d->in_pipe -= (uint32_t)n;
+				d->bytes += (uint64_t)n;
+				*count += (uint64_t)n;
+				continue;
+			}
+			if (n == -1 && !fatal_errno())
+				return 0;
+			return -1;
+		}
+		if (d->eof) {
+			pipe_put(c->px, &d->pipe, true);
+			if (!d->shut && shutdown(dst, SHUT_WR) == -1 && errno != ENOTCONN)
+				return -1;
+			d->shut = true;
+			return 0;
+		}
+		if (d->pipe.r < 0 && pipe_get(c->px, &d->pipe) == -1)
+			return -1;
+		ssize_t n = splice(src, NULL, d->pipe.w, NULL, d->pipe.size,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n > 0) {
+			d->in_pipe = (uint32_t)n;
+			continue;
+		}
+		if (n == 0) {
+			d->eof = true;
+			continue;
+		}
+		if (!fatal_errno()) {
+			pipe_put(c->px, &d->pipe, true);
+			return 0;
+		}
+		return -1;
+	}
+}
+
+/* Before the relay: the "200 Connection established" to the client and any bytes
+ * the client sent after its CONNECT head (a ClientHello sent early) to the origin.
+ * Returns -1 on a dead socket, 1 while something is pending, 0 when done. */
+static int tunnel_prologue(struct client *c)
+{
+	int pending = 0;
+	while (c->out.off < c->out.len) {
+		ssize_t n =
+		    send(c->fd, c->out.p + c->out.off, c->out.len - c->out.off, MSG_NOSIGNAL);
+		if (n > 0) {
+			c->out.off += (uint32_t)n;
+			continue;
+		}
+		if (n == -1 && !fatal_errno()) {
+			pending = 1;
+			break;
+		}
+		return -1;
+	}
+	while (c->in.off < c->in.len) {
+		ssize_t n =
+		    send(c->up->fd, c->in.p + c->in.off, c->in.len - c->in.off, MSG_NOSIGNAL);
+		if (n > 0) {
+			c->in.off += (uint32_t)n;
+			c->bytes_out += (uint64_t)n;
+			c->dir[0].bytes += (uint64_t)n;
+			continue;
+		}
+		if (n == -1 && !fatal_errno())
+			return 1;
+		return -1;
+	}
+	return pending;
+}
+
+bool step_tunnel(struct client *c)
+{
+	int pro = 0;
+	if (!c->tunnel_bufs_freed) {
+		pro = tunnel_prologue(c);
+		if (pro < 0) {
+			client_close(c);
+			return false;
+		}
+		if (pro == 0) {
+			/* the relay needs no user-space buffers: give them back */
+			iobuf_free(&c->in);
+			iobuf_free(&c->out);
+			ar_buf_free(&c->uo);
+			c->tunnel_bufs_freed = true;
+		}
+	}
+	bool out_ready = c->in.off >= c->in.len;
+	bool in_ready = c->out.off >= c->out.len;
+	if ((out_ready && pump(c, &c->dir[0], c->fd, c->up->fd, &c->bytes_out) == -1) ||
+	    (in_ready && pump(c, &c->dir[1], c->up->fd, c->fd, &c->bytes_in) == -1)) {
+		client_close(c);
+		return false;
+	}
+	if (c->dir[0].shut && c->dir[1].shut)
+		client_close(c);
+	return false;
+}
