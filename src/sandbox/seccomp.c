@@ -405,7 +405,10 @@ static int parse_arches(const cJSON *root, const char *origin, struct ar_seccomp
 		bool dup = false;
 		for (size_t k = 0; k < p->n_arches; k++)
 			dup = dup || p->arches[k] == arch;
-		if (!dup && p->n_arches < AR_ARRAY_SIZE(p->arches))
+		if (!dup && p->n_arches == AR_ARRAY_SIZE(p->arches))
+			return ar_error_make(
+			    err, 0, "%s: architectures[%zu]: too many architectures", origin, i);
+		if (!dup)
 			p->arches[p->n_arches++] = arch;
 		i++;
 	}
@@ -580,6 +583,28 @@ static int compile_attrs(scmp_filter_ctx ctx, const struct ar_seccomp_profile *p
 	return 0;
 }
 
+/* libseccomp lets an unconditional rule for a syscall override every conditional
+ * rule for it, whatever the actions: a profile that allows ioctl and "denies"
+ * ioctl(TIOCSTI) allows TIOCSTI. Say so instead of failing open in silence. */
+static void warn_shadowed(const struct ar_seccomp_profile *p, const char *origin)
+{
+	for (size_t i = 0; i < p->n_rules; i++) {
+		const struct ar_seccomp_rule *c = &p->rules[i];
+		if (c->n_args == 0)
+			continue;
+		for (size_t k = 0; k < p->n_rules; k++) {
+			const struct ar_seccomp_rule *u = &p->rules[k];
+			if (u->n_args == 0 && u->nr == c->nr && u->action != c->action &&
+			    u->action != p->default_action) {
+				ar_warn("%s: syscalls[%zu]: the conditions on `%s` have no effect: "
+					"syscalls[%zu] matches it unconditionally",
+					origin, c->entry, c->name, u->entry);
+				break;
+			}
+		}
+	}
+}
+
 static int compile(const struct ar_seccomp_profile *p, const char *origin, struct ar_seccomp *s,
 		   ar_error_t *err)
 {
@@ -590,6 +615,7 @@ static int compile(const struct ar_seccomp_profile *p, const char *origin, struc
 				     origin);
 	if (compile_attrs(ctx, p, origin, err) < 0)
 		return -1;
+	warn_shadowed(p, origin);
 	for (size_t i = 0; i < p->n_rules; i++) {
 		const struct ar_seccomp_rule *r = &p->rules[i];
 		int rc;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
@@ -34,6 +35,7 @@
 #include <seccomp.h>
 
 #include "agentrun/error.h"
+#include "agentrun/log.h"
 #include "agentrun/seccomp.h"
 #include "agentrun/util.h"
 
@@ -706,6 +708,59 @@ static void test_parse_arches_behaviour(void **state)
 	ar_seccomp_free(s);
 }
 
+/* Run `fn` with stderr captured; returns what it printed. */
+static char *capture_stderr(void (*fn)(void *), void *arg)
+{
+	int mfd = memfd_create("stderr", MFD_CLOEXEC), saved = dup(2);
+	char *buf = ar_xcalloc(1, 4096);
+
+	assert_true(mfd >= 0 && saved >= 0);
+	fflush(stderr);
+	assert_int_equal(dup2(mfd, 2), 2);
+	fn(arg);
+	fflush(stderr);
+	assert_int_equal(dup2(saved, 2), 2);
+	close(saved);
+	assert_true(pread(mfd, buf, 4095, 0) >= 0);
+	close(mfd);
+	return buf;
+}
+
+static void parse_shadowed(void *arg)
+{
+	ar_seccomp_free(parse_ok(arg));
+}
+
+static void probe_tiocsti(struct results *r, void *arg)
+{
+	record(r, sc(ioctl(*(int *)arg, TIOCSTI, "x")));
+}
+
+/* libseccomp drops conditional rules under an unconditional one for the same
+ * syscall: the parser warns, and the test pins why (TIOCSTI is not denied). */
+static void test_parse_shadowed_warning(void **state)
+{
+	static const char json[] =
+	    "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":["
+	    "{\"names\":[\"ioctl\"],\"action\":\"SCMP_ACT_ERRNO\",\"args\":[{\"index\":1,"
+	    "\"value\":4294967295,\"valueTwo\":21522,\"op\":\"SCMP_CMP_MASKED_EQ\"}]},"
+	    "{\"names\":[\"ioctl\"],\"action\":\"SCMP_ACT_LOG\"}]}";
+	ar_autofree char *out = capture_stderr(parse_shadowed, (void *)json);
+	assert_string_equal(out,
+			    "agentrun: warning: t.json: syscalls[0]: the conditions on `ioctl` "
+			    "have no effect: syscalls[1] matches it unconditionally\n");
+
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	enum ar_log_level level = ar_log_get_level();
+	ar_log_set_level(AR_LOG_ERROR);
+	struct ar_seccomp *s = parse_ok(json);
+	ar_log_set_level(level);
+	struct outcome o = run_confined(s, probe_tiocsti, &devnull);
+	assert_int_equal(o.r.v[0], -ENOTTY); /* reached the driver: not denied */
+	ar_seccomp_free(s);
+	close(devnull);
+}
+
 /* ---- the parser: errors name the file and field ---- */
 
 static void test_parse_errors(void **state)
@@ -975,6 +1030,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_errno_defaults),
 	    cmocka_unit_test(test_parse_kill_and_badarch),
 	    cmocka_unit_test(test_parse_arches_behaviour),
+	    cmocka_unit_test(test_parse_shadowed_warning),
 	    cmocka_unit_test(test_parse_errors),
 	    cmocka_unit_test(test_prepare_specs),
 	    cmocka_unit_test(test_docker_flatten),
