@@ -17,6 +17,8 @@ struct ar_run_opts {
 	bool no_cgroups;	 /* --no-cgroups: run without limits instead of failing closed */
 	const char *caller_home; /* the caller's $HOME, hidden in the host root view */
 	const char *term;	 /* the caller's $TERM, passed through when set */
+	const char *cwd;	 /* the caller's working directory: kept when the sandbox
+				    shows it, else / */
 };
 
 /* Launch argv[0] in a sandbox for policy p and wait for it. *status is the value

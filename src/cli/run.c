@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agentrun/cli.h"
 #include "agentrun/policy.h"
@@ -107,7 +108,8 @@ int ar_cmd_run(int argc, char **argv)
 {
 	ar_auto_error ar_error_t err = NULL;
 	ar_autopolicy struct ar_policy *p = NULL;
-	struct ar_run_opts o = {.caller_home = getenv("HOME"), .term = getenv("TERM")};
+	ar_autofree char *cwd = getcwd(NULL, 0);
+	struct ar_run_opts o = {.caller_home = getenv("HOME"), .term = getenv("TERM"), .cwd = cwd};
 	const char *policy = NULL;
 	int cmd = argc, status = AR_EXIT_RUN_FAIL;
 	bool help = false;

@@ -73,8 +73,11 @@ static int close_inherited_fds(ar_error_t *err)
 	return 0;
 }
 
-static int chdir_root(ar_error_t *err)
+/* Stay where the caller was when the sandbox shows that place (as bwrap), else /. */
+static int change_dir(const struct sandbox *sb, ar_error_t *err)
 {
+	if (sb->o->cwd != NULL && chdir(sb->o->cwd) == 0)
+		return 0;
 	if (chdir("/") == -1)
 		return ar_error_make(err, errno, "chdir /");
 	return 0;
@@ -109,10 +112,11 @@ __attribute__((noreturn)) static void command_main(const struct sandbox *sb)
 {
 	ar_auto_error ar_error_t err = NULL;
 
-	if (new_session(&err) == -1 || chdir_root(&err) == -1 || close_inherited_fds(&err) == -1 ||
-	    sandbox_drop_bounding(&err) == -1 || sandbox_set_ids(sb, &err) == -1 ||
-	    sandbox_clear_caps(&err) == -1 || sandbox_no_new_privs(&err) == -1 ||
-	    restore_sigmask(sb, &err) == -1 || install_seccomp(sb, &err) == -1)
+	if (new_session(&err) == -1 || change_dir(sb, &err) == -1 ||
+	    close_inherited_fds(&err) == -1 || sandbox_drop_bounding(&err) == -1 ||
+	    sandbox_set_ids(sb, &err) == -1 || sandbox_clear_caps(&err) == -1 ||
+	    sandbox_no_new_privs(&err) == -1 || restore_sigmask(sb, &err) == -1 ||
+	    install_seccomp(sb, &err) == -1)
 		sandbox_child_fail(sb, AR_EXIT_RUN_FAIL, &err);
 	exec_command(sb);
 }

@@ -8,7 +8,9 @@
  * point a mount at the host. Nothing is ever created on the host's filesystems:
  * missing mount points are only made inside our own tmpfs mounts (or a rootfs). */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <linux/mount.h>
 #include <linux/openat2.h>
@@ -43,6 +45,8 @@ static const struct {
 
 /* Where the host root view is assembled (in our private mount namespace only). */
 static const char *const staging_dirs[] = {"/tmp", "/mnt", "/var/tmp"};
+/* Top-level directories of the host that get fresh mounts instead of a bind. */
+static const char *const fresh_top[] = {"/proc", "/sys", "/dev"};
 
 static int resolve(int rootfd, const char *path)
 {
@@ -172,8 +176,11 @@ static int remount_ro(int fd, unsigned long extra, ar_error_t *err, const char *
 	return 0;
 }
 
-/* An empty tmpfs over a directory, /dev/null over anything else. */
-static int cover(int rootfd, const struct ar_mount_op *op, bool readonly, ar_error_t *err)
+/* An empty tmpfs over a directory, /dev/null over anything else. A directory of the
+ * root tmpfs itself (a hidden top-level directory that was never bound, or a second
+ * name for one, /var/run -> /run) is empty and ours already. */
+static int cover(int rootfd, const struct ar_mount_op *op, bool readonly, dev_t own,
+		 ar_error_t *err)
 {
 	struct stat st;
 	ar_autoclose int fd = resolve(rootfd, op->target);
@@ -186,6 +193,8 @@ static int cover(int rootfd, const struct ar_mount_op *op, bool readonly, ar_err
 	if (!S_ISDIR(st.st_mode))
 		return mount_on(rootfd, &fd, op->target, "/dev/null", NULL, MS_BIND, NULL, err,
 				op->what);
+	if (own != 0 && st.st_dev == own)
+		return 0;
 	return mount_on(rootfd, &fd, op->target, "tmpfs", "tmpfs",
 			MS_NOSUID | MS_NODEV | MS_NOEXEC | (readonly ? MS_RDONLY : 0),
 			"mode=0755,size=64k,nr_inodes=1024", err, op->what);
@@ -202,8 +211,12 @@ static bool is_dir(const char *path)
 static int hide_all(int rootfd, const struct ar_mount_plan *plan, size_t *next, ar_error_t *err)
 {
 	size_t i, first = *next;
+	struct stat root;
+	if (fstat(rootfd, &root) == -1)
+		return ar_error_make(err, errno, "stat the new root");
 	for (i = first; i < plan->n_ops && plan->ops[i].kind == AR_MNT_HIDE; i++)
-		if (cover(rootfd, &plan->ops[i], false, err) == -1)
+		if (cover(rootfd, &plan->ops[i], false, plan->host_root ? root.st_dev : 0, err) ==
+		    -1)
 			return -1;
 	*next = i;
 	for (size_t j = i; j < plan->n_ops; j++) {
@@ -224,6 +237,7 @@ static int hide_all(int rootfd, const struct ar_mount_plan *plan, size_t *next, 
 		ar_autoclose int fd = resolve(rootfd, plan->ops[h].target);
 		struct stat st;
 		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) &&
+		    st.st_dev != root.st_dev &&
 		    remount_ro(fd, MS_NOSUID | MS_NODEV | MS_NOEXEC, err, plan->ops[h].what) == -1)
 			return -1;
 	}
@@ -320,7 +334,7 @@ static int do_op(int rootfd, const struct ar_mount_op *op, ar_error_t *err)
 	switch (op->kind) {
 	case AR_MNT_HIDE:
 	case AR_MNT_MASK:
-		return cover(rootfd, op, true, err);
+		return cover(rootfd, op, true, 0, err);
 	case AR_MNT_PROC:
 		return mount_special(rootfd, op, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, err);
 	case AR_MNT_SYSFS:
@@ -345,26 +359,110 @@ static int do_op(int rootfd, const struct ar_mount_op *op, ar_error_t *err)
 	return ar_error_make(err, EINVAL, "%s: unknown mount kind", op->what);
 }
 
-/* Bind the new root onto a directory of ours and return an fd on it. */
-static int bind_root(const struct ar_mount_plan *plan, ar_error_t *err)
+/* The host root view: a tmpfs root holding a read-only recursive bind of each of
+ * the host's top-level directories and files, and copies of its top-level symlinks.
+ * Being a tmpfs, the root can take new mount points (`/logs`) without anything being
+ * created on the host; it turns read-only once they exist (seal_root). */
+static bool hidden(const struct ar_mount_plan *plan, const char *path)
 {
-	const char *src = plan->host_root ? "/" : plan->rootfs, *dst = plan->rootfs;
+	for (size_t i = 0; i < plan->n_ops; i++)
+		if (plan->ops[i].kind == AR_MNT_HIDE && strcmp(plan->ops[i].target, path) == 0)
+			return true;
+	return false;
+}
 
-	for (size_t i = 0; plan->host_root && i < AR_ARRAY_SIZE(staging_dirs); i++)
-		if (is_dir(staging_dirs[i])) {
-			dst = staging_dirs[i];
-			break;
+static int bind_top_entry(int rootfd, const struct ar_mount_plan *plan, const char *staging,
+			  const struct dirent *de, ar_error_t *err)
+{
+	char src[PATH_MAX], link[PATH_MAX];
+	struct stat st;
+
+	snprintf(src, sizeof(src), "/%s", de->d_name);
+	if (lstat(src, &st) == -1)
+		return 0; /* gone meanwhile */
+	if (S_ISLNK(st.st_mode)) {
+		ssize_t n = readlink(src, link, sizeof(link) - 1);
+		if (n == -1)
+			return ar_error_make(err, errno, "root: readlink %s", src);
+		link[n] = '\0';
+		if (symlinkat(link, rootfd, de->d_name) == -1)
+			return ar_error_make(err, errno, "root: symlink %s", src);
+		return 0;
+	}
+	ar_autoclose int fd = ensure_mountpoint(rootfd, src, S_ISDIR(st.st_mode), err, "root");
+	if (fd < 0)
+		return -1;
+	/* /proc, /sys, /dev are mounted fresh; the staging dir is our own tmpfs now;
+	 * a hidden directory stays an empty directory of the root tmpfs */
+	for (size_t i = 0; i < AR_ARRAY_SIZE(fresh_top); i++)
+		if (strcmp(src, fresh_top[i]) == 0)
+			return 0;
+	if (strcmp(src, staging) == 0 || (S_ISDIR(st.st_mode) && hidden(plan, src)))
+		return 0;
+	if (mount_on(rootfd, &fd, src, src, NULL, MS_BIND | MS_REC, NULL, err, "root") == -1)
+		return -1;
+	return set_tree_attrs(fd, true, err, src);
+}
+
+static int host_root_view(int rootfd, const struct ar_mount_plan *plan, const char *staging,
+			  ar_error_t *err)
+{
+	DIR *d = opendir("/");
+	struct dirent *de;
+	int r = 0;
+
+	if (d == NULL)
+		return ar_error_make(err, errno, "root: opendir /");
+	while (r == 0 && (errno = 0, de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			r = bind_top_entry(rootfd, plan, staging, de, err);
+	if (r == 0 && errno != 0)
+		r = ar_error_make(err, errno, "root: readdir /");
+	closedir(d);
+	return r;
+}
+
+/* Mount the new root on a directory of ours and return an fd on it. */
+static int new_root(const struct ar_mount_plan *plan, ar_error_t *err)
+{
+	const char *dst = NULL;
+
+	if (!plan->host_root) {
+		if (mount(plan->rootfs, plan->rootfs, NULL, MS_BIND | MS_REC, NULL) == -1)
+			return ar_error_make(err, errno, "rootfs: bind %s", plan->rootfs);
+		int fd = TEMP_FAILURE_RETRY(open(plan->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC));
+		if (fd == -1)
+			return ar_error_make(err, errno, "rootfs: open %s", plan->rootfs);
+		if (set_tree_attrs(fd, true, err, "rootfs") == -1) {
+			close(fd);
+			return -1;
 		}
+		return fd;
+	}
+	for (size_t i = 0; i < AR_ARRAY_SIZE(staging_dirs) && dst == NULL; i++)
+		if (is_dir(staging_dirs[i]))
+			dst = staging_dirs[i];
 	if (dst == NULL)
 		return ar_error_make(err, 0,
-				     "no directory to assemble the root in (tried /tmp, "
-				     "/mnt, /var/tmp)");
-	if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) == -1)
-		return ar_error_make(err, errno, "bind the root %s", src);
+				     "root: no directory to assemble the root in "
+				     "(tried /tmp, /mnt, /var/tmp)");
+	if (mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") == -1)
+		return ar_error_make(err, errno, "root: mount tmpfs on %s", dst);
 	int fd = TEMP_FAILURE_RETRY(open(dst, O_PATH | O_DIRECTORY | O_CLOEXEC));
 	if (fd == -1)
-		return ar_error_make(err, errno, "open the new root %s", dst);
+		return ar_error_make(err, errno, "root: open %s", dst);
+	if (host_root_view(fd, plan, dst, err) == -1) {
+		close(fd);
+		return -1;
+	}
 	return fd;
+}
+
+static int seal_root(int rootfd, const struct ar_mount_plan *plan, ar_error_t *err)
+{
+	if (!plan->host_root)
+		return 0; /* bound read-only already */
+	return remount_ro(rootfd, MS_NOSUID | MS_NODEV, err, "root");
 }
 
 static int pivot(int rootfd, ar_error_t *err)
@@ -389,10 +487,8 @@ int sandbox_mount_root(const struct sandbox *sb, ar_error_t *err)
 	/* nothing we mount may propagate back to the host, nor host mounts in later */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1)
 		return ar_error_make(err, errno, "make / private");
-	ar_autoclose int rootfd = bind_root(plan, err);
+	ar_autoclose int rootfd = new_root(plan, err);
 	if (rootfd < 0)
-		return ar_error_wrap(err, "%s", plan->host_root ? "root" : "rootfs");
-	if (set_tree_attrs(rootfd, true, err, "the root") == -1)
 		return -1;
 	for (size_t i = 0; i < plan->n_ops;) {
 		if (plan->ops[i].kind == AR_MNT_HIDE) {
@@ -404,5 +500,7 @@ int sandbox_mount_root(const struct sandbox *sb, ar_error_t *err)
 			return -1;
 		i++;
 	}
+	if (seal_root(rootfd, plan, err) == -1)
+		return -1;
 	return pivot(rootfd, err);
 }
