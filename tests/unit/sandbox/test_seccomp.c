@@ -410,6 +410,11 @@ static void test_default_forbidden_absent(void **state)
 	    "nfsservctl",
 	    "pidfd_getfd",
 	    "kcmp",
+	    "mbind",
+	    "get_mempolicy",
+	    "set_mempolicy",
+	    "move_pages",
+	    "migrate_pages",
 	    "modify_ldt",
 	};
 	struct ar_seccomp *s = default_profile();
