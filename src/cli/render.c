@@ -97,6 +97,12 @@ static int parse_args(int argc, char **argv, struct render_args *a)
 	}
 	if (a->policy == NULL)
 		return ar_cli_usage_error(CMD, AR_EXIT_USAGE, "--policy FILE is required");
+	/* an OCI bundle's image is its rootfs: say so rather than ignore the flag */
+	if (a->format == AR_RENDER_OCI && (a->opts.image != NULL || a->opts.proxy_image != NULL))
+		return ar_cli_usage_error(CMD, AR_EXIT_USAGE,
+					  "%s does not apply to --format oci (the bundle's rootfs "
+					  "is the image)",
+					  a->opts.image != NULL ? "--image" : "--proxy-image");
 	a->opts.cmd = argv + optind;
 	a->opts.n_cmd = (size_t)(argc - optind);
 	return 0;

@@ -61,6 +61,9 @@ error_case "bad format" 2 \
 error_case "oci without a command" 2 \
 	"agentrun: render: --format oci needs the command after \`--\`: an OCI bundle has no image default command" \
 	render --policy "$AR_TMP/ok.json" --format oci
+error_case "--image with --format oci" 2 \
+	"agentrun: render: --image does not apply to --format oci (the bundle's rootfs is the image); see \`agentrun render --help\`" \
+	render --policy "$AR_TMP/ok.json" --format oci --image alpine:3 -- true
 error_case "unknown command" 2 \
 	"agentrun: unknown command \`rendr\`; to run a program, put it after \`--\` (agentrun -- rendr); see \`agentrun --help\`" \
 	rendr --policy "$AR_TMP/ok.json"
