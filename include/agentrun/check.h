@@ -72,6 +72,7 @@ struct ar_docker_mount {
 	char *type; /* "bind", "volume", "tmpfs", ... ("bind" when absent) */
 	char *source;
 	char *target;
+	char *name; /* a volume's name, "" otherwise */
 	bool readonly;
 };
 

@@ -310,11 +310,17 @@ static const struct ar_docker_mount *mount_at(const struct ar_docker_facts *d, c
 	return NULL;
 }
 
+/* As the -v flag would spell it; named volumes by name, not by their host path. */
+static const char *mount_source(const struct ar_docker_mount *m)
+{
+	return strcmp(m->type, "volume") == 0 && m->name[0] ? m->name : m->source;
+}
+
 static char *mount_text(const struct ar_docker_mount *m)
 {
 	if (strcmp(m->type, "tmpfs") == 0)
 		return ar_xasprintf("tmpfs:%s", m->target);
-	return ar_xasprintf("%s:%s:%s", m->source, m->target, m->readonly ? "ro" : "rw");
+	return ar_xasprintf("%s:%s:%s", mount_source(m), m->target, m->readonly ? "ro" : "rw");
 }
 
 /* A mount the policy asks for: same source, same target, same mode. */
@@ -365,6 +371,16 @@ static bool policy_claims(const struct ar_policy *p, const struct ar_docker_moun
 	return strcmp(m->type, "tmpfs") == 0 && policy_has_tmpfs(p, m->target);
 }
 
+static char *removal_fix(const struct ar_docker_mount *m)
+{
+	if (strcmp(m->type, "tmpfs") == 0)
+		return ar_xasprintf("remove --tmpfs %s", m->target);
+	if (strcmp(m->type, "volume") == 0)
+		return ar_xasprintf("remove the volume at %s (-v, --mount or the image's VOLUME)",
+				    m->target);
+	return ar_xasprintf("remove -v %s:%s", m->source, m->target);
+}
+
 /* Every mount the policy does not account for is drift; credentials and host
  * control paths are named as sensitive. */
 static void check_other_mounts(const struct ctx *c)
@@ -376,13 +392,10 @@ static void check_other_mounts(const struct ctx *c)
 		bool is_kubeconfig = c->p->kubeconfig && strcmp(m->source, c->p->kubeconfig) == 0;
 		bool sensitive = !is_kubeconfig && (ar_check_is_sensitive_path(m->source) ||
 						    ar_check_is_sensitive_path(m->target));
-		bool tmpfs = strcmp(m->type, "tmpfs") == 0;
 		ar_autofree char *what =
 		    ar_xasprintf("%s %s", sensitive ? "sensitive mount" : "extra mount", m->target);
 		ar_autofree char *have = mount_text(m);
-		ar_autofree char *fix = tmpfs
-					    ? ar_xasprintf("remove --tmpfs %s", m->target)
-					    : ar_xasprintf("remove -v %s:%s", m->source, m->target);
+		ar_autofree char *fix = removal_fix(m);
 		add(c, what, "absent", have, fix);
 	}
 	for (size_t i = 0; c->d->tmpfs[i]; i++) {

@@ -184,6 +184,7 @@ static int read_mount(const cJSON *m, struct ar_docker_mount *dm, size_t i, cons
 	    {"Type", offsetof(struct ar_docker_mount, type)},
 	    {"Source", offsetof(struct ar_docker_mount, source)},
 	    {"Destination", offsetof(struct ar_docker_mount, target)},
+	    {"Name", offsetof(struct ar_docker_mount, name)},
 	};
 	if (!cJSON_IsObject(m))
 		return ar_error_make(err, 0, "%s: Mounts[%zu]: expected an object", origin, i);
@@ -311,6 +312,7 @@ void ar_docker_facts_free(struct ar_docker_facts *d)
 		free(d->mounts[i].type);
 		free(d->mounts[i].source);
 		free(d->mounts[i].target);
+		free(d->mounts[i].name);
 	}
 	free(d->mounts);
 	free(d);

@@ -1,0 +1,668 @@
+/* check on saved `docker inspect` fixtures: the inspect reader, every docker expectation
+ * (exact finding lists), the corner spellings docker uses, and the output formats. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "agentrun/check.h"
+#include "agentrun/policy.h"
+#include "agentrun/util.h"
+
+struct row {
+	const char *what, *expected, *actual, *fix; /* fix NULL: not compared */
+};
+
+static struct ar_policy *load_policy(const char *name)
+{
+	ar_auto_error ar_error_t err = NULL;
+	struct ar_policy *p = NULL;
+	ar_autofree char *path = ar_xasprintf("%s/%s", AR_TEST_DATA, name);
+	if (ar_policy_load(path, &p, &err) < 0)
+		fail_msg("%s: %s", path, err->msg);
+	return p;
+}
+
+static char *load_text(const char *name, size_t *len)
+{
+	ar_auto_error ar_error_t err = NULL;
+	char *data = NULL;
+	ar_autofree char *path = ar_xasprintf("%s/%s", AR_TEST_DATA, name);
+	if (ar_read_file(path, 0, &data, len, &err) < 0)
+		fail_msg("%s: %s", path, err->msg);
+	return data;
+}
+
+static struct ar_docker_facts *parse_text(const char *json)
+{
+	ar_auto_error ar_error_t err = NULL;
+	struct ar_docker_facts *d = NULL;
+	if (ar_check_inspect_parse(json, strlen(json), "test", &d, &err) < 0)
+		fail_msg("parse: %s", err->msg);
+	return d;
+}
+
+static struct ar_docker_facts *parse_file(const char *name)
+{
+	size_t len;
+	ar_autofree char *text = load_text(name, &len);
+	return parse_text(text);
+}
+
+static void expect_rows(const struct ar_findings *f, const struct row *rows, size_t n)
+{
+	for (size_t i = 0; i < f->n && i < n; i++) {
+		assert_string_equal(f->v[i].what, rows[i].what);
+		assert_string_equal(f->v[i].expected, rows[i].expected);
+		assert_string_equal(f->v[i].actual, rows[i].actual);
+		if (rows[i].fix)
+			assert_string_equal(f->v[i].fix, rows[i].fix);
+	}
+	if (f->n != n) {
+		for (size_t i = 0; i < f->n; i++)
+			print_message("got: %s expected %s actual %s\n", f->v[i].what,
+				      f->v[i].expected, f->v[i].actual);
+		fail_msg("%zu finding(s), expected %zu", f->n, n);
+	}
+}
+
+/* Check facts against a policy and compare with the exact finding list. */
+static void check_file(const char *policy, const char *inspect, const struct row *rows, size_t n)
+{
+	ar_autopolicy struct ar_policy *p = load_policy(policy);
+	ar_autodocker_facts struct ar_docker_facts *d = parse_file(inspect);
+	ar_autofindings struct ar_findings f = {0};
+	ar_check_docker(p, d, &f);
+	expect_rows(&f, rows, n);
+}
+
+/* The hardened fixture with one HostConfig/Config field replaced by `value` (JSON text;
+ * NULL deletes the field). */
+static char *hardened_with(const char *section, const char *key, const char *value)
+{
+	size_t len;
+	ar_autofree char *text = load_text("inspect-hardened.json", &len);
+	cJSON *doc = cJSON_Parse(text);
+	assert_non_null(doc);
+	cJSON *sec = cJSON_GetArrayItem(doc, 0);
+	if (section)
+		sec = cJSON_GetObjectItemCaseSensitive(sec, section);
+	assert_non_null(sec);
+	cJSON_DeleteItemFromObjectCaseSensitive(sec, key);
+	if (value) {
+		cJSON *v = cJSON_Parse(value);
+		assert_non_null(v);
+		cJSON_AddItemToObject(sec, key, v);
+	}
+	char *out = cJSON_PrintUnformatted(doc);
+	cJSON_Delete(doc);
+	return out;
+}
+
+static void check_variant(const char *section, const char *key, const char *value,
+			  const struct row *rows, size_t n)
+{
+	ar_autopolicy struct ar_policy *p = load_policy("policy-agent.json");
+	ar_autofree char *json = hardened_with(section, key, value);
+	ar_autodocker_facts struct ar_docker_facts *d = parse_text(json);
+	ar_autofindings struct ar_findings f = {0};
+	ar_check_docker(p, d, &f);
+	expect_rows(&f, rows, n);
+}
+
+#define ROWS(...)  ((const struct row[]){__VA_ARGS__})
+#define NROWS(...) (sizeof((const struct row[]){__VA_ARGS__}) / sizeof(struct row))
+#define VARIANT(sec, key, value, ...)                                                              \
+	check_variant(sec, key, value, ROWS(__VA_ARGS__), NROWS(__VA_ARGS__))
+#define CLEAN(sec, key, value) check_variant(sec, key, value, NULL, 0)
+
+static const struct row bastion_rows[] = {
+    {"read-only rootfs", "true", "false", "--read-only"},
+    {"cap-drop", "ALL", "none", "--cap-drop ALL"},
+    {"cap-add", "none", "NET_ADMIN,SYS_PTRACE", "remove --cap-add NET_ADMIN --cap-add SYS_PTRACE"},
+    {"privileged", "false", "true", "remove --privileged"},
+    {"no-new-privileges", "true", "false", "--security-opt no-new-privileges"},
+    {"seccomp", "confined", "unconfined", "remove --security-opt seccomp=unconfined"},
+    {"apparmor", "confined", "unconfined",
+     "remove --security-opt apparmor=unconfined (and --privileged)"},
+    {"pid mode", "private", "host", "remove --pid host"},
+    {"ipc mode", "private", "host", "remove --ipc host"},
+    {"network mode", "agent-net", "host",
+     "--network agent-net (docker network create --internal agent-net)"},
+    {"networks", "agent-net", "host", "only agent-net (docker network disconnect the others)"},
+    {"pids limit", "64", "unlimited", "--pids-limit 64"},
+    {"memory limit", "268435456", "unlimited", "--memory 256m"},
+    {"cpu limit", "1", "unlimited", "--cpus 1"},
+    {"user", "1000", "root", "--user 1000"},
+    {"proxy variable HTTP_PROXY", "http://agent-proxy:3128", "unset",
+     "-e HTTP_PROXY=http://agent-proxy:3128"},
+    {"proxy variable HTTPS_PROXY", "http://agent-proxy:3128", "unset",
+     "-e HTTPS_PROXY=http://agent-proxy:3128"},
+    {"proxy variable http_proxy", "http://agent-proxy:3128", "unset",
+     "-e http_proxy=http://agent-proxy:3128"},
+    {"proxy variable https_proxy", "http://agent-proxy:3128", "unset",
+     "-e https_proxy=http://agent-proxy:3128"},
+    {"env ANTHROPIC_BASE_URL", "https://api.anthropic.com", "unset",
+     "-e ANTHROPIC_BASE_URL=https://api.anthropic.com"},
+    {"env KUBECONFIG", "/home/agent/.kube/config", "unset",
+     "-e KUBECONFIG=/home/agent/.kube/config"},
+    {"tmpfs /tmp", "mounted", "absent", "--tmpfs /tmp"},
+    {"kubeconfig mount", "/home/me/.kube/agent-config:/home/agent/.kube/config:ro", "absent",
+     "-v /home/me/.kube/agent-config:/home/agent/.kube/config:ro"},
+    {"mount /logs", "/srv/logs:/logs:ro", "/srv/logs:/logs:rw", "-v /srv/logs:/logs:ro"},
+    {"sensitive mount /var/run/docker.sock", "absent",
+     "/var/run/docker.sock:/var/run/docker.sock:rw",
+     "remove -v /var/run/docker.sock:/var/run/docker.sock"},
+    {"sensitive mount /root/.aws", "absent", "/home/ops/.aws:/root/.aws:ro",
+     "remove -v /home/ops/.aws:/root/.aws"},
+    {"sensitive mount /root/.kube/config", "absent", "/home/ops/.kube/config:/root/.kube/config:rw",
+     "remove -v /home/ops/.kube/config:/root/.kube/config"},
+    {"sensitive mount /host", "absent", "/:/host:rw", "remove -v /:/host"},
+    {"extra mount /var/lib/bastion", "absent",
+     "3e0d9b2f7c1a4e5d6b8f9a0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e:/var/lib/bastion:rw",
+     "remove the volume at /var/lib/bastion (-v, --mount or the image's VOLUME)"},
+    {"secret in environment AWS_SECRET_ACCESS_KEY", "absent", "set",
+     "remove -e AWS_SECRET_ACCESS_KEY; mount the secret as a read-only file (-v "
+     "FILE:/run/secrets/AWS_SECRET_ACCESS_KEY:ro)"},
+    {"secret in environment GITHUB_TOKEN", "absent", "set",
+     "remove -e GITHUB_TOKEN; mount the secret as a read-only file (-v "
+     "FILE:/run/secrets/GITHUB_TOKEN:ro)"},
+    {"secret in environment DB_PASSWORD", "absent", "set",
+     "remove -e DB_PASSWORD; mount the secret as a read-only file (-v "
+     "FILE:/run/secrets/DB_PASSWORD:ro)"},
+};
+
+static void test_bastion(void **state)
+{
+	(void)state;
+	check_file("policy-agent.json", "inspect-bastion.json", bastion_rows,
+		   AR_ARRAY_SIZE(bastion_rows));
+}
+
+static void test_bastion_never_prints_secrets(void **state)
+{
+	static const char *const values[] = {"wJalrXUtnFEMI", "SECRETVALUE", "ghp_notAReal",
+					     "hunter2"};
+	(void)state;
+	ar_autopolicy struct ar_policy *p = load_policy("policy-agent.json");
+	ar_autodocker_facts struct ar_docker_facts *d = parse_file("inspect-bastion.json");
+	ar_autofindings struct ar_findings f = {0};
+	ar_autobuf struct ar_buf text = {0};
+	ar_autobuf struct ar_buf json = {0};
+	ar_check_docker(p, d, &f);
+	ar_check_format_text(&text, &f, d->name, p->name);
+	ar_check_format_json(&json, &f, d->name, p->name);
+	assert_non_null(strstr(text.data, "secret in environment GITHUB_TOKEN"));
+	for (size_t i = 0; i < AR_ARRAY_SIZE(values); i++) {
+		assert_null(strstr(text.data, values[i]));
+		assert_null(strstr(json.data, values[i]));
+	}
+	assert_non_null(strstr(text.data, "bastion vs policy agent: 32 drift finding(s)\n"));
+}
+
+static void test_hardened_clean(void **state)
+{
+	(void)state;
+	check_file("policy-agent.json", "inspect-hardened.json", NULL, 0);
+	check_file("policy-agent.json", "inspect-hardened-object.json", NULL, 0);
+	check_file("policy-offline.json", "inspect-offline.json", NULL, 0);
+}
+
+static void test_reader_fields(void **state)
+{
+	(void)state;
+	ar_autodocker_facts struct ar_docker_facts *d = parse_file("inspect-hardened.json");
+	assert_string_equal(d->name, "agent-agent");
+	assert_true(d->readonly_rootfs);
+	assert_false(d->privileged);
+	assert_string_equal(d->cap_drop[0], "ALL");
+	assert_null(d->cap_drop[1]);
+	assert_null(d->cap_add[0]);
+	assert_int_equal(d->pids_limit, 64);
+	assert_int_equal(d->memory, 268435456);
+	assert_int_equal(d->cpus_milli, 1000);
+	assert_string_equal(d->network_mode, "agent-net");
+	assert_string_equal(d->networks[0], "agent-net");
+	assert_null(d->networks[1]);
+	assert_string_equal(d->tmpfs[0], "/tmp");
+	assert_string_equal(d->user, "1000:1000");
+	assert_int_equal(d->n_mounts, 2);
+	assert_string_equal(d->mounts[0].source, "/home/me/.kube/agent-config");
+	assert_string_equal(d->mounts[0].target, "/home/agent/.kube/config");
+	assert_true(d->mounts[0].readonly);
+	assert_string_equal(d->mounts[0].type, "bind");
+	assert_string_equal(ar_check_env_get(d->env, "KUBECONFIG"), "/home/agent/.kube/config");
+}
+
+static void test_cap_spellings(void **state)
+{
+	(void)state;
+	/* CapDrop ["cap_all"] counts as ALL; CapAdd names are normalised */
+	check_file("policy-agent.json", "inspect-cap-spellings.json",
+		   ROWS({"cap-add", "none", "NET_RAW,SYS_ADMIN",
+			 "remove --cap-add NET_RAW --cap-add SYS_ADMIN"}),
+		   1);
+	CLEAN("HostConfig", "CapDrop", "[\"all\"]");
+	CLEAN("HostConfig", "CapDrop", "[\"CAP_ALL\"]");
+	CLEAN("HostConfig", "CapDrop", "[\"chown\", \"ALL\"]");
+	CLEAN("HostConfig", "CapAdd", "[]");
+}
+
+static void test_cap_drop_missing(void **state)
+{
+	(void)state;
+	VARIANT("HostConfig", "CapDrop", "null", {"cap-drop", "ALL", "none", "--cap-drop ALL"});
+	VARIANT("HostConfig", "CapDrop", "[]", {"cap-drop", "ALL", "none", "--cap-drop ALL"});
+	VARIANT("HostConfig", "CapDrop", NULL, {"cap-drop", "ALL", "none", "--cap-drop ALL"});
+	VARIANT("HostConfig", "CapDrop", "[\"cap_net_raw\", \"mknod\"]",
+		{"cap-drop", "ALL", "NET_RAW,MKNOD", "--cap-drop ALL"});
+}
+
+static void test_pids_limit(void **state)
+{
+	static const struct row unlimited = {"pids limit", "64", "unlimited", "--pids-limit 64"};
+	(void)state;
+	VARIANT("HostConfig", "PidsLimit", "-1", unlimited);
+	VARIANT("HostConfig", "PidsLimit", "0", unlimited);
+	VARIANT("HostConfig", "PidsLimit", "null", unlimited);
+	VARIANT("HostConfig", "PidsLimit", NULL, unlimited);
+	VARIANT("HostConfig", "PidsLimit", "4096", {"pids limit", "64", "4096", "--pids-limit 64"});
+}
+
+static void test_memory_and_cpu(void **state)
+{
+	(void)state;
+	VARIANT("HostConfig", "Memory", "0",
+		{"memory limit", "268435456", "unlimited", "--memory 256m"});
+	VARIANT("HostConfig", "Memory", "536870912",
+		{"memory limit", "268435456", "536870912", "--memory 256m"});
+	VARIANT("HostConfig", "NanoCpus", "0", {"cpu limit", "1", "unlimited", "--cpus 1"});
+	VARIANT("HostConfig", "NanoCpus", "2500000000", {"cpu limit", "1", "2.5", "--cpus 1"});
+	VARIANT("HostConfig", "NanoCpus", "1000000", {"cpu limit", "1", "0.001", "--cpus 1"});
+}
+
+static void test_cpu_quota(void **state)
+{
+	(void)state;
+	/* --cpu-quota/--cpu-period instead of --cpus */
+	ar_autopolicy struct ar_policy *p = load_policy("policy-agent.json");
+	ar_autofree char *json = hardened_with("HostConfig", "NanoCpus", "0");
+	cJSON *doc = cJSON_Parse(json);
+	cJSON *hc = cJSON_GetObjectItem(cJSON_GetArrayItem(doc, 0), "HostConfig");
+	cJSON_ReplaceItemInObject(hc, "CpuQuota", cJSON_CreateNumber(50000));
+	cJSON_ReplaceItemInObject(hc, "CpuPeriod", cJSON_CreateNumber(100000));
+	ar_autofree char *half = cJSON_PrintUnformatted(doc);
+	cJSON_ReplaceItemInObject(hc, "CpuQuota", cJSON_CreateNumber(100000));
+	cJSON_ReplaceItemInObject(hc, "CpuPeriod",
+				  cJSON_CreateNumber(0)); /* docker default 100ms */
+	ar_autofree char *one = cJSON_PrintUnformatted(doc);
+	cJSON_Delete(doc);
+	ar_autodocker_facts struct ar_docker_facts *d1 = parse_text(half);
+	ar_autodocker_facts struct ar_docker_facts *d2 = parse_text(one);
+	ar_autofindings struct ar_findings f1 = {0};
+	ar_autofindings struct ar_findings f2 = {0};
+	ar_check_docker(p, d1, &f1);
+	ar_check_docker(p, d2, &f2);
+	expect_rows(&f1, ROWS({"cpu limit", "1", "0.5", "--cpus 1"}), 1);
+	expect_rows(&f2, NULL, 0);
+}
+
+static void test_security_opt(void **state)
+{
+	static const struct row nnp = {"no-new-privileges", "true", "false",
+				       "--security-opt no-new-privileges"};
+	(void)state;
+	CLEAN("HostConfig", "SecurityOpt", "[\"no-new-privileges:true\"]");
+	CLEAN("HostConfig", "SecurityOpt", "[\"no-new-privileges=true\"]");
+	CLEAN(
+	    "HostConfig", "SecurityOpt",
+	    "[\"seccomp={\\\"defaultAction\\\":\\\"SCMP_ACT_ERRNO\\\"}\", \"no-new-privileges\"]");
+	VARIANT("HostConfig", "SecurityOpt", "[\"no-new-privileges:false\"]", nnp);
+	VARIANT("HostConfig", "SecurityOpt", "null", nnp);
+	VARIANT("HostConfig", "SecurityOpt", "[\"no-new-privileges\", \"seccomp:unconfined\"]",
+		{"seccomp", "confined", "unconfined", "remove --security-opt seccomp=unconfined"});
+	VARIANT("HostConfig", "SecurityOpt", "[\"no-new-privileges\", \"apparmor=unconfined\"]",
+		{"apparmor", "confined", "unconfined", NULL});
+}
+
+static void test_seccomp_unconfined_policy(void **state)
+{
+	(void)state;
+	ar_autopolicy struct ar_policy *p = load_policy("policy-agent.json");
+	ar_autofree char *json = hardened_with("HostConfig", "SecurityOpt",
+					       "[\"no-new-privileges\", \"seccomp=unconfined\"]");
+	ar_autodocker_facts struct ar_docker_facts *d = parse_text(json);
+	ar_autofindings struct ar_findings f = {0};
+	free(p->seccomp);
+	p->seccomp = ar_xstrdup("unconfined");
+	ar_check_docker(p, d, &f);
+	expect_rows(&f, NULL, 0);
+}
+
+static void test_host_modes(void **state)
+{
+	(void)state;
+	VARIANT("HostConfig", "PidMode", "\"host\"",
+		{"pid mode", "private", "host", "remove --pid host"});
+	VARIANT("HostConfig", "IpcMode", "\"container:db\"",
+		{"ipc mode", "private", "container:db", "remove --ipc container:db"});
+	VARIANT("HostConfig", "UsernsMode", "\"host\"",
+		{"userns mode", "private", "host", "remove --userns host"});
+	CLEAN("HostConfig", "IpcMode", "\"shareable\"");
+}
+
+static void test_networks(void **state)
+{
+	(void)state;
+	VARIANT("HostConfig", "NetworkMode", "\"bridge\"",
+		{"network mode", "agent-net", "bridge",
+		 "--network agent-net (docker network create --internal agent-net)"});
+	VARIANT("NetworkSettings", "Networks", "{\"agent-net\": {}, \"bridge\": {}}",
+		{"networks", "agent-net", "agent-net,bridge",
+		 "only agent-net (docker network disconnect the others)"});
+	VARIANT("NetworkSettings", "Networks", "{}", {"networks", "agent-net", "none", NULL});
+}
+
+static void test_network_none_policy(void **state)
+{
+	(void)state;
+	/* the proxied, hardened container against the offline policy */
+	check_file("policy-offline.json", "inspect-hardened.json",
+		   ROWS({"network mode", "none", "agent-net", "--network none"},
+			{"pids limit", "32", "64", "--pids-limit 32"},
+			{"memory limit", "134217728", "268435456", "--memory 128m"},
+			{"cpu limit", "0.5", "1", "--cpus 0.5"},
+			{"tmpfs /run", "mounted", "absent", "--tmpfs /run"},
+			{"sensitive mount /home/agent/.kube/config", "absent",
+			 "/home/me/.kube/agent-config:/home/agent/.kube/config:ro",
+			 "remove -v /home/me/.kube/agent-config:/home/agent/.kube/config"},
+			{"extra mount /logs", "absent", "/srv/logs:/logs:ro",
+			 "remove -v /srv/logs:/logs"}),
+		   7);
+}
+
+static void test_users(void **state)
+{
+	static const char *const root[] = {"\"\"",    "\"0\"",	       "\"root\"",
+					   "\"0:0\"", "\"root:root\"", "\"0:1000\""};
+	static const char *const fine[] = {"\"1000\"", "\"1000:1000\""};
+	(void)state;
+	for (size_t i = 0; i < AR_ARRAY_SIZE(root); i++) {
+		ar_autofree char *have = ar_xstrndup(root[i] + 1, strlen(root[i]) - 2);
+		struct row r = {"user", "1000", have[0] ? have : "root", "--user 1000"};
+		check_variant("Config", "User", root[i], &r, 1);
+	}
+	for (size_t i = 0; i < AR_ARRAY_SIZE(fine); i++)
+		CLEAN("Config", "User", fine[i]);
+	VARIANT("Config", "User", "\"1000:0\"", {"user", "1000", "1000:0", "--user 1000"});
+	VARIANT("Config", "User", "\"1001\"", {"user", "1000", "1001", "--user 1000"});
+	VARIANT("Config", "User", "\"agent\"", {"user", "1000", "agent", "--user 1000"});
+	VARIANT("Config", "User", NULL, {"user", "1000", "root", "--user 1000"});
+}
+
+static void test_env(void **state)
+{
+	(void)state;
+	VARIANT("Config", "Env",
+		"[\"ANTHROPIC_BASE_URL=https://api.anthropic.com\","
+		" \"HTTPS_PROXY=http://agent-proxy:3128\", \"HTTP_PROXY=http://agent-proxy:3128\","
+		" \"http_proxy=http://elsewhere:8080\", \"https_proxy=http://agent-proxy:3128\","
+		" \"KUBECONFIG=/home/agent/.kube/config\", \"OPENAI_API_KEY=sk-abc\","
+		" \"Db_Password=x\"]",
+		{"proxy variable http_proxy", "http://agent-proxy:3128", "http://elsewhere:8080",
+		 "-e http_proxy=http://agent-proxy:3128"},
+		{"secret in environment OPENAI_API_KEY", "absent", "set",
+		 "remove -e OPENAI_API_KEY; mount the secret as a read-only file "
+		 "(-v FILE:/run/secrets/OPENAI_API_KEY:ro)"},
+		{"secret in environment Db_Password", "absent", "set", NULL});
+}
+
+static void test_tmpfs_forms(void **state)
+{
+	(void)state;
+	/* --mount type=tmpfs shows in Mounts, not HostConfig.Tmpfs */
+	ar_autopolicy struct ar_policy *p = load_policy("policy-agent.json");
+	ar_autofree char *json = hardened_with("HostConfig", "Tmpfs", "null");
+	cJSON *doc = cJSON_Parse(json);
+	cJSON *mounts = cJSON_GetObjectItem(cJSON_GetArrayItem(doc, 0), "Mounts");
+	cJSON_AddItemToArray(mounts, cJSON_Parse("{\"Type\": \"tmpfs\", \"Source\": \"\","
+						 " \"Destination\": \"/tmp\", \"RW\": true}"));
+	cJSON_AddItemToArray(mounts, cJSON_Parse("{\"Type\": \"tmpfs\", \"Source\": \"\","
+						 " \"Destination\": \"/scratch\", \"RW\": true}"));
+	ar_autofree char *text = cJSON_PrintUnformatted(doc);
+	cJSON_Delete(doc);
+	ar_autodocker_facts struct ar_docker_facts *d = parse_text(text);
+	ar_autofindings struct ar_findings f = {0};
+	ar_check_docker(p, d, &f);
+	expect_rows(
+	    &f,
+	    ROWS({"extra mount /scratch", "absent", "tmpfs:/scratch", "remove --tmpfs /scratch"}),
+	    1);
+	VARIANT("HostConfig", "Tmpfs", "null", {"tmpfs /tmp", "mounted", "absent", "--tmpfs /tmp"});
+	VARIANT("HostConfig", "Tmpfs", "{\"/tmp\": \"\", \"/var/tmp\": \"size=1m\"}",
+		{"extra mount /var/tmp", "absent", "tmpfs:/var/tmp", "remove --tmpfs /var/tmp"});
+}
+
+static void test_mounts(void **state)
+{
+	static const char kube_rw[] =
+	    "[{\"Type\": \"bind\", \"Source\": \"/home/me/.kube/agent-config\","
+	    " \"Destination\": \"/home/agent/.kube/config\", \"RW\": true},"
+	    " {\"Type\": \"bind\", \"Source\": \"/srv/logs\", \"Destination\": \"/logs\","
+	    " \"RW\": false}]";
+	static const char wrong_source[] =
+	    "[{\"Type\": \"bind\", \"Source\": \"/root/.kube/config\","
+	    " \"Destination\": \"/home/agent/.kube/config\", \"RW\": false},"
+	    " {\"Type\": \"bind\", \"Source\": \"/home/me/.kube/agent-config\","
+	    " \"Destination\": \"/kube\", \"RW\": false},"
+	    " {\"Type\": \"bind\", \"Source\": \"/etc/shadow\", \"Destination\": \"/x\"},"
+	    " {\"Type\": \"bind\", \"Source\": \"/home/u/.config/gcloud\","
+	    " \"Destination\": \"/gc\", \"RW\": false}]";
+	(void)state;
+	VARIANT(NULL, "Mounts", kube_rw,
+		{"kubeconfig mount", "/home/me/.kube/agent-config:/home/agent/.kube/config:ro",
+		 "/home/me/.kube/agent-config:/home/agent/.kube/config:rw",
+		 "-v /home/me/.kube/agent-config:/home/agent/.kube/config:ro"});
+	VARIANT(NULL, "Mounts", wrong_source,
+		{"kubeconfig mount", "/home/me/.kube/agent-config:/home/agent/.kube/config:ro",
+		 "/root/.kube/config:/home/agent/.kube/config:ro", NULL},
+		{"mount /logs", "/srv/logs:/logs:ro", "absent", "-v /srv/logs:/logs:ro"},
+		/* exactly the policy's kubeconfig, at another target: extra, not sensitive */
+		{"extra mount /kube", "absent", "/home/me/.kube/agent-config:/kube:ro", NULL},
+		{"sensitive mount /x", "absent", "/etc/shadow:/x:rw", "remove -v /etc/shadow:/x"},
+		{"sensitive mount /gc", "absent", "/home/u/.config/gcloud:/gc:ro", NULL});
+	VARIANT(NULL, "Mounts", "null",
+		{"kubeconfig mount", "/home/me/.kube/agent-config:/home/agent/.kube/config:ro",
+		 "absent", NULL},
+		{"mount /logs", "/srv/logs:/logs:ro", "absent", NULL});
+}
+
+static void expect_parse_error(const char *json, const char *msg)
+{
+	ar_auto_error ar_error_t err = NULL;
+	struct ar_docker_facts *d = NULL;
+	assert_int_equal(ar_check_inspect_parse(json, strlen(json), "x.json", &d, &err), -1);
+	assert_null(d);
+	assert_non_null(err);
+	if (strcmp(err->msg, msg) != 0)
+		fail_msg("error [%s], expected [%s]", err->msg, msg);
+}
+
+static void test_bad_input(void **state)
+{
+	(void)state;
+	expect_parse_error("[]", "x.json: empty array: no container inspected");
+	expect_parse_error("{\"HostConfig\": ", "x.json: not valid JSON (near byte 14)");
+	expect_parse_error("\"str\"", "x.json: expected a docker inspect object or array");
+	expect_parse_error("[{\"Config\": {}}]",
+			   "x.json: HostConfig: missing (not a container's inspect?)");
+	expect_parse_error("{\"HostConfig\": {\"ReadonlyRootfs\": \"yes\"}}",
+			   "x.json: HostConfig.ReadonlyRootfs: expected true or false");
+	expect_parse_error("{\"HostConfig\": {\"CapDrop\": \"ALL\"}}",
+			   "x.json: HostConfig.CapDrop: expected an array of strings");
+	expect_parse_error("{\"HostConfig\": {\"CapAdd\": [1]}}",
+			   "x.json: HostConfig.CapAdd: expected an array of strings");
+	expect_parse_error("{\"HostConfig\": {\"Memory\": \"1g\"}}",
+			   "x.json: HostConfig.Memory: expected a number");
+	expect_parse_error("{\"HostConfig\": {}, \"Config\": []}",
+			   "x.json: Config: expected an object");
+	expect_parse_error("{\"HostConfig\": {}, \"Mounts\": [{\"Source\": \"/a\"}]}",
+			   "x.json: Mounts[0].Destination: missing");
+	expect_parse_error(
+	    "{\"HostConfig\": {}, \"Mounts\": [{\"Destination\": \"/a\", \"RW\": 1}]}",
+	    "x.json: Mounts[0].RW: expected true or false");
+	expect_parse_error("{\"HostConfig\": {\"NanoCpus\": true}}",
+			   "x.json: HostConfig.NanoCpus: expected a number");
+}
+
+static void test_minimal_object(void **state)
+{
+	(void)state;
+	/* absent fields mean docker's defaults */
+	ar_autodocker_facts struct ar_docker_facts *d = parse_text("{\"HostConfig\": {}}");
+	assert_string_equal(d->name, "");
+	assert_false(d->readonly_rootfs);
+	assert_null(d->cap_drop[0]);
+	assert_null(d->env[0]);
+	assert_int_equal(d->pids_limit, 0);
+	assert_int_equal(d->n_mounts, 0);
+}
+
+static void test_classify(void **state)
+{
+	static const struct {
+		const char *path;
+		bool sensitive, credential;
+	} paths[] = {
+	    {"/", true, false},
+	    {"/var/run/docker.sock", true, true},
+	    {"/run/docker.sock", true, true},
+	    {"/proc", true, false},
+	    {"/proc/1/root", true, false},
+	    {"/sys/fs/cgroup", true, false},
+	    {"/etc", true, false},
+	    {"/etc/", true, false},
+	    {"/root", true, false},
+	    {"/root/data", true, false},
+	    {"/home/me/.aws", true, true},
+	    {"/home/me/.aws/credentials", true, true},
+	    {"/home/me/.kube/config", true, true},
+	    {"/home/me/.ssh", true, true},
+	    {"/home/me/.docker/config.json", true, true},
+	    {"/home/me/.azure", true, true},
+	    {"/home/me/.config/gcloud", true, true},
+	    {"/home/me/.config/gcloud/adc.json", true, true},
+	    {"/home/me/.config/nvim", false, false},
+	    {"/home/me/.awsome", false, false},
+	    {"/etcetera", false, false},
+	    {"/srv/logs", false, false},
+	    {"/procfs", false, false},
+	};
+	(void)state;
+	for (size_t i = 0; i < AR_ARRAY_SIZE(paths); i++) {
+		if (ar_check_is_sensitive_path(paths[i].path) != paths[i].sensitive)
+			fail_msg("sensitive(%s) != %d", paths[i].path, paths[i].sensitive);
+		if (ar_check_is_credential_path(paths[i].path) != paths[i].credential)
+			fail_msg("credential(%s) != %d", paths[i].path, paths[i].credential);
+	}
+}
+
+static void test_secret_names(void **state)
+{
+	static const struct {
+		const char *name;
+		bool secret;
+	} names[] = {
+	    {"AWS_SECRET_ACCESS_KEY", true},
+	    {"GITHUB_TOKEN", true},
+	    {"CLIENT_SECRET", true},
+	    {"DB_PASSWORD", true},
+	    {"PASSWORD_FILE", true},
+	    {"api_key", true},
+	    {"AWS_ACCESS_KEY_ID", false},
+	    {"KEYBOARD", false},
+	    {"TOKENIZER", false},
+	    {"PATH", false},
+	    {"KEY", false},
+	    {"SECRET", false},
+	};
+	(void)state;
+	for (size_t i = 0; i < AR_ARRAY_SIZE(names); i++)
+		if (ar_check_is_secret_name(names[i].name) != names[i].secret)
+			fail_msg("secret(%s) != %d", names[i].name, names[i].secret);
+}
+
+static void test_formats(void **state)
+{
+	(void)state;
+	ar_autofindings struct ar_findings f = {0};
+	ar_autobuf struct ar_buf text = {0};
+	ar_autobuf struct ar_buf json = {0};
+	ar_autobuf struct ar_buf none = {0};
+	ar_check_format_text(&none, &f, "pid 7", "p");
+	assert_string_equal(none.data, "pid 7 vs policy p: 0 drift finding(s)\n");
+	ar_findings_add(&f, "read-only rootfs", "true", "false", "--read-only");
+	ar_findings_add(&f, "user", "1000", "a\"b", "--user 1000");
+	ar_check_format_text(&text, &f, "web", "triage");
+	assert_string_equal(text.data, "DRIFT read-only rootfs expected true actual false\n"
+				       "  fix: --read-only\n"
+				       "DRIFT user expected 1000 actual a\"b\n"
+				       "  fix: --user 1000\n"
+				       "web vs policy triage: 2 drift finding(s)\n");
+	ar_check_format_json(&json, &f, "web", "triage");
+	assert_string_equal(
+	    json.data, "{\"subject\": \"web\", \"policy\": \"triage\", \"drift\": 2, "
+		       "\"findings\": [{\"what\": \"read-only rootfs\", \"expected\": \"true\", "
+		       "\"actual\": \"false\", \"fix\": \"--read-only\"}, {\"what\": \"user\", "
+		       "\"expected\": \"1000\", \"actual\": \"a\\\"b\", \"fix\": \"--user "
+		       "1000\"}]}\n");
+}
+
+static void test_format_cpus(void **state)
+{
+	char buf[32];
+	(void)state;
+	assert_string_equal(ar_check_format_cpus(1000, buf, sizeof(buf)), "1");
+	assert_string_equal(ar_check_format_cpus(500, buf, sizeof(buf)), "0.5");
+	assert_string_equal(ar_check_format_cpus(1250, buf, sizeof(buf)), "1.25");
+	assert_string_equal(ar_check_format_cpus(2001, buf, sizeof(buf)), "2.001");
+	assert_string_equal(ar_check_format_cpus(30, buf, sizeof(buf)), "0.03");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_bastion),
+	    cmocka_unit_test(test_bastion_never_prints_secrets),
+	    cmocka_unit_test(test_hardened_clean),
+	    cmocka_unit_test(test_reader_fields),
+	    cmocka_unit_test(test_cap_spellings),
+	    cmocka_unit_test(test_cap_drop_missing),
+	    cmocka_unit_test(test_pids_limit),
+	    cmocka_unit_test(test_memory_and_cpu),
+	    cmocka_unit_test(test_cpu_quota),
+	    cmocka_unit_test(test_security_opt),
+	    cmocka_unit_test(test_seccomp_unconfined_policy),
+	    cmocka_unit_test(test_host_modes),
+	    cmocka_unit_test(test_networks),
+	    cmocka_unit_test(test_network_none_policy),
+	    cmocka_unit_test(test_users),
+	    cmocka_unit_test(test_env),
+	    cmocka_unit_test(test_tmpfs_forms),
+	    cmocka_unit_test(test_mounts),
+	    cmocka_unit_test(test_bad_input),
+	    cmocka_unit_test(test_minimal_object),
+	    cmocka_unit_test(test_classify),
+	    cmocka_unit_test(test_secret_names),
+	    cmocka_unit_test(test_formats),
+	    cmocka_unit_test(test_format_cpus),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
