@@ -15,6 +15,7 @@
 #include <linux/mount.h>
 #include <linux/openat2.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -200,6 +201,12 @@ static int cover(int rootfd, const struct ar_mount_op *op, bool readonly, dev_t 
 			"mode=0755,size=64k,nr_inodes=1024", err, op->what);
 }
 
+static bool fd_is_dir(int fd)
+{
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 static bool is_dir(const char *path)
 {
 	struct stat st;
@@ -208,7 +215,8 @@ static bool is_dir(const char *path)
 
 /* Hidden directories are writable tmpfs until the mount points the later mounts need
  * below them exist (a kubeconfig at /home/agent/.kube/config), then read-only. */
-static int hide_all(int rootfd, const struct ar_mount_plan *plan, size_t *next, ar_error_t *err)
+static int hide_all(int rootfd, const struct ar_mount_plan *plan, const int *srcfds, size_t *next,
+		    ar_error_t *err)
 {
 	size_t i, first = *next;
 	struct stat root;
@@ -225,7 +233,7 @@ static int hide_all(int rootfd, const struct ar_mount_plan *plan, size_t *next, 
 			continue;
 		for (size_t h = first; h < i; h++)
 			if (ar_path_under(op->target, plan->ops[h].target)) {
-				bool dir = op->kind == AR_MNT_TMPFS || is_dir(op->source);
+				bool dir = op->kind == AR_MNT_TMPFS || fd_is_dir(srcfds[j]);
 				int fd = ensure_mountpoint(rootfd, op->target, dir, err, op->what);
 				if (fd < 0)
 					return -1;
@@ -294,14 +302,13 @@ static int mount_dev(int rootfd, const struct ar_mount_op *op, ar_error_t *err)
 	return remount_ro(fd, MS_NOSUID | MS_NODEV | MS_NOEXEC, err, op->what);
 }
 
-static int mount_bind(int rootfd, const struct ar_mount_op *op, ar_error_t *err)
+/* The source was opened before the root was assembled: the staging tmpfs may cover
+ * the host path by now (a source in /tmp). */
+static int mount_bind(int rootfd, const struct ar_mount_op *op, int srcfd, ar_error_t *err)
 {
-	struct stat st;
-	if (stat(op->source, &st) == -1)
-		return ar_error_make(err, errno, "%s.source: %s", op->what, op->source);
 	ar_autoclose int fd =
-	    ensure_mountpoint(rootfd, op->target, S_ISDIR(st.st_mode), err, op->what);
-	if (fd < 0 || mount_on(rootfd, &fd, op->target, op->source, NULL, MS_BIND | MS_REC, NULL,
+	    ensure_mountpoint(rootfd, op->target, fd_is_dir(srcfd), err, op->what);
+	if (fd < 0 || mount_on(rootfd, &fd, op->target, fdpath(srcfd), NULL, MS_BIND | MS_REC, NULL,
 			       err, op->what) == -1)
 		return -1;
 	return set_tree_attrs(fd, op->readonly, err, op->what);
@@ -328,7 +335,7 @@ static int ro_self(int rootfd, const struct ar_mount_op *op, ar_error_t *err)
 	return set_tree_attrs(fd, true, err, op->target);
 }
 
-static int do_op(int rootfd, const struct ar_mount_op *op, ar_error_t *err)
+static int do_op(int rootfd, const struct ar_mount_op *op, int srcfd, ar_error_t *err)
 {
 	ar_autoclose int fd = -1;
 	switch (op->kind) {
@@ -354,7 +361,7 @@ static int do_op(int rootfd, const struct ar_mount_op *op, ar_error_t *err)
 		return mount_on(rootfd, &fd, op->target, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV,
 				"mode=1777", err, op->what);
 	case AR_MNT_BIND:
-		return mount_bind(rootfd, op, err);
+		return mount_bind(rootfd, op, srcfd, err);
 	}
 	return ar_error_make(err, EINVAL, "%s: unknown mount kind", op->what);
 }
@@ -480,6 +487,34 @@ static int pivot(int rootfd, ar_error_t *err)
 	return 0;
 }
 
+static void close_sources(int **fds)
+{
+	for (size_t i = 0; *fds && (*fds)[i] != -2; i++)
+		if ((*fds)[i] >= 0)
+			close((*fds)[i]);
+	free(*fds);
+}
+
+/* O_PATH fds on the bind sources, -1 for the other ops, -2 at the end. */
+static int *open_sources(const struct ar_mount_plan *plan, ar_error_t *err)
+{
+	int *fds = ar_xcalloc(plan->n_ops + 1, sizeof(int));
+	for (size_t i = 0; i <= plan->n_ops; i++)
+		fds[i] = i == plan->n_ops ? -2 : -1;
+	for (size_t i = 0; i < plan->n_ops; i++) {
+		const struct ar_mount_op *op = &plan->ops[i];
+		if (op->kind != AR_MNT_BIND)
+			continue;
+		fds[i] = TEMP_FAILURE_RETRY(open(op->source, O_PATH | O_CLOEXEC));
+		if (fds[i] == -1) {
+			ar_error_make(err, errno, "%s.source: %s", op->what, op->source);
+			close_sources(&fds);
+			return NULL;
+		}
+	}
+	return fds;
+}
+
 int sandbox_mount_root(const struct sandbox *sb, ar_error_t *err)
 {
 	const struct ar_mount_plan *plan = &sb->plan;
@@ -487,16 +522,19 @@ int sandbox_mount_root(const struct sandbox *sb, ar_error_t *err)
 	/* nothing we mount may propagate back to the host, nor host mounts in later */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1)
 		return ar_error_make(err, errno, "make / private");
+	__attribute__((cleanup(close_sources))) int *srcfds = open_sources(plan, err);
+	if (srcfds == NULL)
+		return -1;
 	ar_autoclose int rootfd = new_root(plan, err);
 	if (rootfd < 0)
 		return -1;
 	for (size_t i = 0; i < plan->n_ops;) {
 		if (plan->ops[i].kind == AR_MNT_HIDE) {
-			if (hide_all(rootfd, plan, &i, err) == -1)
+			if (hide_all(rootfd, plan, srcfds, &i, err) == -1)
 				return -1;
 			continue;
 		}
-		if (do_op(rootfd, &plan->ops[i], err) == -1)
+		if (do_op(rootfd, &plan->ops[i], srcfds[i], err) == -1)
 			return -1;
 		i++;
 	}

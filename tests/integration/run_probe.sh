@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# agentrun run: the static probe inside the default sandbox reports its identity,
+# capabilities, no_new_privs, seccomp and mounts, and every escape fails with the
+# exact errno expected. Also as uid 0 inside (still no capabilities).
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+need_root
+PROBE="$AR_BUILD_DIR/tests/ar-probe"
+[ -x "$PROBE" ] || skip "ar-probe is not built ($PROBE)"
+
+# A host process the sandbox must not be able to signal, and a setuid-root program
+# it must not gain anything from.
+sleep 300 &
+HOST_PID=$!
+on_exit "kill $HOST_PID"
+mkdir -p "$AR_TMP/suid"
+cp "$PROBE" "$AR_TMP/suid/probe"
+chmod 4755 "$AR_TMP/suid/probe"
+
+# Masked /proc files exist only on kernels that have them.
+masked() { if [ -e "$1" ]; then echo masked; else echo ENOENT; fi; }
+
+run_probe() {
+	"$AGENTRUN" --mount "$AR_TMP/suid:/probe-suid" --env PROBE_SUID=/probe-suid/probe \
+		--env "PROBE_HOST_PID=$HOST_PID" "$@" -- "$PROBE" </dev/null
+}
+
+out=$(run_probe) || fail "probe exited $?"
+expected="uid=65534
+euid=65534
+gid=65534
+egid=65534
+groups=
+pid=2
+ppid=1
+hostname=default
+cap_inh=0000000000000000
+cap_prm=0000000000000000
+cap_eff=0000000000000000
+cap_bnd=0000000000000000
+cap_amb=0000000000000000
+no_new_privs=1
+seccomp=2
+cwd=$(pwd)
+sid_is_self=1
+root_ro=1
+root_nosuid=1
+tmp_nosuid=1
+tmp_nodev=1
+write_tmp=ok
+net_ifaces=lo
+write_root=EROFS
+write_etc=EROFS
+write_dev=EROFS
+write_proc_sys=EACCES
+write_sys=EROFS
+write_sysrq=$(masked /proc/sysrq-trigger)
+mknod=EPERM
+list_root=empty
+list_home=empty
+docker_sock=ENOENT
+docker_sock_run=ENOENT
+read_kcore=$(masked /proc/kcore)
+read_keys=$(masked /proc/keys)
+read_timer_list=$(masked /proc/timer_list)
+tmpfs_setuid=euid=65534
+setuid_exec=euid=65534
+mount=EPERM
+umount=EPERM
+unshare_user=EPERM
+unshare_net=EPERM
+unshare_mount=EPERM
+setns=EPERM
+chroot=EPERM
+ptrace_init=EPERM
+ptrace_traceme=EPERM
+tiocsti=EPERM
+keyctl=EPERM
+bpf=EPERM
+perf_event_open=EPERM
+io_uring_setup=EPERM
+userfaultfd=EPERM
+af_packet=EPERM
+sethostname=EPERM
+setuid0=EPERM
+reboot=EPERM
+kill_host=ESRCH
+kill_init=EPERM
+probe=done"
+if [ "$out" = "$expected" ]; then pass "probe, default policy: every line as expected"; else
+	fail "probe, default policy: differs (-expected +actual):
+$(diff <(echo "$expected") <(echo "$out"))"
+fi
+
+# uid 0 inside: ownership no longer stops the writes, read-only mounts still do, and
+# root without capabilities gains nothing.
+out=$(run_probe --user 0) || fail "probe as uid 0 exited $?"
+for line in uid=0 euid=0 cap_prm=0000000000000000 cap_eff=0000000000000000 \
+	cap_bnd=0000000000000000 cap_amb=0000000000000000 no_new_privs=1 seccomp=2 \
+	write_root=EROFS write_etc=EROFS write_proc_sys=EROFS write_sys=EROFS mknod=EPERM \
+	mount=EPERM chroot=EPERM unshare_user=EPERM setns=EPERM ptrace_init=EPERM \
+	reboot=EPERM kill_host=ESRCH list_root=empty setuid_exec=euid=0 probe=done; do
+	expect_match "probe as uid 0: $line" "^${line}\$" "$(printf '%s\n' "$out" | grep -x -- "$line" || true)"
+done
+
+# Without seccomp the kernel's own checks still refuse what needs a capability. A
+# user namespace can then be created (unshare_user=ok; the probe gains capabilities
+# over that namespace only, which is why the default profile denies it), yet the
+# sandbox's mounts stay out of reach.
+out=$(run_probe --seccomp unconfined) || fail "probe unconfined exited $?"
+for line in seccomp=0 no_new_privs=1 cap_eff=0000000000000000 unshare_user=ok mount=EPERM \
+	umount=EPERM mknod=EPERM write_root=EROFS kill_host=ESRCH ptrace_init=EPERM \
+	setuid_exec=euid=65534 tmpfs_setuid=euid=65534 reboot=EPERM probe=done; do
+	expect_match "probe unconfined: $line" "^${line}\$" "$(printf '%s\n' "$out" | grep -x -- "$line" || true)"
+done
+finish
