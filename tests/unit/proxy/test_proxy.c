@@ -1,0 +1,172 @@
+/* Unit tests for the proxy's pure pieces: the address-range classifier, CIDR lists
+ * and the audit and log line formats. */
+#include <arpa/inet.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <cmocka.h>
+
+#include "agentrun/proxy.h"
+
+static enum ar_addr_class classify(const char *text)
+{
+	uint8_t a[16];
+	if (inet_pton(AF_INET, text, a) == 1)
+		return ar_proxy_addr_classify(AF_INET, a);
+	if (inet_pton(AF_INET6, text, a) == 1)
+		return ar_proxy_addr_classify(AF_INET6, a);
+	fail_msg("bad address %s", text);
+	return AR_ADDR_PUBLIC;
+}
+
+static void test_classify(void **state)
+{
+	static const struct {
+		const char *addr;
+		enum ar_addr_class cls;
+	} cases[] = {
+		{"8.8.8.8", AR_ADDR_PUBLIC},
+		{"127.0.0.1", AR_ADDR_LOOPBACK},
+		{"127.255.0.9", AR_ADDR_LOOPBACK},
+		{"10.1.2.3", AR_ADDR_PRIVATE},
+		{"172.16.0.1", AR_ADDR_PRIVATE},
+		{"172.31.255.255", AR_ADDR_PRIVATE},
+		{"172.32.0.1", AR_ADDR_PUBLIC},
+		{"192.168.1.1", AR_ADDR_PRIVATE},
+		{"169.254.1.1", AR_ADDR_LINK_LOCAL},
+		{"169.254.169.254", AR_ADDR_METADATA},
+		{"100.100.100.200", AR_ADDR_METADATA},
+		{"100.64.0.1", AR_ADDR_CGNAT},
+		{"100.127.255.255", AR_ADDR_CGNAT},
+		{"100.128.0.1", AR_ADDR_PUBLIC},
+		{"224.0.0.1", AR_ADDR_MULTICAST},
+		{"239.255.255.250", AR_ADDR_MULTICAST},
+		{"0.0.0.0", AR_ADDR_THIS_NETWORK},
+		{"0.1.2.3", AR_ADDR_THIS_NETWORK},
+		{"255.255.255.255", AR_ADDR_BROADCAST},
+		{"240.0.0.1", AR_ADDR_RESERVED},
+		{"::1", AR_ADDR_LOOPBACK},
+		{"::", AR_ADDR_THIS_NETWORK},
+		{"fc00::1", AR_ADDR_PRIVATE},
+		{"fdff::1", AR_ADDR_PRIVATE},
+		{"fd00:ec2::254", AR_ADDR_METADATA},
+		{"fe80::1", AR_ADDR_LINK_LOCAL},
+		{"febf::1", AR_ADDR_LINK_LOCAL},
+		{"ff02::1", AR_ADDR_MULTICAST},
+		{"2001:db8::1", AR_ADDR_PUBLIC},
+		{"2606:4700::1111", AR_ADDR_PUBLIC},
+		{"::ffff:127.0.0.1", AR_ADDR_LOOPBACK},
+		{"::ffff:169.254.169.254", AR_ADDR_METADATA},
+		{"::ffff:8.8.8.8", AR_ADDR_PUBLIC},
+		{"64:ff9b::10.0.0.1", AR_ADDR_PRIVATE},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		enum ar_addr_class got = classify(cases[i].addr);
+		if (got != cases[i].cls)
+			fail_msg("%s: got %s, want %s", cases[i].addr, ar_proxy_addr_class_name(got),
+				 ar_proxy_addr_class_name(cases[i].cls));
+	}
+	assert_string_equal(ar_proxy_addr_class_name(AR_ADDR_METADATA), "metadata");
+}
+
+static bool contains(const char *cidr, const char *addr)
+{
+	struct ar_cidr c;
+	uint8_t a[16];
+	assert_int_equal(ar_proxy_cidr_parse(cidr, &c), 0);
+	if (inet_pton(AF_INET, addr, a) == 1)
+		return ar_proxy_cidr_contains(&c, AF_INET, a);
+	assert_int_equal(inet_pton(AF_INET6, addr, a), 1);
+	return ar_proxy_cidr_contains(&c, AF_INET6, a);
+}
+
+static void test_cidr(void **state)
+{
+	assert_true(contains("127.0.0.0/8", "127.0.0.1"));
+	assert_true(contains("127.0.0.0/8", "127.255.255.255"));
+	assert_false(contains("127.0.0.0/8", "128.0.0.1"));
+	assert_true(contains("10.1.2.3", "10.1.2.3"));
+	assert_false(contains("10.1.2.3", "10.1.2.4"));
+	assert_true(contains("172.16.0.0/12", "172.31.0.1"));
+	assert_false(contains("172.16.0.0/12", "172.32.0.1"));
+	assert_true(contains("0.0.0.0/0", "8.8.8.8"));
+	assert_true(contains("fd00::/8", "fd12::1"));
+	assert_false(contains("fd00::/8", "fc00::1"));
+	assert_false(contains("::1/128", "127.0.0.1")); /* families never mix */
+	struct ar_cidr c;
+	static const char *const bad[] = {"", "/8", "10.0.0.0/33", "::/129", "10.0.0.0/",
+					  "10.0.0.0/8x", "10.0.0/8", "host/8", "10.0.0.0/-1"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (ar_proxy_cidr_parse(bad[i], &c) != -1)
+			fail_msg("`%s` accepted", bad[i]);
+}
+
+static void test_audit_line(void **state)
+{
+	struct ar_audit_rec r = {
+		.at_ms = 1767225600123, /* 2026-01-01T00:00:00.123Z */
+		.id = 7,
+		.method = "CONNECT",
+		.host = "api.github.com",
+		.port = 443,
+		.addr = "140.82.112.6",
+		.allowed = true,
+		.status = 200,
+		.reason = "matches rule *.github.com:443",
+		.rule = "*.github.com:443",
+		.bytes_out = 590,
+		.bytes_in = 6911,
+		.duration_ms = 80,
+	};
+	struct ar_buf b = {0};
+	ar_proxy_audit_format(&r, &b);
+	assert_string_equal(b.data,
+			    "{\"at\":\"2026-01-01T00:00:00.123Z\",\"id\":7,\"method\":\"CONNECT\","
+			    "\"host\":\"api.github.com\",\"port\":443,\"addr\":\"140.82.112.6\","
+			    "\"allowed\":true,\"status\":200,\"reason\":\"matches rule "
+			    "*.github.com:443\",\"rule\":\"*.github.com:443\",\"bytes_out\":590,"
+			    "\"bytes_in\":6911,\"duration_ms\":80}\n");
+	ar_buf_reset(&b);
+	ar_proxy_log_format(&r, &b);
+	assert_string_equal(b.data, "CONNECT api.github.com:443 ALLOW 200 out=590 in=6911 80ms "
+				    "matches rule *.github.com:443\n");
+
+	/* an unreadable request: nulls, and hostile bytes escaped */
+	struct ar_audit_rec d = {
+		.at_ms = 0,
+		.id = 8,
+		.status = 400,
+		.reason = "bad \"x\"\n\x01",
+	};
+	ar_buf_reset(&b);
+	ar_proxy_audit_format(&d, &b);
+	assert_string_equal(b.data, "{\"at\":\"1970-01-01T00:00:00.000Z\",\"id\":8,\"method\":null,"
+				    "\"host\":null,\"port\":null,\"addr\":null,\"allowed\":false,"
+				    "\"status\":400,\"reason\":\"bad \\\"x\\\"\\n\\u0001\","
+				    "\"rule\":null,\"bytes_out\":0,\"bytes_in\":0,\"duration_ms\":0}\n");
+	ar_buf_reset(&b);
+	ar_proxy_log_format(&d, &b);
+	assert_string_equal(b.data, "- - DENY 400 out=0 in=0 0ms bad \"x\"??\n");
+
+	struct ar_audit_rec v6 = {.method = "GET", .host = "::1", .host_is_v6 = true, .port = 8080,
+				  .status = 403, .reason = "r"};
+	ar_buf_reset(&b);
+	ar_proxy_log_format(&v6, &b);
+	assert_string_equal(b.data, "GET [::1]:8080 DENY 403 out=0 in=0 0ms r\n");
+	ar_buf_free(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_classify),
+		cmocka_unit_test(test_cidr),
+		cmocka_unit_test(test_audit_line),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
