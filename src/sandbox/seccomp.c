@@ -662,6 +662,10 @@ int ar_seccomp_parse_kernel(const char *json, size_t len, const char *origin, un
 	root = cJSON_ParseWithLengthOpts(json, len, &end, false);
 	if (root == NULL)
 		return json_error(json, len, origin, end != NULL ? end : cJSON_GetErrorPtr(), err);
+	while (end != NULL && end < json + len && strchr(" \t\r\n", *end) != NULL && *end != '\0')
+		end++;
+	if (end != NULL && end < json + len) /* trailing bytes: a second document, a NUL */
+		return json_error(json, len, origin, end, err);
 	if (parse_profile(root, origin, kernel, &s->profile, err) < 0)
 		return -1;
 	if (compile(&s->profile, origin, s, err) < 0)

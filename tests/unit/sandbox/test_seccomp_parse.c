@@ -293,6 +293,7 @@ static void test_parse_errors(void **state)
 	    {"{\"defaultAction\":\"SCMP_ACT_ALLOW\",\n\"syscalls\": [,]}",
 	     "t.json:2:14: invalid JSON"},
 	    {"", "t.json:1:1: invalid JSON"},
+	    {"{\"defaultAction\":\"SCMP_ACT_ALLOW\"}\n x", "t.json:2:2: invalid JSON"},
 	    {"[]", "t.json: expected a JSON object"},
 	    {"{}", "t.json: defaultAction: missing"},
 	    {"{\"defaultAction\":1}", "t.json: defaultAction: expected a string"},
