@@ -34,7 +34,9 @@ struct ar_seccomp_arg {
 };
 struct ar_seccomp_rule {
 	char *name;
-	int nr;	      /* x86_64 syscall number */
+	/* x86_64 number; libseccomp's negative pseudo number for a call that exists
+	 * only on a listed foreign architecture (socketcall with SCMP_ARCH_X86) */
+	int nr;
 	size_t entry; /* index in the profile's syscalls[] */
 	uint32_t action;
 	unsigned int n_args; /* several args on one index are ORed (as runc), else ANDed */
