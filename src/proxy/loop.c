@@ -714,6 +714,7 @@ void ar_proxy_free(struct ar_proxy *px)
 	pool_free_all(px);
 	resolver_free(px);
 	pipes_free(px);
+	empty_grave(px);
 	for (size_t i = 0; i < px->n_listeners; i++)
 		close(px->listeners[i].fd);
 	int fds[] = {px->epfd, px->sigfd, px->wakefd, px->audit_fd};
