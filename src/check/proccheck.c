@@ -102,16 +102,20 @@ static void check_rootfs(const struct ctx *c)
 		    "agentrun run mounts the root read-only (policy \"rootfs\" or the host view)");
 }
 
+/* Scratch space: a writable tmpfs (a read-only tmpfs is how places get hidden). */
 static void check_tmpfs(const struct ctx *c)
 {
 	for (size_t i = 0; i < c->p->n_tmpfs; i++) {
 		const char *t = c->p->tmpfs[i];
 		const struct ar_mountinfo *m = ar_check_mount_at(c->f->mounts, c->f->n_mounts, t);
-		if (m && strcmp(m->fstype, "tmpfs") == 0)
+		if (m && strcmp(m->fstype, "tmpfs") == 0 && !m->readonly)
 			continue;
 		ar_autofree char *what = ar_xasprintf("tmpfs %s", t);
+		ar_autofree char *have =
+		    m ? ar_xasprintf("%s:%s", m->fstype, m->readonly ? "ro" : "rw")
+		      : ar_xstrdup("absent");
 		ar_autofree char *fix = ar_xasprintf("policy \"tmpfs\" lists %s", t);
-		add(c, what, "tmpfs", m ? m->fstype : "absent", fix);
+		add(c, what, "tmpfs:rw", have, fix);
 	}
 }
 

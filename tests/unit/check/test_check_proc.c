@@ -162,7 +162,7 @@ static void test_host_shell(void **state)
 	    {"seccomp", "filter", "disabled", NULL},
 	    {"read-only rootfs", "true", "false",
 	     "agentrun run mounts the root read-only (policy \"rootfs\" or the host view)"},
-	    {"tmpfs /tmp", "tmpfs", "absent", "policy \"tmpfs\" lists /tmp"},
+	    {"tmpfs /tmp", "tmpfs:rw", "absent", "policy \"tmpfs\" lists /tmp"},
 	    {"kubeconfig mount", "ro", "absent",
 	     "policy \"kubeconfig\": \"/home/me/.kube/agent-config\" (mounted read-only at "
 	     "/home/agent/.kube/config)"},
@@ -294,6 +294,27 @@ static void test_ids_differ(void **state)
 	ar_check_proc(p, f, &out);
 	EXPECT(&out, {"user", "1000", "1000,1000,0,1000", NULL},
 	       {"capabilities CapAmb", "0000000000000000", "0000000000000020", NULL});
+}
+
+static void test_tmpfs_states(void **state)
+{
+	(void)state;
+	ar_autopolicy struct ar_policy *p = load_policy("policy-sandbox.json");
+	ar_autoproc_facts struct ar_proc_facts *f = sandbox_facts();
+	ar_autofindings struct ar_findings ro = {0};
+	ar_autofindings struct ar_findings disk = {0};
+	struct ar_mountinfo *tmp =
+	    (struct ar_mountinfo *)ar_check_mount_at(f->mounts, f->n_mounts, "/tmp");
+	assert_non_null(tmp);
+	f->status.seccomp = 2;
+	tmp->readonly = true; /* a read-only tmpfs hides a place, it is no scratch space */
+	ar_check_proc(p, f, &ro);
+	EXPECT(&ro, {"tmpfs /tmp", "tmpfs:rw", "tmpfs:ro", "policy \"tmpfs\" lists /tmp"});
+	tmp->readonly = false;
+	free(tmp->fstype);
+	tmp->fstype = ar_xstrdup("ext4");
+	ar_check_proc(p, f, &disk);
+	EXPECT(&disk, {"tmpfs /tmp", "tmpfs:rw", "ext4:rw", NULL});
 }
 
 static void test_sensitive_mounts(void **state)
@@ -546,13 +567,21 @@ static void test_ns_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_sandbox),	 cmocka_unit_test(test_sandbox_clean_with_seccomp),
-	    cmocka_unit_test(test_host_shell),	 cmocka_unit_test(test_agentrun_proxy_sandbox),
-	    cmocka_unit_test(test_network_none), cmocka_unit_test(test_partial_failures),
-	    cmocka_unit_test(test_ids_differ),	 cmocka_unit_test(test_sensitive_mounts),
-	    cmocka_unit_test(test_parse_status), cmocka_unit_test(test_parse_mountinfo),
-	    cmocka_unit_test(test_cgroup_paths), cmocka_unit_test(test_cgroup_values),
-	    cmocka_unit_test(test_net),		 cmocka_unit_test(test_environ),
+	    cmocka_unit_test(test_sandbox),
+	    cmocka_unit_test(test_sandbox_clean_with_seccomp),
+	    cmocka_unit_test(test_host_shell),
+	    cmocka_unit_test(test_agentrun_proxy_sandbox),
+	    cmocka_unit_test(test_network_none),
+	    cmocka_unit_test(test_partial_failures),
+	    cmocka_unit_test(test_ids_differ),
+	    cmocka_unit_test(test_tmpfs_states),
+	    cmocka_unit_test(test_sensitive_mounts),
+	    cmocka_unit_test(test_parse_status),
+	    cmocka_unit_test(test_parse_mountinfo),
+	    cmocka_unit_test(test_cgroup_paths),
+	    cmocka_unit_test(test_cgroup_values),
+	    cmocka_unit_test(test_net),
+	    cmocka_unit_test(test_environ),
 	    cmocka_unit_test(test_ns_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

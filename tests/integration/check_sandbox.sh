@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# agentrun check --pid on a sandbox started by `agentrun run`: the sandbox follows the
+# policy it was started with (no drift), and drifts from a stricter one. Needs root.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+need_root
+A=$AGENTRUN
+POLICY=$AR_SOURCE_DIR/profiles/offline.json
+
+# descendant PID COMM: the first descendant of PID running COMM (waits up to 5 s).
+descendant() {
+	local root=$1 want=$2 i c k queue
+	for i in $(seq 1 100); do
+		queue=("$root")
+		while [ "${#queue[@]}" -gt 0 ]; do
+			c=${queue[0]}
+			queue=("${queue[@]:1}")
+			if [ "$c" != "$root" ] && [ "$(cat "/proc/$c/comm" 2>/dev/null)" = "$want" ]; then
+				echo "$c"
+				return 0
+			fi
+			for k in $(cat /proc/"$c"/task/*/children 2>/dev/null); do queue+=("$k"); done
+		done
+		sleep 0.05
+	done
+	return 1
+}
+
+"$A" --policy "$POLICY" -- sleep 30 >"$AR_TMP/run.out" 2>"$AR_TMP/run.err" &
+runner=$!
+on_exit "kill -TERM $runner; wait $runner"
+if ! pid=$(descendant "$runner" sleep); then
+	fail "the sandboxed sleep did not start: $(head -c 600 "$AR_TMP/run.err")"
+	finish
+fi
+on_exit "kill -KILL $pid"
+
+expect_status "agentrun sandbox vs its own policy: no drift" 0 "$A" check --policy "$POLICY" --pid "$pid"
+expect_eq "agentrun sandbox: verdict" "pid $pid vs policy offline: 0 drift finding(s)" "$(cat "$AR_TMP/out")"
+
+# The same sandbox against a policy asking for a different user and tighter limits.
+cat >"$AR_TMP/strict.json" <<'JSON'
+{"name": "strict", "network": "none", "tmpfs": ["/tmp", "/var/tmp"],
+ "limits": {"pids": 16, "memory": "64m", "cpus": "0.5"}, "user": "2000"}
+JSON
+expect_status "agentrun sandbox vs a stricter policy: drift" 1 "$A" check --policy "$AR_TMP/strict.json" --pid "$pid"
+expect_eq "agentrun sandbox vs a stricter policy: the findings" "DRIFT user expected 2000 actual 1000
+DRIFT group expected 2000 actual 1000
+DRIFT tmpfs /var/tmp expected tmpfs:rw actual tmpfs:ro
+DRIFT pids limit expected 16 actual 64
+DRIFT memory limit expected 67108864 actual 268435456
+DRIFT cpu limit expected 0.5 actual 1" "$(grep '^DRIFT' "$AR_TMP/out")"
+
+kill -KILL "$pid"
+wait "$runner" 2>/dev/null || true
+finish
