@@ -722,8 +722,8 @@ void client_timeout(struct client *c)
 	case CS_HEAD:
 		if (c->deadline == 0 || px->now < c->deadline)
 			return;
-		if (!c->head_deadline) {
-			client_close(c); /* an idle keep-alive connection */
+		if (!c->head_deadline || (c->first_request && c->in.len == c->in.off)) {
+			client_close(c); /* idle, nothing asked: no request to answer */
 			return;
 		}
 		begin_request(c);
