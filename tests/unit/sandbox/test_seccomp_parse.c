@@ -2,6 +2,8 @@
  * behaviour in a confined child, the errors (file and field named), and docker's
  * format flattened for an empty capability set on x86_64. */
 #define _GNU_SOURCE
+#include <linux/capability.h>
+
 #include "test_seccomp_child.h"
 
 /* ---- the parser: fields ---- */
@@ -403,6 +405,38 @@ static void test_prepare_specs(void **state)
 	ar_error_release(&err);
 }
 
+/* Without no_new_privs and without CAP_SYS_ADMIN the kernel refuses the filter;
+ * the message says what is missing (agentrun never sets no_new_privs itself). */
+static void test_install_needs_nnp(void **state)
+{
+	struct ar_seccomp *s = parse_ok("{\"defaultAction\":\"SCMP_ACT_ALLOW\"}");
+	int status = -1;
+	pid_t pid = fork();
+
+	assert_true(pid != -1);
+	if (pid == 0) {
+		struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+		struct __user_cap_data_struct d[2];
+		ar_error_t err = NULL;
+		if (syscall(SYS_capget, &h, d) == -1)
+			_exit(90);
+		d[CAP_SYS_ADMIN / 32].effective &= ~(1U << (CAP_SYS_ADMIN % 32));
+		if (syscall(SYS_capset, &h, d) == -1)
+			_exit(91);
+		if (ar_seccomp_install(s, &err) != -1)
+			_exit(92);
+		if (err->status != EACCES ||
+		    strcmp(err->msg, "install seccomp filter: no_new_privs is not set and "
+				     "CAP_SYS_ADMIN is missing: Permission denied") != 0)
+			_exit(93);
+		_exit(0);
+	}
+	assert_int_equal(TEMP_FAILURE_RETRY(waitpid(pid, &status, 0)), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	ar_seccomp_free(s);
+}
+
 /* ---- docker's format ---- */
 
 static bool has_rule(const struct ar_seccomp_profile *p, const char *name)
@@ -549,6 +583,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_shadowed_warning),
 	    cmocka_unit_test(test_parse_errors),
 	    cmocka_unit_test(test_prepare_specs),
+	    cmocka_unit_test(test_install_needs_nnp),
 	    cmocka_unit_test(test_docker_flatten),
 	    cmocka_unit_test(test_docker_behaviour),
 	    cmocka_unit_test(test_docker_errors),
