@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -146,6 +147,20 @@ __attribute__((unused)) static long int80_getpid(void)
 	long ret = 20; /* __NR_getpid on i386 */
 	__asm__ volatile("int $0x80" : "+a"(ret) : : "memory", "r8", "r9", "r10", "r11");
 	return ret;
+}
+
+/* Whether the kernel runs i386 syscalls (IA32 emulation): without it int $0x80
+ * faults, so ask a throwaway child. */
+__attribute__((unused)) static bool int80_supported(void)
+{
+	int status = -1;
+	pid_t pid = fork();
+
+	assert_true(pid != -1);
+	if (pid == 0)
+		_exit(int80_getpid() == getpid() ? 0 : 1);
+	assert_int_equal(TEMP_FAILURE_RETRY(waitpid(pid, &status, 0)), pid);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 #endif
