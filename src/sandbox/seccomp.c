@@ -506,11 +506,6 @@ static int parse_profile(const cJSON *root, const char *origin, unsigned int ker
 	return 0;
 }
 
-static void describe_rule(struct ar_buf *b, const struct ar_seccomp_rule *r)
-{
-	ar_buf_printf(b, "syscalls[%zu]: syscall `%s`", r->entry, r->name);
-}
-
 /* runc's convention: several conditions all on one argument are alternatives
  * (one rule each); conditions on different arguments must all hold. */
 static int compile_rule(scmp_filter_ctx ctx, const struct ar_seccomp_rule *r)
@@ -624,12 +619,11 @@ static int compile(const struct ar_seccomp_profile *p, const char *origin, struc
 			continue;
 		}
 		rc = compile_rule(ctx, r);
-		if (rc < 0) {
-			ar_autobuf struct ar_buf b = {0};
-			describe_rule(&b, r);
-			return ar_error_make(err, -rc, "%s: %s: libseccomp rejected the rule",
-					     origin, b.data);
-		}
+		if (rc < 0)
+			return ar_error_make(
+			    err, -rc,
+			    "%s: syscalls[%zu]: syscall `%s`: libseccomp rejected the rule", origin,
+			    r->entry, r->name);
 	}
 	return export_bpf(ctx, origin, s, err);
 }
