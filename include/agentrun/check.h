@@ -88,13 +88,14 @@ struct ar_docker_facts {
 	char *ipc_mode;
 	char *userns_mode;
 	char *network_mode;
-	int64_t pids_limit; /* 0 = unlimited (docker's null, 0 and -1) */
-	int64_t memory;	    /* bytes, 0 = unlimited */
-	int64_t cpus_milli; /* from NanoCpus, else CpuQuota/CpuPeriod; 0 = unlimited */
-	char **networks;    /* NetworkSettings.Networks keys, sorted */
-	char *user;	    /* Config.User, "" when unset */
-	char **env;	    /* Config.Env, "KEY=VALUE" */
-	char **tmpfs;	    /* HostConfig.Tmpfs keys (targets) */
+	int64_t pids_limit;  /* 0 = unlimited (docker's null, 0 and -1) */
+	int64_t memory;	     /* bytes, 0 = unlimited */
+	int64_t memory_swap; /* memory + swap, bytes; 0 = unset, -1 = unlimited swap */
+	int64_t cpus_milli;  /* from NanoCpus, else CpuQuota/CpuPeriod; 0 = unlimited */
+	char **networks;     /* NetworkSettings.Networks keys, sorted */
+	char *user;	     /* Config.User, "" when unset */
+	char **env;	     /* Config.Env, "KEY=VALUE" */
+	char **tmpfs;	     /* HostConfig.Tmpfs keys (targets) */
 	struct ar_docker_mount *mounts;
 	size_t n_mounts;
 };

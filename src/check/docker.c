@@ -197,6 +197,27 @@ static void check_limits(const struct ctx *c)
 	}
 }
 
+/* No swap: memory+swap equal to memory, as `agentrun run` sets memory.swap.max = 0.
+ * Docker records 0 for "not given" (then allows as much swap as memory) and -1 for
+ * unlimited swap. */
+static void check_swap(const struct ctx *c)
+{
+	const struct ar_limits *l = &c->p->limits;
+	char want[32], have[32];
+	if (l->memory <= 0 || c->d->memory_swap == l->memory)
+		return;
+	snprintf(want, sizeof(want), "%" PRId64, l->memory);
+	if (c->d->memory_swap == 0)
+		snprintf(have, sizeof(have), "unset");
+	else if (c->d->memory_swap < 0)
+		snprintf(have, sizeof(have), "unlimited");
+	else
+		snprintf(have, sizeof(have), "%" PRId64, c->d->memory_swap);
+	ar_autofree char *fix =
+	    ar_xasprintf("--memory-swap %s", l->memory_str ? l->memory_str : want);
+	add(c, "memory+swap limit", want, have, fix);
+}
+
 struct user_spec {
 	bool root;
 	bool numeric;
@@ -427,10 +448,10 @@ static void check_secrets(const struct ctx *c)
 }
 
 static void (*const expectations[])(const struct ctx *) = {
-    check_rootfs,	 check_cap_drop,     check_cap_add,    check_privileged, check_nnp,
-    check_seccomp,	 check_apparmor,     check_modes,      check_network,	 check_limits,
-    check_user,		 check_proxy_env,    check_policy_env, check_tmpfs,	 check_kubeconfig,
-    check_policy_mounts, check_other_mounts, check_secrets,
+    check_rootfs,     check_cap_drop,	   check_cap_add,      check_privileged, check_nnp,
+    check_seccomp,    check_apparmor,	   check_modes,	       check_network,	 check_limits,
+    check_swap,	      check_user,	   check_proxy_env,    check_policy_env, check_tmpfs,
+    check_kubeconfig, check_policy_mounts, check_other_mounts, check_secrets,
 };
 
 void ar_check_docker(const struct ar_policy *p, const struct ar_docker_facts *d,

@@ -48,6 +48,7 @@ static const struct field {
 	F("HostConfig", "NetworkMode", K_STR, network_mode),
 	F("HostConfig", "PidsLimit", K_INT, pids_limit),
 	F("HostConfig", "Memory", K_INT, memory),
+	F("HostConfig", "MemorySwap", K_INT, memory_swap),
 	F("HostConfig", "Tmpfs", K_KEYS, tmpfs),
 	F("Config", "User", K_STR, user),
 	F("Config", "Env", K_STRV, env),
@@ -269,6 +270,8 @@ static int read_facts(const cJSON *root, struct ar_docker_facts *d, const char *
 		d->pids_limit = 0;
 	if (d->memory < 0)
 		d->memory = 0;
+	if (d->memory_swap < -1)
+		d->memory_swap = -1;
 	return 0;
 }
 

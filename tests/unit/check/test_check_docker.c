@@ -140,6 +140,7 @@ static const struct row bastion_rows[] = {
     {"pids limit", "64", "unlimited", "--pids-limit 64"},
     {"memory limit", "268435456", "unlimited", "--memory 256m"},
     {"cpu limit", "1", "unlimited", "--cpus 1"},
+    {"memory+swap limit", "268435456", "unset", "--memory-swap 256m"},
     {"user", "1000", "root", "--user 1000"},
     {"proxy variable HTTP_PROXY", "http://agent-proxy:3128", "unset",
      "-e HTTP_PROXY=http://agent-proxy:3128"},
@@ -204,7 +205,7 @@ static void test_bastion_never_prints_secrets(void **state)
 		assert_null(strstr(text.data, values[i]));
 		assert_null(strstr(json.data, values[i]));
 	}
-	assert_non_null(strstr(text.data, "bastion vs policy agent: 32 drift finding(s)\n"));
+	assert_non_null(strstr(text.data, "bastion vs policy agent: 33 drift finding(s)\n"));
 }
 
 static void test_hardened_clean(void **state)
@@ -286,6 +287,17 @@ static void test_memory_and_cpu(void **state)
 	VARIANT("HostConfig", "NanoCpus", "0", {"cpu limit", "1", "unlimited", "--cpus 1"});
 	VARIANT("HostConfig", "NanoCpus", "2500000000", {"cpu limit", "1", "2.5", "--cpus 1"});
 	VARIANT("HostConfig", "NanoCpus", "1000000", {"cpu limit", "1", "0.001", "--cpus 1"});
+}
+
+static void test_swap(void **state)
+{
+	(void)state;
+	VARIANT("HostConfig", "MemorySwap", "0",
+		{"memory+swap limit", "268435456", "unset", "--memory-swap 256m"});
+	VARIANT("HostConfig", "MemorySwap", "-1",
+		{"memory+swap limit", "268435456", "unlimited", "--memory-swap 256m"});
+	VARIANT("HostConfig", "MemorySwap", "536870912",
+		{"memory+swap limit", "268435456", "536870912", "--memory-swap 256m"});
 }
 
 static void test_cpu_quota(void **state)
@@ -379,13 +391,14 @@ static void test_network_none_policy(void **state)
 			{"pids limit", "32", "64", "--pids-limit 32"},
 			{"memory limit", "134217728", "268435456", "--memory 128m"},
 			{"cpu limit", "0.5", "1", "--cpus 0.5"},
+			{"memory+swap limit", "134217728", "268435456", "--memory-swap 128m"},
 			{"tmpfs /run", "mounted", "absent", "--tmpfs /run"},
 			{"sensitive mount /home/agent/.kube/config", "absent",
 			 "/home/me/.kube/agent-config:/home/agent/.kube/config:ro",
 			 "remove -v /home/me/.kube/agent-config:/home/agent/.kube/config"},
 			{"extra mount /logs", "absent", "/srv/logs:/logs:ro",
 			 "remove -v /srv/logs:/logs"}),
-		   7);
+		   8);
 }
 
 static void test_users(void **state)
@@ -647,6 +660,7 @@ int main(void)
 	    cmocka_unit_test(test_cap_drop_missing),
 	    cmocka_unit_test(test_pids_limit),
 	    cmocka_unit_test(test_memory_and_cpu),
+	    cmocka_unit_test(test_swap),
 	    cmocka_unit_test(test_cpu_quota),
 	    cmocka_unit_test(test_security_opt),
 	    cmocka_unit_test(test_seccomp_unconfined_policy),
