@@ -90,8 +90,14 @@ static int install_seccomp(const struct sandbox *sb, ar_error_t *err)
 	return 0;
 }
 
+/* The command starts with every signal at its default, whatever the caller ignored
+ * (a shell's background job ignores SIGINT, and an ignored signal stays ignored
+ * across exec: the command could not even trap it), and the caller's mask. */
 static int restore_sigmask(const struct sandbox *sb, ar_error_t *err)
 {
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
 	if (sigprocmask(SIG_SETMASK, &sb->oldmask, NULL) == -1)
 		return ar_error_make(err, errno, "sigprocmask");
 	return 0;
