@@ -186,7 +186,7 @@ struct ar_proc_facts {
 	int64_t pids_max;	  /* AR_LIMIT_* or the limit */
 	int64_t memory_max;
 	int64_t cpus_milli;
-	char **env;
+	char **env; /* NULL when environ could not be read */
 	char **netdevs;
 	char *default_route; /* device of a non-lo default route, NULL when none */
 };

@@ -201,7 +201,7 @@ static void read_env_net(pid_t pid, struct ar_proc_facts *f)
 	size_t len = 0;
 	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
 	ar_autofree char *env = slurp(path, &len);
-	f->env = ar_check_parse_environ(env ? env : "", env ? len : 0);
+	f->env = env ? ar_check_parse_environ(env, len) : NULL; /* NULL: unknown */
 	snprintf(path, sizeof(path), "/proc/%d/net/dev", (int)pid);
 	ar_autofree char *dev = slurp(path, NULL);
 	f->netdevs = ar_check_parse_netdev(dev ? dev : "");

@@ -275,8 +275,18 @@ static const char *shown(const char *v)
 	return strchr(v, '@') ? "(set, with credentials)" : v;
 }
 
+/* Without the environment, no variable can be said to be absent. */
+static void check_environ_readable(const struct ctx *c)
+{
+	if (c->f->env == NULL)
+		add(c, "environment", "readable", "unknown",
+		    "run agentrun check as root (or as the process's user)");
+}
+
 static void check_proxy_env(const struct ctx *c)
 {
+	if (c->f->env == NULL)
+		return;
 	for (size_t i = 0; i < AR_CHECK_N_PROXY_VARS; i++) {
 		const char *key = ar_check_proxy_vars[i];
 		const char *have = ar_check_env_get(c->f->env, key);
@@ -315,6 +325,8 @@ static void expect_env(const struct ctx *c, const char *key, const char *want, b
 static void check_policy_env(const struct ctx *c)
 {
 	bool kubeconfig_env = false;
+	if (c->f->env == NULL)
+		return;
 	for (size_t i = 0; i < c->p->n_env; i++) {
 		expect_env(c, c->p->env[i].key, c->p->env[i].value, false);
 		kubeconfig_env |= strcmp(c->p->env[i].key, "KUBECONFIG") == 0;
@@ -340,10 +352,22 @@ static void check_secrets(const struct ctx *c)
 }
 
 static void (*const expectations[])(const struct ctx *) = {
-    check_ids,	     check_caps,       check_nnp,	    check_seccomp,
-    check_rootfs,    check_tmpfs,      check_policy_mounts, check_sensitive_mounts,
-    check_visible,   check_namespaces, check_limits,	    check_network,
-    check_proxy_env, check_policy_env, check_secrets,
+    check_ids,
+    check_caps,
+    check_nnp,
+    check_seccomp,
+    check_rootfs,
+    check_tmpfs,
+    check_policy_mounts,
+    check_sensitive_mounts,
+    check_visible,
+    check_namespaces,
+    check_limits,
+    check_network,
+    check_environ_readable,
+    check_proxy_env,
+    check_policy_env,
+    check_secrets,
 };
 
 void ar_check_proc(const struct ar_policy *p, const struct ar_proc_facts *f,

@@ -282,6 +282,29 @@ static void test_partial_failures(void **state)
 	       {"memory limit", "268435456", "134217728", NULL}, {"cpu limit", "1", "0.5", NULL});
 }
 
+static void test_environ_unreadable(void **state)
+{
+	(void)state;
+	ar_autopolicy struct ar_policy *p = load_policy("policy-agent.json");
+	ar_autoproc_facts struct ar_proc_facts *f = sandbox_facts();
+	ar_autofindings struct ar_findings out = {0};
+	static const char mounts[] = "46 45 254:0 / / ro,relatime - ext4 /dev/vda rw\n"
+				     "47 46 0:41 / /tmp rw,nosuid,nodev - tmpfs tmpfs rw\n"
+				     "48 46 254:0 /home/me/.kube/agent-config "
+				     "/home/agent/.kube/config ro - ext4 /dev/vda rw\n"
+				     "49 46 254:0 /srv/logs /logs ro,relatime - ext4 /dev/vda rw\n";
+	ar_auto_error ar_error_t err = NULL;
+	ar_mountinfo_free(f->mounts, f->n_mounts);
+	assert_int_equal(ar_check_parse_mountinfo(mounts, &f->mounts, &f->n_mounts, &err), 0);
+	f->status.seccomp = 2;
+	ar_strv_free(f->env);
+	f->env = NULL;
+	ar_check_proc(p, f, &out);
+	/* one finding, not four "unset" proxy variables and two "unset" env entries */
+	EXPECT(&out, {"environment", "readable", "unknown",
+		      "run agentrun check as root (or as the process's user)"});
+}
+
 static void test_ids_differ(void **state)
 {
 	(void)state;
@@ -573,6 +596,7 @@ int main(void)
 	    cmocka_unit_test(test_agentrun_proxy_sandbox),
 	    cmocka_unit_test(test_network_none),
 	    cmocka_unit_test(test_partial_failures),
+	    cmocka_unit_test(test_environ_unreadable),
 	    cmocka_unit_test(test_ids_differ),
 	    cmocka_unit_test(test_tmpfs_states),
 	    cmocka_unit_test(test_sensitive_mounts),
