@@ -87,6 +87,7 @@ struct ar_docker_facts {
 	char *pid_mode;		/* "" when unset */
 	char *ipc_mode;
 	char *userns_mode;
+	char *uts_mode;
 	char *network_mode;
 	int64_t pids_limit;  /* 0 = unlimited (docker's null, 0 and -1) */
 	int64_t memory;	     /* bytes, 0 = unlimited */

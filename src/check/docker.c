@@ -127,6 +127,7 @@ static void check_modes(const struct ctx *c)
 	    {"pid mode", offsetof(struct ar_docker_facts, pid_mode), "--pid"},
 	    {"ipc mode", offsetof(struct ar_docker_facts, ipc_mode), "--ipc"},
 	    {"userns mode", offsetof(struct ar_docker_facts, userns_mode), "--userns"},
+	    {"uts mode", offsetof(struct ar_docker_facts, uts_mode), "--uts"},
 	};
 	for (size_t i = 0; i < AR_ARRAY_SIZE(modes); i++) {
 		const char *v = *(char *const *)((const char *)c->d + modes[i].off);

@@ -45,6 +45,7 @@ static const struct field {
 	F("HostConfig", "PidMode", K_STR, pid_mode),
 	F("HostConfig", "IpcMode", K_STR, ipc_mode),
 	F("HostConfig", "UsernsMode", K_STR, userns_mode),
+	F("HostConfig", "UTSMode", K_STR, uts_mode),
 	F("HostConfig", "NetworkMode", K_STR, network_mode),
 	F("HostConfig", "PidsLimit", K_INT, pids_limit),
 	F("HostConfig", "Memory", K_INT, memory),

@@ -367,6 +367,8 @@ static void test_host_modes(void **state)
 		{"ipc mode", "private", "container:db", "remove --ipc container:db"});
 	VARIANT("HostConfig", "UsernsMode", "\"host\"",
 		{"userns mode", "private", "host", "remove --userns host"});
+	VARIANT("HostConfig", "UTSMode", "\"host\"",
+		{"uts mode", "private", "host", "remove --uts host"});
 	CLEAN("HostConfig", "IpcMode", "\"shareable\"");
 }
 
