@@ -97,11 +97,33 @@ static char *own_dir(const char *controller)
 	return dir;
 }
 
-static char *sandbox_dir(const struct ar_cgroup *cg, const char *controller)
+/* Where the sandbox cgroup for `controller` must be, for either kind. Computed
+ * before create: on v2 we may be moved into a leaf while the cgroup exists. */
+struct where {
+	char *v2, *v1;
+};
+
+static struct where expected_dir(const char *controller)
 {
-	ar_autofree char *own = own_dir(strcmp(ar_cgroup_kind(cg), "v2") == 0 ? NULL : controller);
-	assert_non_null(own);
-	return ar_xasprintf("%s/%s", own, cg_name);
+	ar_autofree char *v2 = own_dir(NULL);
+	ar_autofree char *v1 = own_dir(controller);
+	struct where w = {NULL, NULL};
+
+	if (v2)
+		w.v2 = ar_xasprintf("%s/%s", v2, cg_name);
+	if (v1)
+		w.v1 = ar_xasprintf("%s/%s", v1, cg_name);
+	return w;
+}
+
+static char *pick(const struct ar_cgroup *cg, struct where w)
+{
+	bool v2 = strcmp(ar_cgroup_kind(cg), "v2") == 0;
+	char *d = v2 ? w.v2 : w.v1;
+
+	free(v2 ? w.v1 : w.v2);
+	assert_non_null(d);
+	return d;
 }
 
 static void expect_file(const char *dir, const char *file, const char *want)
@@ -191,11 +213,13 @@ static void test_limits_and_teardown(void **state)
 	ar_auto_error ar_error_t err = NULL;
 
 	need_root();
+	struct where wm = expected_dir("memory"), wp = expected_dir("pids"),
+		     wc = expected_dir("cpu");
 	struct ar_cgroup *cg = create(&p);
 	expect_kind(cg);
-	ar_autofree char *mem = sandbox_dir(cg, "memory");
-	ar_autofree char *pids = sandbox_dir(cg, "pids");
-	ar_autofree char *cpu = sandbox_dir(cg, "cpu");
+	ar_autofree char *mem = pick(cg, wm);
+	ar_autofree char *pids = pick(cg, wp);
+	ar_autofree char *cpu = pick(cg, wc);
 	assert_string_equal(ar_cgroup_path(cg), mem);
 	if (strcmp(ar_cgroup_kind(cg), "v2") == 0) {
 		expect_file(mem, "memory.max", "67108864");
@@ -263,8 +287,9 @@ static void test_pids_limit(void **state)
 	int forks = -1, e = -1;
 
 	need_root();
+	struct where w = expected_dir("pids");
 	struct ar_cgroup *cg = create(&p);
-	ar_autofree char *dir = sandbox_dir(cg, "pids");
+	ar_autofree char *dir = pick(cg, w);
 	struct child c = spawn(fork_until_refused);
 	assert_int_equal(ar_cgroup_enter(cg, c.pid, &err), 0);
 	release(&c);
