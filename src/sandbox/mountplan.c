@@ -141,16 +141,21 @@ int ar_mount_plan_build(const struct ar_policy *p, const char *caller_home,
 	*plan = (struct ar_mount_plan){.host_root = p->rootfs == NULL, .rootfs = p->rootfs};
 	if (plan->host_root)
 		add_hidden(p, caller_home, plan);
-	add(plan, AR_MNT_PROC, NULL, "/proc", false, ar_xstrdup("/proc"));
+	/* in a rootfs these must exist: nothing is created in a read-only root */
+	const char *fresh = plan->host_root ? NULL : "rootfs";
+	add(plan, AR_MNT_PROC, NULL, "/proc", false,
+	    fresh ? ar_xasprintf("%s: %s", p->origin, fresh) : ar_xstrdup("/proc"));
 	for (size_t i = 0; i < AR_ARRAY_SIZE(masked_paths); i++)
 		add(plan, AR_MNT_MASK, NULL, masked_paths[i], true, ar_xstrdup("masked path"));
 	for (size_t i = 0; i < AR_ARRAY_SIZE(readonly_proc_paths); i++)
 		add(plan, AR_MNT_RO_SELF, NULL, readonly_proc_paths[i], true,
 		    ar_xstrdup("read-only path"));
-	add(plan, AR_MNT_SYSFS, NULL, "/sys", true, ar_xstrdup("/sys"));
+	add(plan, AR_MNT_SYSFS, NULL, "/sys", true,
+	    fresh ? ar_xasprintf("%s: %s", p->origin, fresh) : ar_xstrdup("/sys"));
 	for (size_t i = 0; i < AR_ARRAY_SIZE(masked_sys_paths); i++)
 		add(plan, AR_MNT_MASK, NULL, masked_sys_paths[i], true, ar_xstrdup("masked path"));
-	add(plan, AR_MNT_DEV, NULL, "/dev", false, ar_xstrdup("/dev"));
+	add(plan, AR_MNT_DEV, NULL, "/dev", false,
+	    fresh ? ar_xasprintf("%s: %s", p->origin, fresh) : ar_xstrdup("/dev"));
 	if (add_policy_mounts(p, plan, err) == -1) {
 		ar_mount_plan_free(plan);
 		return -1;

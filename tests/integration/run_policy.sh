@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# agentrun run: the embedded default policy, a policy file (mounts, kubeconfig, env,
+# user, hostname), CLI overrides, hidden host paths, a clean environment, a rootfs,
+# and the cgroup limits wired to the sandbox.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+need_root
+A=$AGENTRUN
+PROBE="$AR_BUILD_DIR/tests/ar-probe"
+NAME="rp-$$"
+
+# The default policy: uid 65534, hostname "default".
+expect_eq "default policy: uid" 65534 "$("$A" -- id -u)"
+expect_eq "default policy: gid" 65534 "$("$A" -- id -g)"
+expect_eq "default policy: hostname" default "$("$A" -- hostname)"
+expect_eq "default policy: only loopback" "lo" "$("$A" -- ls /sys/class/net)"
+
+# Overrides write into the policy.
+expect_eq "--user 1000:1001" "1000 1001" "$("$A" --user 1000:1001 -- sh -c 'echo $(id -u) $(id -g)')"
+expect_eq "--env" "bar baz=1" "$("$A" --env FOO=bar --env QUX=baz=1 -- sh -c 'echo $FOO $QUX')"
+expect_eq "--tmpfs: a new writable place" "ok" "$("$A" --tmpfs /scratch -- sh -c 'touch /scratch/f && echo ok')"
+expect_eq "--mount read-only by default" "Read-only file system" \
+	"$("$A" --mount /etc:/hostetc -- sh -c 'touch /hostetc/x 2>&1 | sed "s/.*: //"')"
+
+# A clean environment: nothing of the caller's but TERM.
+expect_eq "environment: clean, TERM passed" "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+HOME=/tmp
+TERM=dumb
+FOO=bar" "$(env -i TERM=dumb SECRET_TOKEN=x "$A" --env FOO=bar -- /usr/bin/env)"
+
+# A policy file with read-only and read-write mounts and a kubeconfig.
+mkdir -p "$AR_TMP/logs" "$AR_TMP/rw"
+chmod 1777 "$AR_TMP/rw"
+echo "a log line" >"$AR_TMP/logs/app.log"
+echo "apiVersion: v1" >"$AR_TMP/kubeconfig"
+cat >"$AR_TMP/p.json" <<EOF
+{
+  "name": "$NAME",
+  "network": "none",
+  "kubeconfig": "$AR_TMP/kubeconfig",
+  "mounts": [
+    {"source": "$AR_TMP/logs", "target": "/logs", "readonly": true},
+    {"source": "$AR_TMP/rw", "target": "/data/rw", "readonly": false}
+  ],
+  "env": {"ANTHROPIC_BASE_URL": "https://api.anthropic.com"},
+  "user": "1000"
+}
+EOF
+P=(--policy "$AR_TMP/p.json" --no-cgroups)
+expect_eq "policy: hostname is the policy name" "$NAME" "$("$A" "${P[@]}" -- hostname)"
+expect_eq "policy: user 1000" "1000" "$("$A" "${P[@]}" -- id -u)"
+expect_eq "policy: env" "https://api.anthropic.com" "$("$A" "${P[@]}" -- sh -c 'echo $ANTHROPIC_BASE_URL')"
+expect_eq "kubeconfig: KUBECONFIG set" "/home/agent/.kube/config" "$("$A" "${P[@]}" -- sh -c 'echo $KUBECONFIG')"
+expect_eq "kubeconfig: readable" "apiVersion: v1" "$("$A" "${P[@]}" -- sh -c 'cat "$KUBECONFIG"')"
+expect_eq "kubeconfig: read-only (even for uid 0)" "Read-only file system" \
+	"$("$A" "${P[@]}" --user 0 -- sh -c 'echo x 2>&1 >>"$KUBECONFIG" | sed "s/.*: //"')"
+expect_eq "mounts[0]: readable" "a log line" "$("$A" "${P[@]}" -- cat /logs/app.log)"
+expect_eq "mounts[0]: read-only" "Read-only file system" \
+	"$("$A" "${P[@]}" -- sh -c 'touch /logs/new 2>&1 | sed "s/.*: //"')"
+expect_eq "mounts[0]: nosuid,nodev" "ro,nosuid,nodev" \
+	"$("$A" "${P[@]}" -- sh -c 'grep " /logs " /proc/self/mountinfo | cut -d" " -f6 | cut -d, -f1-3')"
+"$A" "${P[@]}" -- sh -c 'echo written >/data/rw/out' || fail "mounts[1]: write failed"
+expect_eq "mounts[1]: read-write, seen on the host" "written" "$(cat "$AR_TMP/rw/out" 2>/dev/null)"
+
+# Hidden host paths: homes, /root, /run (docker.sock, containerd), the caller's $HOME.
+mkdir -p "/root/.agentrun-test-$$" "/home/agentrun-test-$$/.ssh"
+on_exit "rm -rf /root/.agentrun-test-$$ /home/agentrun-test-$$"
+HOMEDIR="$AR_BUILD_DIR/agentrun-home-$$"
+mkdir -p "$HOMEDIR/.aws"
+on_exit "rm -rf $HOMEDIR"
+expect_eq "hidden: /root is empty" "" "$("$A" -- ls -A /root)"
+expect_eq "hidden: /home is empty" "" "$("$A" -- ls -A /home)"
+expect_eq "hidden: /run is empty" "" "$("$A" -- sh -c 'ls -A /run; ls -A /var/run')"
+expect_eq "hidden: the caller's \$HOME is empty" "" "$(HOME=$HOMEDIR "$A" -- ls -A "$HOMEDIR")"
+expect_eq "hidden: /etc/shadow reads empty" "0" "$("$A" --user 0 -- sh -c 'wc -c </etc/shadow')"
+
+# A rootfs directory instead of the host's root: it needs /proc, /dev, /sys, /tmp.
+if [ -x "$PROBE" ]; then
+	R="$AR_TMP/rootfs"
+	mkdir -p "$R/proc" "$R/dev" "$R/sys" "$R/tmp" "$R/etc"
+	cp "$PROBE" "$R/probe"
+	out=$("$A" --rootfs "$R" --no-cgroups -- /probe </dev/null) || fail "rootfs: probe exited $?"
+	for line in uid=65534 root_ro=1 write_root=EROFS write_etc=EROFS write_tmp=ok \
+		cap_eff=0000000000000000 seccomp=2 list_root=ENOENT mount=EPERM probe=done; do
+		expect_eq "rootfs: $line" "$line" "$(printf '%s\n' "$out" | grep -x -- "$line" || true)"
+	done
+	rmdir "$R/proc"
+	expect_status "rootfs without /proc: 125" 125 "$A" --rootfs "$R" --no-cgroups -- /probe
+	expect_match "rootfs without /proc: names it" "/proc" "$(cat "$AR_TMP/err")"
+	expect_status "rootfs that is a file: 125" 125 "$A" --rootfs "$R/probe" -- /probe
+	expect_eq "rootfs that is a file: message" "agentrun: <embedded default>: rootfs: $R/probe: not a directory" "$(cat "$AR_TMP/err")"
+fi
+
+# The cgroup limits reach the sandbox (the limits themselves are tested by the
+# cgroup tests): the memory cgroup of the running sandbox has the limit.
+mkdir -m 1777 -p "$AR_TMP/io"
+"$A" --policy "$AR_TMP/p.json" --memory 64m --mount "$AR_TMP/io:/io:rw" -- sh -c 'touch /io/ready; exec sleep 30' &
+pid=$!
+on_exit "kill -9 $pid"
+for _ in $(seq 1 100); do [ -e "$AR_TMP/io/ready" ] && break; sleep 0.05; done
+memdir=$(find /sys/fs/cgroup/memory /sys/fs/cgroup/unified -maxdepth 6 -type d -name "agentrun-$NAME-$pid" 2>/dev/null | head -1)
+if [ -z "$memdir" ]; then
+	fail "cgroup: no agentrun-$NAME-$pid cgroup found"
+elif [ -e "$memdir/memory.limit_in_bytes" ]; then
+	expect_eq "cgroup v1: memory limit 64m" 67108864 "$(cat "$memdir/memory.limit_in_bytes")"
+else
+	expect_eq "cgroup v2: memory limit 64m" 67108864 "$(cat "$memdir/memory.max")"
+fi
+kill -TERM "$pid"
+wait "$pid" || true
+finish
