@@ -18,7 +18,8 @@ our_procs() { ps -eo pid=,args= | awk -v m="$MARK" 'NF == 3 && $2 == "sleep" && 
 our_cgroups() {
 	find /sys/fs/cgroup -maxdepth 8 -type d -name "agentrun-$NAME-*" 2>/dev/null || true
 }
-mkdir -m 1777 -p "$AR_TMP/io"
+mkdir -p "$AR_TMP/io"
+chmod 1777 "$AR_TMP/io"
 wait_ready() {
 	for _ in $(seq 1 100); do [ -e "$AR_TMP/io/ready" ] && return 0; sleep 0.05; done
 	return 1
@@ -31,8 +32,7 @@ start_sleep() { # background agentrun running `sleep $MARK`; sets $pid
 	wait_ready || fail "the sandboxed sleep did not start"
 }
 gone_within() { # gone_within SECONDS: until no `sleep $MARK` is left
-	local i
-	for i in $(seq 1 $(($1 * 20))); do [ -z "$(our_procs)" ] && return 0; sleep 0.05; done
+	for _ in $(seq 1 $(($1 * 20))); do [ -z "$(our_procs)" ] && return 0; sleep 0.05; done
 	return 1
 }
 

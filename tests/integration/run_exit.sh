@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2016 # single-quoted on purpose: the shell inside the sandbox expands them
 # agentrun run: exit statuses (the command's, 128+N, 125/126/127), the messages of
 # agentrun's own failures, and signal forwarding from agentrun to the command.
 # shellcheck source=tests/lib.sh

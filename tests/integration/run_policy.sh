@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2016 # single-quoted on purpose: the shell inside the sandbox expands them
 # agentrun run: the embedded default policy, a policy file (mounts, kubeconfig, env,
 # user, hostname), CLI overrides, hidden host paths, a clean environment, a rootfs,
 # and the cgroup limits wired to the sandbox.
@@ -93,7 +94,8 @@ fi
 
 # The cgroup limits reach the sandbox (the limits themselves are tested by the
 # cgroup tests): the memory cgroup of the running sandbox has the limit.
-mkdir -m 1777 -p "$AR_TMP/io"
+mkdir -p "$AR_TMP/io"
+chmod 1777 "$AR_TMP/io"
 "$A" --policy "$AR_TMP/p.json" --memory 64m --mount "$AR_TMP/io:/io:rw" -- sh -c 'touch /io/ready; exec sleep 30' &
 pid=$!
 on_exit "kill -9 $pid"
