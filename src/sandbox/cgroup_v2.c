@@ -44,8 +44,9 @@ static int check_available(const char *own, unsigned needed, ar_error_t *err)
 	return 0;
 }
 
-/* Are we the only process in `own`? Then we may step aside into a leaf. */
-static int only_us(const char *own, char **others)
+/* Are we the only process in `own`? Then we may step aside into a leaf. Otherwise
+ * *others lists (the first few of) the rest. */
+static bool only_us(const char *own, char **others)
 {
 	ar_autofree char *text = NULL;
 	ar_autofree pid_t *pids = NULL;
@@ -53,8 +54,10 @@ static int only_us(const char *own, char **others)
 	size_t n = 0;
 
 	if (cg_read(own, "cgroup.procs", &text, NULL) == -1 ||
-	    ar_cgroup_parse_pids(text, &pids, &n) == -1)
-		return 0;
+	    ar_cgroup_parse_pids(text, &pids, &n) == -1) {
+		*others = ar_xstrdup("unreadable cgroup.procs");
+		return false;
+	}
 	for (size_t i = 0; i < n; i++)
 		if (pids[i] != getpid() && b.len < 60)
 			ar_buf_printf(&b, "%s%d", b.len ? " " : "", (int)pids[i]);
@@ -91,43 +94,55 @@ static void leave_leaf(struct ar_cgroup *cg)
 	}
 }
 
+/* The no-internal-processes rule: a non-root cgroup that holds processes cannot give
+ * domain controllers (memory) to children, and with only threaded ones (pids, cpu)
+ * enabled it turns into a thread root whose children refuse processes (EOPNOTSUPP).
+ * So decide before touching subtree_control: the root cgroup (no cgroup.type) is
+ * exempt; if we are alone we step into a leaf (as a container's init does);
+ * otherwise fail closed and explain. */
+static int make_room(struct ar_cgroup *cg, const char *own, unsigned needed, ar_error_t *err)
+{
+	ar_autofree char *others = NULL;
+	char ctl[64];
+
+	if (!cg_exists(own, "cgroup.type"))
+		return 0;
+	if (only_us(own, &others))
+		return step_into_leaf(cg, own, err);
+	control_string(needed, '+', ctl, sizeof(ctl));
+	return ar_error_make(
+	    err, 0,
+	    "cgroup v2: cannot enable `%s` in `%s/cgroup.subtree_control`: the cgroup holds "
+	    "other processes (%s) and a cgroup with processes cannot hand controllers to "
+	    "children (no-internal-processes rule); start agentrun in a cgroup of its own "
+	    "(e.g. `systemd-run --scope -p Delegate=yes agentrun ...`) or %s",
+	    ctl, own, others, NO_CGROUPS_HINT);
+}
+
 static int enable_controllers(struct ar_cgroup *cg, const char *own, unsigned needed,
 			      ar_error_t *err)
 {
 	ar_autofree char *sub = NULL;
-	ar_autofree char *others = NULL;
 	unsigned want = 0;
 	char ctl[64];
 
+	if (!needed)
+		return 0;
 	if (cg_read(own, "cgroup.subtree_control", &sub, err) == -1)
 		return ar_error_wrap(err, "cgroup v2");
 	for (int c = 0; c < CG_NCTRL; c++)
 		if ((needed & (1u << c)) && !ar_cgroup_list_has(sub, cg_ctrl_names[c]))
 			want |= 1u << c;
+	if (make_room(cg, own, needed, err) == -1)
+		return -1;
 	if (!want)
 		return 0;
 	control_string(want, '+', ctl, sizeof(ctl));
-	if (cg_write(own, "cgroup.subtree_control", ctl, NULL) == 0)
-		goto enabled;
-	if (errno != EBUSY)
-		return ar_error_make(
-		    err, errno, "cgroup v2: write `%s` to `%s/cgroup.subtree_control`", ctl, own);
-	if (!only_us(own, &others))
-		return ar_error_make(
-		    err, 0,
-		    "cgroup v2: cannot enable `%s` in `%s/cgroup.subtree_control`: the cgroup "
-		    "holds other processes (%s) and a cgroup with processes cannot hand "
-		    "controllers to children (no-internal-processes rule); start agentrun in a "
-		    "cgroup of its own (e.g. `systemd-run --scope -p Delegate=yes agentrun ...`) "
-		    "or %s",
-		    ctl, own, others, NO_CGROUPS_HINT);
-	if (step_into_leaf(cg, own, err) == -1)
-		return -1;
 	if (cg_write(own, "cgroup.subtree_control", ctl, err) == -1) {
-		leave_leaf(cg);
+		if (cg->leaf)
+			leave_leaf(cg);
 		return ar_error_wrap(err, "cgroup v2");
 	}
-enabled:
 	cg->enabled = want;
 	ar_debug("cgroup v2: enabled `%s` in `%s/cgroup.subtree_control`%s", ctl, own,
 		 cg->leaf ? " (after moving agentrun into a leaf cgroup)" : "");

@@ -30,6 +30,8 @@ static char cg_name[64];
 /* The cgroup of the running test, destroyed by teardown even when an assertion
  * fails, so no process or directory outlives a failing test. */
 static struct ar_cgroup *cur;
+/* The child of the running test, killed and reaped by teardown. */
+static pid_t cur_child;
 
 static struct ar_policy policy(int64_t memory, int64_t pids, int64_t cpus_milli)
 {
@@ -49,6 +51,11 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
+	if (cur_child > 0) {
+		kill(cur_child, SIGKILL);
+		waitpid(cur_child, NULL, 0);
+		cur_child = 0;
+	}
 	ar_cgroup_destroy(cur, NULL);
 	cur = NULL;
 	return 0;
@@ -183,6 +190,7 @@ static struct child spawn(int (*fn)(int report_fd))
 	}
 	close(go[0]);
 	close(rep[1]);
+	cur_child = c.pid;
 	c.go = go[1];
 	c.report = rep[0];
 	return c;
@@ -198,7 +206,17 @@ static int wait_status(pid_t pid)
 {
 	int st;
 	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (pid == cur_child)
+		cur_child = 0;
 	return st;
+}
+
+static void enter(struct ar_cgroup *cg, pid_t pid)
+{
+	ar_auto_error ar_error_t err = NULL;
+
+	if (ar_cgroup_enter(cg, pid, &err) == -1)
+		fail_msg("ar_cgroup_enter: %s", err->msg);
 }
 
 static int block_forever(int fd)
@@ -238,7 +256,7 @@ static void test_limits_and_teardown(void **state)
 	}
 
 	struct child c = spawn(block_forever);
-	assert_int_equal(ar_cgroup_enter(cg, c.pid, &err), 0);
+	enter(cg, c.pid);
 	release(&c);
 	/* the child is listed in the sandbox cgroup */
 	ar_autofree char *procs = NULL;
@@ -291,7 +309,7 @@ static void test_pids_limit(void **state)
 	struct ar_cgroup *cg = create(&p);
 	ar_autofree char *dir = pick(cg, w);
 	struct child c = spawn(fork_until_refused);
-	assert_int_equal(ar_cgroup_enter(cg, c.pid, &err), 0);
+	enter(cg, c.pid);
 	release(&c);
 	assert_true(read(c.report, buf, sizeof(buf) - 1) > 0);
 	assert_int_equal(sscanf(buf, "%d %d", &forks, &e), 2);
@@ -333,7 +351,7 @@ static void run_alloc(int (*fn)(int), int *status, bool *oom)
 	struct ar_cgroup *cg = create(&p);
 
 	struct child c = spawn(fn);
-	assert_int_equal(ar_cgroup_enter(cg, c.pid, &err), 0);
+	enter(cg, c.pid);
 	release(&c);
 	*status = wait_status(c.pid);
 	*oom = ar_cgroup_oom_killed(cg);
@@ -388,7 +406,7 @@ static void test_cpu_quota(void **state)
 	need_root();
 	struct ar_cgroup *cg = create(&p);
 	struct child c = spawn(spin);
-	assert_int_equal(ar_cgroup_enter(cg, c.pid, &err), 0);
+	enter(cg, c.pid);
 	release(&c);
 	assert_true(read(c.report, buf, sizeof(buf) - 1) > 0);
 	assert_int_equal(wait_status(c.pid), 0);

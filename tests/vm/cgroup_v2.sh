@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# The cgroup v2 path on a pure-v2 kernel: boot User-Mode Linux (host root as
+# read-only hostfs, cgroup_no_v1=all) with an init script that runs agentrun and
+# the live cgroup unit test in four situations, prints `@@ key|value` lines on the
+# console and powers off; this side parses the console and asserts.
+#   root   agentrun in the root cgroup: limits written (memory.max, memory.swap.max,
+#          pids.max, cpu.max), pids bomb, OOM reported, cpu held, nothing left
+#   solo   agentrun alone in a non-root cgroup: it steps into a leaf so that the
+#          controllers can be enabled, and undoes that afterwards
+#   crowd  a non-root cgroup with other processes: fail closed (no-internal-processes)
+#   bare   the memory controller is not offered: fail closed naming it
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+need_root
+need_cmd linux.uml
+LIVE=$AR_BUILD_DIR/tests/test_cgroup_live
+[ -x "$AGENTRUN" ] || skip "no agentrun binary at $AGENTRUN"
+[ -x "$LIVE" ] || skip "no $LIVE (build the test_cgroup_live target)"
+mkdir -p "$AR_TMP/uml"
+
+{
+	echo '#!/bin/sh'
+	printf 'A=%q\nLIVE=%q\n' "$AGENTRUN" "$LIVE"
+	cat <<'GUEST'
+# Runs as PID 1 inside User-Mode Linux. Scratch lives on a tmpfs (the host root
+# is read-only); results go to the console as `@@ key|value`.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
+CG=/sys/fs/cgroup
+r() { echo "@@ $1|$2"; }
+leftovers() { find $CG -name 'agentrun*' -type d | tr '\n' ' '; }
+r controllers "$(cat $CG/cgroup.controllers)"
+r self "$(cat /proc/self/cgroup)"
+
+# --- bare: only pids is handed down to cgroup `bare`, agentrun asks for memory
+echo +pids >$CG/cgroup.subtree_control
+mkdir $CG/bare
+sh -c 'echo $$ >/sys/fs/cgroup/bare/cgroup.procs; exec "$0" --memory 64m -- true' "$A" 2>/tmp/bare.err
+r bare_rc $?
+r bare_err "$(cat /tmp/bare.err)"
+r bare_left "$(leftovers)"
+AR_CGROUP_EXPECT_FAIL="controller memory is not available in /sys/fs/cgroup/bare" \
+	sh -c 'echo $$ >/sys/fs/cgroup/bare/cgroup.procs; exec "$0"' "$LIVE" >/tmp/live.out 2>&1
+r bare_live $?
+rmdir $CG/bare
+echo -pids >$CG/cgroup.subtree_control
+
+# --- root: agentrun in the root cgroup (exempt from the no-internal-processes rule)
+AR_CGROUP_EXPECT_KIND=v2 "$LIVE" >/tmp/live.out 2>&1
+rc=$?
+r root_live $rc
+[ $rc = 0 ] || cat /tmp/live.out
+r root_subtree_after_live "$(cat $CG/cgroup.subtree_control)"
+"$A" --pids 32 --memory 64m --cpus 0.2 -- sleep 2 &
+apid=$!
+sleep 1
+d=$(find $CG -maxdepth 1 -name "agentrun-default-$apid")
+r root_dir "$d"
+for f in memory.max memory.swap.max pids.max cpu.max; do r "root_$f" "$(cat "$d/$f" 2>&1)"; done
+r root_procs "$(wc -l <"$d/cgroup.procs")"
+wait $apid
+r root_sleep_rc $?
+"$A" --pids 32 -- sh -c 'n=0; while [ $n -lt 200 ]; do sleep 5 & n=$((n+1)); echo $n; done' >/tmp/bomb.out 2>/tmp/bomb.err
+r bomb_rc $?
+r bomb_forks "$(tail -n 1 /tmp/bomb.out)"
+r bomb_err "$(cat /tmp/bomb.err)"
+"$A" --memory 64m -- python3 -c 'b = bytearray(200 << 20); print("survived")' >/tmp/oom.out 2>/tmp/oom.err
+r oom_rc $?
+r oom_err "$(cat /tmp/oom.err)"
+r oom_out "$(cat /tmp/oom.out)"
+"$A" --cpus 0.2 -- python3 -c 'import time
+t, c = time.monotonic(), time.process_time()
+while time.monotonic() - t < 2:
+    pass
+print(int(100 * (time.process_time() - c) / (time.monotonic() - t)))' >/tmp/cpu.out 2>&1
+r cpu_rc $?
+r cpu_pct "$(cat /tmp/cpu.out)"
+"$A" --no-cgroups --memory 64m -- python3 -c 'b = bytearray(100 << 20); print("survived")' >/tmp/nocg.out 2>&1
+r nocg_rc $?
+r nocg_out "$(cat /tmp/nocg.out)"
+r root_left "$(leftovers)"
+r root_subtree_after "$(cat $CG/cgroup.subtree_control)"
+
+# --- solo: agentrun alone in cgroup `solo`
+echo "+memory +pids +cpu" >$CG/cgroup.subtree_control
+mkdir $CG/solo
+sh -c 'echo $$ >/sys/fs/cgroup/solo/cgroup.procs; exec "$0" --pids 16 --memory 64m -- sleep 2' "$A" &
+apid=$!
+sleep 1
+r solo_dirs "$(cd $CG/solo && find . -mindepth 1 -maxdepth 1 -type d | sort | tr '\n' ' ')"
+r solo_subtree_during "$(cat $CG/solo/cgroup.subtree_control)"
+r solo_pids_max "$(cat $CG/solo/agentrun-default-$apid/pids.max 2>&1)"
+r solo_agentrun_in "$(cat /proc/$apid/cgroup)"
+wait $apid
+r solo_rc $?
+r solo_left "$(leftovers)"
+r solo_subtree_after "$(cat $CG/solo/cgroup.subtree_control)"
+AR_CGROUP_EXPECT_KIND=v2 sh -c 'echo $$ >/sys/fs/cgroup/solo/cgroup.procs; exec "$0"' "$LIVE" >/tmp/live.out 2>&1
+rc=$?
+r solo_live $rc
+[ $rc = 0 ] || cat /tmp/live.out
+r solo_live_left "$(leftovers)"
+rmdir $CG/solo
+
+# --- crowd: cgroup `crowd` holds another process besides agentrun
+mkdir $CG/crowd
+sh -c 'echo $$ >/sys/fs/cgroup/crowd/cgroup.procs; sleep 30 & s=$!
+"$0" --pids 16 -- true 2>/tmp/crowd.err; rc=$?
+"$0" --pids 16 --no-cgroups -- true; echo "$rc $?" >/tmp/crowd.rc; kill $s' "$A"
+r crowd_rc "$(cat /tmp/crowd.rc)"
+r crowd_err "$(cat /tmp/crowd.err)"
+r crowd_left "$(leftovers)"
+sleep 0.2
+rmdir $CG/crowd
+echo "-memory -pids -cpu" >$CG/cgroup.subtree_control
+
+r end ok
+echo o >/proc/sysrq-trigger
+sleep 10
+GUEST
+} >"$AR_TMP/init.sh"
+chmod +x "$AR_TMP/init.sh"
+
+start=$(date +%s)
+TMPDIR=$AR_TMP/uml timeout 120 linux.uml mem=1G root=/dev/root rootfstype=hostfs rootflags=/ ro \
+	init="$AR_TMP/init.sh" cgroup_no_v1=all con0=null,fd:1 con=null quiet \
+	</dev/null >"$AR_TMP/console" 2>&1 || true
+echo "UML run took $(($(date +%s) - start)) s"
+
+# v KEY: the value the guest reported for KEY (one line).
+v() { grep -a "^@@ $1|" "$AR_TMP/console" | head -n 1 | cut -d'|' -f2- | tr -d '\r'; }
+
+show_console() {
+	echo "--- UML console:"
+	cat "$AR_TMP/console"
+}
+if [ "$(v end)" != ok ]; then
+	fail "the VM did not finish its script"
+	show_console
+	finish
+fi
+expect_match "pure v2: controllers" "memory" "$(v controllers)"
+expect_eq "pure v2: we start in the root cgroup" "0::/" "$(v self)"
+
+expect_eq "bare: agentrun fails closed (125)" 125 "$(v bare_rc)"
+expect_eq "bare: the message names the missing controller" \
+	"agentrun: cgroup (pass --no-cgroups to run without limits): cgroup v2: controller memory is not available in /sys/fs/cgroup/bare; use --no-cgroups to run without limits" \
+	"$(v bare_err)"
+expect_eq "bare: nothing left" "" "$(v bare_left)"
+expect_eq "bare: live test of the failure" 0 "$(v bare_live)"
+
+expect_eq "root: live unit test passes on v2" 0 "$(v root_live)"
+expect_eq "root: subtree_control restored after the live test" "" "$(v root_subtree_after_live)"
+expect_match "root: the sandbox cgroup is a child of ours" "^/sys/fs/cgroup/agentrun-default-[0-9]+$" "$(v root_dir)"
+expect_eq "root: memory.max" 67108864 "$(v root_memory.max)"
+expect_eq "root: memory.swap.max" 0 "$(v root_memory.swap.max)"
+expect_eq "root: pids.max" 32 "$(v root_pids.max)"
+expect_eq "root: cpu.max" "20000 100000" "$(v root_cpu.max)"
+expect_match "root: the command runs inside" "^[1-9]" "$(v root_procs)"
+expect_eq "root: sleep 2 exits 0" 0 "$(v root_sleep_rc)"
+expect_eq "bomb: the shell fails to fork, agentrun returns its status" 2 "$(v bomb_rc)"
+forks=$(v bomb_forks)
+if [ "${forks:-0}" -ge 20 ] && [ "${forks:-0}" -le 30 ]; then pass "bomb: $forks forks under --pids 32"; else
+	fail "bomb: $forks forks under --pids 32 (expected 20..30)"
+fi
+expect_match "bomb: fork failure reported by sh" "Cannot fork" "$(v bomb_err)"
+expect_eq "oom: 128+9" 137 "$(v oom_rc)"
+expect_eq "oom: reported" "agentrun: killed by the memory limit (64m)" "$(v oom_err)"
+expect_eq "oom: the allocation did not finish" "" "$(v oom_out)"
+expect_eq "cpu: the loop runs" 0 "$(v cpu_rc)"
+pct=$(v cpu_pct)
+if [ "${pct:-100}" -le 30 ] 2>/dev/null; then pass "cpu: ${pct}% under --cpus 0.2"; else
+	fail "cpu: [$pct]% under --cpus 0.2 (expected <= 30)"
+fi
+expect_eq "--no-cgroups: runs without the memory limit" 0 "$(v nocg_rc)"
+expect_eq "--no-cgroups: the allocation finished" survived "$(v nocg_out)"
+expect_eq "root: nothing left" "" "$(v root_left)"
+expect_eq "root: subtree_control restored" "" "$(v root_subtree_after)"
+
+expect_match "solo: agentrun stepped into a leaf next to the sandbox cgroup" \
+	"^\./agentrun-default-[0-9]+ \./agentrun_supervisor-[0-9]+ $" "$(v solo_dirs)"
+# the default policy limits memory, pids and cpu
+expect_eq "solo: controllers enabled while running" "cpu memory pids" "$(v solo_subtree_during)"
+expect_eq "solo: pids.max" 16 "$(v solo_pids_max)"
+expect_match "solo: agentrun sits in its leaf" "^0::/solo/agentrun_supervisor-[0-9]+$" "$(v solo_agentrun_in)"
+expect_eq "solo: sleep 2 exits 0" 0 "$(v solo_rc)"
+expect_eq "solo: nothing left" "" "$(v solo_left)"
+expect_eq "solo: subtree_control restored" "" "$(v solo_subtree_after)"
+expect_eq "solo: live unit test passes" 0 "$(v solo_live)"
+expect_eq "solo: nothing left after the live test" "" "$(v solo_live_left)"
+
+expect_eq "crowd: fails closed (125); --no-cgroups runs (0)" "125 0" "$(v crowd_rc)"
+expect_match "crowd: the message explains the no-internal-processes rule" \
+	"cannot enable .\+memory \+pids \+cpu. in ./sys/fs/cgroup/crowd/cgroup.subtree_control.: the cgroup holds other processes \([0-9 ]+\).*no-internal-processes rule.*use --no-cgroups to run without limits$" \
+	"$(v crowd_err)"
+expect_eq "crowd: nothing left" "" "$(v crowd_left)"
+if [ "$AR_FAILED" != 0 ]; then show_console; fi
+finish
