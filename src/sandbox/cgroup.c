@@ -94,33 +94,46 @@ static int kill_listed(const char *dir)
 	return (int)n;
 }
 
+/* How many processes DIR/cgroup.procs lists; -1 when it cannot be read. */
+static int count_listed(const char *dir)
+{
+	ar_autofree char *text = NULL;
+	ar_autofree pid_t *pids = NULL;
+	size_t n = 0;
+
+	if (cg_read(dir, "cgroup.procs", &text, NULL) == -1 ||
+	    ar_cgroup_parse_pids(text, &pids, &n) == -1)
+		return -1;
+	return (int)n;
+}
+
 int cg_kill_and_remove(const char *dir, bool use_kill_file, ar_error_t *err)
 {
 	bool kill_file = use_kill_file && cg_exists(dir, "cgroup.kill");
+	int left = 0, rmdir_errno = 0;
 
 	if (access(dir, F_OK) == -1 && errno == ENOENT)
 		return 0;
-	if (kill_file)
-		cg_write(dir, "cgroup.kill", "1", NULL);
+	/* cgroup.kill (Linux 5.14) kills everything at once, forks in flight included */
+	if (kill_file && cg_write(dir, "cgroup.kill", "1", NULL) == -1)
+		kill_file = false;
 	for (int waited = 0;; waited += KILL_POLL_MS) {
 		/* Without cgroup.kill a fork can race the scan, so kill again each round. */
-		int left = kill_file ? 0 : kill_listed(dir);
-		if (kill_file) {
-			ar_autofree char *text = NULL;
-			left = cg_read(dir, "cgroup.procs", &text, NULL) == -1 ? -1
-									       : (int)strlen(text);
+		left = kill_file ? count_listed(dir) : kill_listed(dir);
+		if (left <= 0) {
+			if (rmdir(dir) == 0 || errno == ENOENT)
+				return 0;
+			rmdir_errno = errno; /* EBUSY while exiting tasks still hold it */
 		}
-		if (left <= 0 && rmdir(dir) == 0)
-			return 0;
-		if (left <= 0 && errno == ENOENT)
-			return 0;
 		if (waited >= KILL_WAIT_MS)
 			break;
 		sleep_ms(KILL_POLL_MS);
 	}
-	return ar_error_make(err, errno ? errno : EBUSY,
-			     "remove cgroup `%s` (processes still inside after %d ms)", dir,
-			     KILL_WAIT_MS);
+	if (left > 0)
+		return ar_error_make(err, 0,
+				     "remove cgroup `%s`: %d processes still inside after %d ms",
+				     dir, left, KILL_WAIT_MS);
+	return ar_error_make(err, rmdir_errno, "remove cgroup `%s`", dir);
 }
 
 int cg_sweep_dir(const char *dir)

@@ -16,6 +16,10 @@ need_cmd linux.uml
 LIVE=$AR_BUILD_DIR/tests/test_cgroup_live
 [ -x "$AGENTRUN" ] || skip "no agentrun binary at $AGENTRUN"
 [ -x "$LIVE" ] || skip "no $LIVE (build the test_cgroup_live target)"
+# ASan's shadow memory range collides with User-Mode Linux's address space layout.
+if grep -aq __asan_init "$AGENTRUN"; then
+	skip "AddressSanitizer builds cannot run under User-Mode Linux"
+fi
 mkdir -p "$AR_TMP/uml"
 
 {
