@@ -58,9 +58,15 @@ static bool only_us(const char *own, char **others)
 		*others = ar_xstrdup("unreadable cgroup.procs");
 		return false;
 	}
-	for (size_t i = 0; i < n; i++)
-		if (pids[i] != getpid() && b.len < 60)
-			ar_buf_printf(&b, "%s%d", b.len ? " " : "", (int)pids[i]);
+	for (size_t i = 0; i < n; i++) {
+		if (pids[i] == getpid())
+			continue;
+		if (b.len >= 60) {
+			ar_buf_puts(&b, " ...");
+			break;
+		}
+		ar_buf_printf(&b, "%s%d", b.len ? " " : "", (int)pids[i]);
+	}
 	ar_buf_reserve(&b, 0);
 	*others = ar_buf_steal(&b);
 	return **others == '\0';
