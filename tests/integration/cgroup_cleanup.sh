@@ -22,6 +22,25 @@ expect_status "command SIGKILLed: 128+9" 137 \
 	timeout 60 "$A" --policy "$CG_POLICY" --pids 16 -- sh -c 'sleep 30 & kill -KILL $$'
 expect_eq "command SIGKILLed: no cgroup left" "" "$(cg_dirs)"
 
+# --- four runs at once from the same cgroup: each gets its own cgroup, all removed
+pids=()
+for i in 1 2 3 4; do
+	timeout 60 "$A" --policy "$CG_POLICY" --pids 16 --memory 64m -- sh -c "sleep 1; exit $i" &
+	pids+=($!)
+done
+cg_wait_some 10 || true
+sleep 0.3
+owners=$(cg_dirs | sed 's/.*-//' | sort -u | wc -l)
+expect_eq "parallel runs: four cgroups, one per agentrun PID" 4 "$owners"
+codes=""
+for p in "${pids[@]}"; do
+	rc=0
+	wait "$p" || rc=$?
+	codes="$codes$rc"
+done
+expect_eq "parallel runs: each returns its own status" 1234 "$codes"
+expect_eq "parallel runs: no cgroup left" "" "$(cg_dirs)"
+
 # --- agentrun gets SIGTERM: it forwards it, the command dies, teardown runs
 timeout 60 "$A" --policy "$CG_POLICY" --pids 16 -- sh -c 'sleep 30 & sleep 30' &
 apid=$!
