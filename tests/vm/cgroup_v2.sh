@@ -87,6 +87,17 @@ r cpu_pct "$(cat /tmp/cpu.out)"
 r nocg_rc $?
 r nocg_out "$(cat /tmp/nocg.out)"
 r root_left "$(leftovers)"
+"$A" -- sh -c 'sleep 30 & sleep 30' &
+apid=$!
+sleep 1
+kill -KILL $apid
+wait $apid
+sleep 0.5
+r kill9_stale "$(leftovers)"
+r kill9_procs "$(cat $CG/agentrun-default-$apid/cgroup.procs 2>&1 | wc -l)"
+"$A" -- true
+r kill9_next_rc $?
+r kill9_left "$(leftovers)"
 r root_subtree_after "$(cat $CG/cgroup.subtree_control)"
 
 # --- solo: agentrun alone in cgroup `solo`
@@ -183,7 +194,13 @@ fi
 expect_eq "--no-cgroups: runs without the memory limit" 0 "$(v nocg_rc)"
 expect_eq "--no-cgroups: the allocation finished" survived "$(v nocg_out)"
 expect_eq "root: nothing left" "" "$(v root_left)"
-expect_eq "root: subtree_control restored" "" "$(v root_subtree_after)"
+expect_match "kill -9: the empty sandbox cgroup stays behind" "^/sys/fs/cgroup/agentrun-default-[0-9]+ $" "$(v kill9_stale)"
+expect_eq "kill -9: the sandbox died with agentrun" 0 "$(v kill9_procs)"
+expect_eq "kill -9: the next run works" 0 "$(v kill9_next_rc)"
+expect_eq "kill -9: the next run swept the stale cgroup" "" "$(v kill9_left)"
+# the dead run left memory, pids and cpu enabled; the next run found them enabled
+# and so did not disable them (it only undoes what it did itself)
+expect_eq "root: subtree_control after the kill -9" "cpu memory pids" "$(v root_subtree_after)"
 
 expect_match "solo: agentrun stepped into a leaf next to the sandbox cgroup" \
 	"^\./agentrun-default-[0-9]+ \./agentrun_supervisor-[0-9]+ $" "$(v solo_dirs)"
