@@ -113,4 +113,15 @@ for line in seccomp=0 no_new_privs=1 cap_eff=0000000000000000 unshare_user=ok mo
 	setuid_exec=euid=65534 tmpfs_setuid=euid=65534 reboot=EPERM probe=done; do
 	expect_match "probe unconfined: $line" "^${line}\$" "$(printf '%s\n' "$out" | grep -x -- "$line" || true)"
 done
+
+# TIOCSTI with a real terminal on stdin (script(1) gives the run a pty): refused by
+# seccomp, and without seccomp by the kernel, because the command's new session has no
+# controlling terminal to inject into.
+if command -v script >/dev/null 2>&1; then
+	for sc in default unconfined; do
+		out=$(script -qec "$AGENTRUN --seccomp $sc -- $PROBE" /dev/null | tr -d '\r')
+		expect_eq "TIOCSTI on a pty, seccomp $sc" "tiocsti=EPERM" "$(printf '%s\n' "$out" | grep '^tiocsti=')"
+		expect_eq "new session on a pty, seccomp $sc" "sid_is_self=1" "$(printf '%s\n' "$out" | grep '^sid_is_self=')"
+	done
+fi
 finish
