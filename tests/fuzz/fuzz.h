@@ -34,6 +34,7 @@ void ar_fuzz_host(const uint8_t *data, size_t size);
 void ar_fuzz_audit(const uint8_t *data, size_t size);
 void ar_fuzz_seccomp(const uint8_t *data, size_t size);
 void ar_fuzz_inspect(const uint8_t *data, size_t size);
+void ar_fuzz_procfs(const uint8_t *data, size_t size);
 void ar_fuzz_http1(const uint8_t *data, size_t size);
 
 /* Report a broken invariant and abort (a crash for libFuzzer and for the replay). */
@@ -56,7 +57,8 @@ char **ar_fuzz_lines(const uint8_t *data, size_t size, size_t max, size_t *n);
 /* The error contract: a failure filled *err with one line that starts with prefix.
  * Releases the error. */
 void ar_fuzz_check_error(ar_error_t *err, const char *prefix);
-/* No byte below 0x20 (tabs and newlines included) and no DEL: one printable line. */
+/* No byte below 0x20 other than tab, and no DEL: one printable line. Always true
+ * with AR_FUZZ_LAX_TEXT=1 (to look for other bugs while such a finding is open). */
 bool ar_fuzz_is_one_line(const char *s);
 
 #endif

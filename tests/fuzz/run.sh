@@ -61,8 +61,10 @@ failed=()
 for t in "${targets[@]}"; do
 	work=$tmp/work-$t
 	mkdir -p "$work" "$tmp/art-$t"
+	dict=()
+	if [ -f "$here/dict/$t.dict" ]; then dict=("-dict=$here/dict/$t.dict"); fi
 	if AR_FUZZ_TARGET=$t "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-		-print_final_stats=1 -artifact_prefix="$tmp/art-$t/" "${extra[@]}" \
+		-print_final_stats=1 -artifact_prefix="$tmp/art-$t/" "${dict[@]}" "${extra[@]}" \
 		"$work" "$here/corpus/$t" >"$tmp/$t.log" 2>&1; then
 		runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$tmp/$t.log")
 		cov=$(grep -o 'cov: [0-9]*' "$tmp/$t.log" | tail -1)
