@@ -44,7 +44,7 @@ static int drop_bounding(cap_value_t keep, ar_error_t *err)
 
 /* Before the uid change: dropping from the bounding set needs CAP_SETPCAP. With
  * SECBIT_NOROOT a uid-0 user gets nothing back from exec either. */
-int sandbox_drop_bounding(ar_error_t *err)
+int sandbox_drop_bounding(const struct sandbox *sb, ar_error_t *err)
 {
 	if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |
 					 SECBIT_NO_CAP_AMBIENT_RAISE |
@@ -58,7 +58,7 @@ int sandbox_drop_bounding(ar_error_t *err)
 }
 
 /* After the uid change (which already emptied them for a non-zero uid). */
-int sandbox_clear_caps(ar_error_t *err)
+int sandbox_clear_caps(const struct sandbox *sb, ar_error_t *err)
 {
 	ar_autocap cap_t empty = cap_init();
 
@@ -71,7 +71,7 @@ int sandbox_clear_caps(ar_error_t *err)
 
 /* The sandbox's init only waits and forwards signals to a command that runs as
  * another user: CAP_KILL is all it keeps. */
-int sandbox_init_drop_caps(ar_error_t *err)
+int sandbox_init_drop_caps(const struct sandbox *sb, ar_error_t *err)
 {
 	ar_autocap cap_t c = cap_init();
 	cap_value_t kill_cap = CAP_KILL;
@@ -88,7 +88,7 @@ int sandbox_init_drop_caps(ar_error_t *err)
 	return 0;
 }
 
-int sandbox_no_new_privs(ar_error_t *err)
+int sandbox_no_new_privs(const struct sandbox *sb, ar_error_t *err)
 {
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 		return ar_error_make(err, errno, "prctl PR_SET_NO_NEW_PRIVS");

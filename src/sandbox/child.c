@@ -47,7 +47,7 @@ static int wait_release(const struct sandbox *sb, ar_error_t *err)
 	return 0;
 }
 
-static int die_with_parent(ar_error_t *err)
+static int die_with_parent(const struct sandbox *sb, ar_error_t *err)
 {
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1)
 		return ar_error_make(err, errno, "prctl PR_SET_PDEATHSIG");
@@ -55,7 +55,7 @@ static int die_with_parent(ar_error_t *err)
 }
 
 /* A new session: no controlling terminal, so no TIOCSTI into the caller's tty. */
-static int new_session(ar_error_t *err)
+static int new_session(const struct sandbox *sb, ar_error_t *err)
 {
 	if (setsid() == -1)
 		return ar_error_make(err, errno, "setsid");
@@ -63,7 +63,7 @@ static int new_session(ar_error_t *err)
 }
 
 /* Only stdin, stdout, stderr reach the command; the rest close at exec. */
-static int close_inherited_fds(ar_error_t *err)
+static int close_inherited_fds(const struct sandbox *sb, ar_error_t *err)
 {
 	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
 		return 0;
@@ -93,7 +93,7 @@ static int install_seccomp(const struct sandbox *sb, ar_error_t *err)
 /* The command starts with every signal at its default, whatever the caller ignored
  * (a shell's background job ignores SIGINT, and an ignored signal stays ignored
  * across exec: the command could not even trap it), and the caller's mask. */
-static int restore_sigmask(const struct sandbox *sb, ar_error_t *err)
+static int restore_signals(const struct sandbox *sb, ar_error_t *err)
 {
 	for (int sig = 1; sig < NSIG; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
@@ -113,17 +113,32 @@ __attribute__((noreturn)) static void exec_command(const struct sandbox *sb)
 	sandbox_child_fail(sb, e == ENOENT || e == ENOTDIR ? AR_EXIT_NOENT : AR_EXIT_NOEXEC, &err);
 }
 
-/* The command: drop everything, seccomp last, exec. */
-__attribute__((noreturn)) static void command_main(const struct sandbox *sb)
+typedef int (*child_step)(const struct sandbox *sb, ar_error_t *err);
+
+static void run_steps(const struct sandbox *sb, const child_step *steps, size_t n)
 {
 	ar_auto_error ar_error_t err = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (steps[i](sb, &err) == -1)
+			sandbox_child_fail(sb, AR_EXIT_RUN_FAIL, &err);
+}
 
-	if (new_session(&err) == -1 || change_dir(sb, &err) == -1 ||
-	    close_inherited_fds(&err) == -1 || sandbox_drop_bounding(&err) == -1 ||
-	    sandbox_set_ids(sb, &err) == -1 || sandbox_clear_caps(&err) == -1 ||
-	    sandbox_no_new_privs(&err) == -1 || restore_sigmask(sb, &err) == -1 ||
-	    install_seccomp(sb, &err) == -1)
-		sandbox_child_fail(sb, AR_EXIT_RUN_FAIL, &err);
+/* The command, in order: drop everything, seccomp last, exec. */
+static const child_step command_steps[] = {
+    new_session,	   /* no controlling terminal */
+    change_dir,		   /* the caller's cwd when visible, else / */
+    close_inherited_fds,   /* only 0, 1, 2 survive exec */
+    sandbox_drop_bounding, /* bounding, ambient, securebits: needs CAP_SETPCAP */
+    sandbox_set_ids,	   /* setgroups [], gid, uid */
+    sandbox_clear_caps,	   /* permitted, effective, inheritable */
+    sandbox_no_new_privs,  /* PR_SET_NO_NEW_PRIVS */
+    restore_signals,	   /* default dispositions, the caller's mask */
+    install_seccomp,	   /* last: the filter also confines the steps above */
+};
+
+__attribute__((noreturn)) static void command_main(const struct sandbox *sb)
+{
+	run_steps(sb, command_steps, AR_ARRAY_SIZE(command_steps));
 	exec_command(sb);
 }
 
@@ -144,6 +159,17 @@ static int build_root(const struct sandbox *sb, ar_error_t *err)
 	return 0;
 }
 
+/* PID 1 of the sandbox, in order, before it forks the command. */
+static const child_step init_steps[] = {
+    die_with_parent,	      /* PR_SET_PDEATHSIG: the sandbox dies with agentrun */
+    wait_release,	      /* uid/gid maps and the cgroup are in place */
+    new_session,	      /* off the caller's terminal and process group */
+    sandbox_unshare_cgroupns, /* rooted at the sandbox cgroup */
+    sandbox_set_hostname,     /* the policy name */
+    sandbox_loopback_up,      /* network none: loopback only */
+    build_root,		      /* mounts, pivot_root */
+};
+
 void sandbox_child(struct sandbox *sb)
 {
 	ar_auto_error ar_error_t err = NULL;
@@ -152,13 +178,9 @@ void sandbox_child(struct sandbox *sb)
 
 	close(sb->release[1]);
 	close(sb->report[0]);
-	if (die_with_parent(&err) == -1 || wait_release(sb, &err) == -1 ||
-	    new_session(&err) == -1 || sandbox_unshare_cgroupns(&err) == -1 ||
-	    sandbox_set_hostname(sb, &err) == -1 || sandbox_loopback_up(&err) == -1 ||
-	    build_root(sb, &err) == -1)
-		sandbox_child_fail(sb, AR_EXIT_RUN_FAIL, &err);
+	run_steps(sb, init_steps, AR_ARRAY_SIZE(init_steps));
 	command = fork_command(sb, &err);
-	if (command == -1 || sandbox_init_drop_caps(&err) == -1)
+	if (command == -1 || sandbox_init_drop_caps(sb, &err) == -1)
 		sandbox_child_fail(sb, AR_EXIT_RUN_FAIL, &err);
 	close(sb->report[1]);
 	/* the parent blocked these before clone: they wait for sigwaitinfo */

@@ -64,7 +64,7 @@ int sandbox_set_hostname(const struct sandbox *sb, ar_error_t *err)
 }
 
 /* A new network namespace has lo down; `network: none` means "only loopback". */
-int sandbox_loopback_up(ar_error_t *err)
+int sandbox_loopback_up(const struct sandbox *sb, ar_error_t *err)
 {
 	struct ifreq ifr = {0};
 	ar_autoclose int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -82,7 +82,7 @@ int sandbox_loopback_up(ar_error_t *err)
 
 /* Unshared only after the parent moved us into the sandbox cgroup, so that cgroup
  * is the namespace's root and /proc/self/cgroup shows "/". */
-int sandbox_unshare_cgroupns(ar_error_t *err)
+int sandbox_unshare_cgroupns(const struct sandbox *sb, ar_error_t *err)
 {
 	if (unshare(CLONE_NEWCGROUP) == -1)
 		return ar_error_make(err, errno, "unshare (cgroup namespace)");

@@ -51,18 +51,20 @@ int sandbox_preflight(struct sandbox *sb, ar_error_t *err);
 pid_t sandbox_clone(struct sandbox *sb, ar_error_t *err);
 int sandbox_write_id_maps(const struct sandbox *sb, ar_error_t *err);
 int sandbox_set_hostname(const struct sandbox *sb, ar_error_t *err);
-int sandbox_loopback_up(ar_error_t *err);
-int sandbox_unshare_cgroupns(ar_error_t *err);
+int sandbox_loopback_up(const struct sandbox *sb, ar_error_t *err);
+int sandbox_unshare_cgroupns(const struct sandbox *sb, ar_error_t *err);
 
 /* mount.c: build the root from the plan, pivot into it. */
 int sandbox_mount_root(const struct sandbox *sb, ar_error_t *err);
 
 /* caps.c */
-int sandbox_drop_bounding(ar_error_t *err); /* + ambient, securebits; before set_ids */
+int sandbox_drop_bounding(const struct sandbox *sb,
+			  ar_error_t *err); /* + ambient, securebits; before set_ids */
 int sandbox_set_ids(const struct sandbox *sb, ar_error_t *err);
-int sandbox_clear_caps(ar_error_t *err); /* permitted, effective, inheritable */
-int sandbox_init_drop_caps(ar_error_t *err);
-int sandbox_no_new_privs(ar_error_t *err);
+int sandbox_clear_caps(const struct sandbox *sb,
+		       ar_error_t *err); /* permitted, effective, inheritable */
+int sandbox_init_drop_caps(const struct sandbox *sb, ar_error_t *err);
+int sandbox_no_new_privs(const struct sandbox *sb, ar_error_t *err);
 
 /* init.c: PID 1 of the sandbox. */
 #define SANDBOX_N_FORWARDED 4
