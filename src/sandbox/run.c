@@ -79,15 +79,22 @@ static int cgroup(struct sandbox *sb, ar_error_t *err)
 	return 0;
 }
 
+/* With one of 0, 1, 2 closed by the caller, a pipe would take its number and the
+ * command would write into it: hold them with /dev/null first. */
 static int open_pipes(struct sandbox *sb, ar_error_t *err)
 {
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) == -1 && open("/dev/null", O_RDWR) != fd)
+			return ar_error_make(err, errno, "open /dev/null for fd %d", fd);
 	if (pipe2(sb->release, O_CLOEXEC) == -1 || pipe2(sb->report, O_CLOEXEC) == -1)
 		return ar_error_make(err, errno, "pipe");
 	return 0;
 }
 
 /* Signals for the sandbox are taken synchronously (sigwaitinfo) by the parent and by
- * the sandbox's init; blocking them before clone means none is lost in between. */
+ * the sandbox's init; blocking them before the cgroup exists means none is lost in
+ * between and a SIGTERM meanwhile cannot leave the cgroup behind: it is forwarded to
+ * the command once that runs. */
 static int block_signals(struct sandbox *sb, ar_error_t *err)
 {
 	sigset_t set;
@@ -203,12 +210,12 @@ int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char 
 		return -1;
 	if (network(&sb, err) == -1)
 		return -1;
-	if (cgroup(&sb, err) == -1)
-		return -1;
-	if (open_pipes(&sb, err) == -1)
-		return -1;
 	if (block_signals(&sb, err) == -1)
 		return -1;
+	if (cgroup(&sb, err) == -1)
+		goto fail;
+	if (open_pipes(&sb, err) == -1)
+		goto fail;
 	if (spawn(&sb, err) == -1)
 		goto fail;
 	if (sandbox_write_id_maps(&sb, err) == -1)
