@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -74,8 +75,16 @@ static int cgroup(struct sandbox *sb, ar_error_t *err)
 		return 0;
 	snprintf(sb->cgroup_name, sizeof(sb->cgroup_name), "agentrun-%s-%d", sb->p->name,
 		 (int)getpid());
-	if (ar_cgroup_create(sb->p, sb->cgroup_name, &sb->cg, err) == -1)
-		return ar_error_wrap(err, "cgroup (pass --no-cgroups to run without limits)");
+	if (ar_cgroup_create(sb->p, sb->cgroup_name, &sb->cg, err) == -1) {
+		/* fail closed, and say how to opt out (once) */
+		if (*err != NULL && strstr((*err)->msg, "--no-cgroups") == NULL) {
+			char *msg = ar_xasprintf("%s (pass --no-cgroups to run without limits)",
+						 (*err)->msg);
+			free((*err)->msg);
+			(*err)->msg = msg;
+		}
+		return -1;
+	}
 	return 0;
 }
 

@@ -23,7 +23,7 @@ expect_eq "unprivileged: uid map (policy user -> caller)" "65534 1000 1" \
 expect_status "unprivileged: exit status" 3 "${U[@]}" "$AGENTRUN" --no-cgroups -- sh -c 'exit 3'
 expect_status "unprivileged: not found" 127 "${U[@]}" "$AGENTRUN" --no-cgroups -- /nonexistent
 expect_status "unprivileged without --no-cgroups: fails closed" 125 "${U[@]}" "$AGENTRUN" -- true
-expect_match "unprivileged without --no-cgroups: says why" "^agentrun: cgroup .*--no-cgroups" "$(cat "$AR_TMP/err")"
+expect_match "unprivileged without --no-cgroups: says why" "^agentrun: cgroup.*Permission denied \\(pass --no-cgroups to run without limits\\)$" "$(cat "$AR_TMP/err")"
 
 out=$("${U[@]}" "$AGENTRUN" --no-cgroups -- "$PROBE" </dev/null) || fail "probe exited $?"
 for line in uid=65534 cap_prm=0000000000000000 cap_eff=0000000000000000 cap_bnd=0000000000000000 \
