@@ -36,6 +36,8 @@ struct ar_findings {
 void ar_findings_add(struct ar_findings *f, const char *what, const char *expected,
 		     const char *actual, const char *fix);
 void ar_findings_free(struct ar_findings *f);
+/* A copy of s with control characters (and DEL) written as \xNN: one printable line. */
+char *ar_check_printable(const char *s);
 #define ar_autofindings __attribute__((cleanup(ar_findings_free)))
 
 /* "DRIFT WHAT expected E actual A\n  fix: FIX\n" per finding, then

@@ -53,10 +53,11 @@ fail:;
 	_exit(127);
 }
 
+/* docker's first stderr line, control characters escaped. */
 static char *first_line(char *s)
 {
 	s[strcspn(s, "\n")] = '\0';
-	return s;
+	return ar_check_printable(s);
 }
 
 static int wait_child(pid_t pid, int *status)
@@ -99,10 +100,12 @@ int ar_check_docker_inspect(const char *docker, const char *name, char **out, si
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		if (read_fd_all(err_fd, &stderr_text, &stderr_len) < 0)
 			stderr_text = ar_xstrdup("");
-		return ar_error_make(err, 0, "`%s inspect %s` failed (%s %d)%s%s", docker, name,
+		ar_autofree char *line = first_line(stderr_text);
+		ar_autofree char *who = ar_check_printable(name);
+		return ar_error_make(err, 0, "`%s inspect %s` failed (%s %d)%s%s", docker, who,
 				     WIFEXITED(status) ? "exit" : "signal",
 				     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
-				     stderr_len ? ": " : "", first_line(stderr_text));
+				     stderr_len ? ": " : "", line);
 	}
 	if (read_fd_all(out_fd, out, len) < 0)
 		return ar_error_make(err, errno, "reading the output of `%s inspect %s`", docker,

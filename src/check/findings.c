@@ -11,6 +11,22 @@
 
 #include "agentrun/check.h"
 
+char *ar_check_printable(const char *s)
+{
+	struct ar_buf b = {0};
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			ar_buf_printf(&b, "\\x%02x", *p);
+		else
+			ar_buf_putc(&b, (char)*p);
+	}
+	ar_buf_reserve(&b, 0);
+	return ar_buf_steal(&b);
+}
+
+/* Findings quote what a container or process says about itself (names, users,
+ * variables): control characters are escaped so one finding stays one line and cannot
+ * forge another or drive the terminal. */
 void ar_findings_add(struct ar_findings *f, const char *what, const char *expected,
 		     const char *actual, const char *fix)
 {
@@ -19,10 +35,10 @@ void ar_findings_add(struct ar_findings *f, const char *what, const char *expect
 		f->v = ar_xrealloc(f->v, f->cap * sizeof(*f->v));
 	}
 	f->v[f->n++] = (struct ar_finding){
-	    .what = ar_xstrdup(what),
-	    .expected = ar_xstrdup(expected),
-	    .actual = ar_xstrdup(actual),
-	    .fix = ar_xstrdup(fix),
+	    .what = ar_check_printable(what),
+	    .expected = ar_check_printable(expected),
+	    .actual = ar_check_printable(actual),
+	    .fix = ar_check_printable(fix),
 	};
 }
 
@@ -46,7 +62,8 @@ void ar_check_format_text(struct ar_buf *out, const struct ar_findings *f, const
 		ar_buf_printf(out, "DRIFT %s expected %s actual %s\n  fix: %s\n", x->what,
 			      x->expected, x->actual, x->fix);
 	}
-	ar_buf_printf(out, "%s vs policy %s: %zu drift finding(s)\n", subject, policy_name, f->n);
+	ar_autofree char *who = ar_check_printable(subject);
+	ar_buf_printf(out, "%s vs policy %s: %zu drift finding(s)\n", who, policy_name, f->n);
 }
 
 static void json_field(struct ar_buf *out, const char *key, const char *value, bool last)

@@ -74,6 +74,16 @@ static char *normalise_cap(const char *s)
 	return c;
 }
 
+/* JSON numbers are doubles: saturate instead of converting out of range (undefined). */
+static int64_t to_i64(double v)
+{
+	if (v >= 9.2e18)
+		return INT64_MAX;
+	if (v <= -9.2e18)
+		return INT64_MIN;
+	return (int64_t)v;
+}
+
 static int strcmp_p(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -132,7 +142,7 @@ static int read_field(const cJSON *v, const struct field *f, struct ar_docker_fa
 	case K_INT:
 		if (!cJSON_IsNumber(v))
 			return ar_error_make(err, 0, "%s: %s: expected a number", origin, where);
-		*(int64_t *)dst = (int64_t)v->valuedouble;
+		*(int64_t *)dst = to_i64(v->valuedouble);
 		return 0;
 	default:
 		if (read_strv(v, f->kind, (char ***)dst, where, err) < 0)
@@ -170,9 +180,9 @@ static int read_cpus(const cJSON *hc, struct ar_docker_facts *d, const char *ori
 		v[i] = x->valuedouble;
 	}
 	if (v[0] > 0)
-		d->cpus_milli = (int64_t)(v[0] / 1e6);
+		d->cpus_milli = to_i64(v[0] / 1e6);
 	else if (v[1] > 0)
-		d->cpus_milli = (int64_t)(v[1] * 1000 / (v[2] > 0 ? v[2] : 100000));
+		d->cpus_milli = to_i64(v[1] * 1000 / (v[2] > 0 ? v[2] : 100000));
 	return 0;
 }
 

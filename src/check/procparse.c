@@ -296,7 +296,10 @@ static int quota_to_milli(int64_t quota, int64_t period, int64_t *milli)
 	}
 	if (period <= 0)
 		return -1;
-	*milli = quota * 1000 / period;
+	int64_t scaled;
+	/* the text comes from a file anyone may have written huge numbers into */
+	*milli =
+	    __builtin_mul_overflow(quota, 1000, &scaled) ? INT64_MAX / period : scaled / period;
 	return 0;
 }
 

@@ -537,6 +537,49 @@ static void test_bad_input(void **state)
 			   "x.json: HostConfig.NanoCpus: expected a number");
 }
 
+/* The inspect file is written by whoever made the container: what it says about itself
+ * must not forge report lines or drive the terminal (fuzz reproducer). */
+static void test_hostile_strings(void **state)
+{
+	static const char json[] =
+	    "[{\"Name\": \"/a\\nDRIFT fake\", \"HostConfig\": {\"CapDrop\": [\"ALL\"],"
+	    " \"CapAdd\": [\"X\\u001b[31m\"]}, \"Config\": {\"User\": \"0\\n  fix: none\"}}]";
+	(void)state;
+	ar_autopolicy struct ar_policy *p = load_policy("policy-offline.json");
+	ar_autodocker_facts struct ar_docker_facts *d = parse_text(json);
+	ar_autofindings struct ar_findings f = {0};
+	ar_autobuf struct ar_buf text = {0};
+	ar_check_docker(p, d, &f);
+	assert_string_equal(f.v[1].what, "cap-add");
+	assert_string_equal(f.v[1].actual, "X\\x1b[31M");
+	ar_check_format_text(&text, &f, d->name, p->name);
+	size_t lines = 0;
+	for (const char *c = text.data; *c; c++) {
+		lines += *c == '\n';
+		assert_true((unsigned char)*c >= 0x20 || *c == '\n');
+	}
+	assert_int_equal(lines, 2 * f.n + 1);
+	assert_non_null(
+	    strstr(text.data, "DRIFT user expected 1000:1000 actual 0\\x0a  fix: none\n"));
+	assert_non_null(strstr(text.data, "\na\\x0aDRIFT fake vs policy offline: "));
+	ar_autofree char *s = ar_check_printable("tab\there\x7f");
+	assert_string_equal(s, "tab\\x09here\\x7f");
+}
+
+/* JSON numbers are doubles; out-of-range ones saturate (fuzz reproducer). */
+static void test_huge_numbers(void **state)
+{
+	static const char json[] =
+	    "[{\"HostConfig\": {\"Memory\": 1e300, \"PidsLimit\": -1e300, \"NanoCpus\": 0,"
+	    " \"CpuQuota\": 1e300, \"CpuPeriod\": 1e-300, \"MemorySwap\": -1e300}}]";
+	(void)state;
+	ar_autodocker_facts struct ar_docker_facts *d = parse_text(json);
+	assert_int_equal(d->memory, INT64_MAX);
+	assert_int_equal(d->pids_limit, 0);
+	assert_int_equal(d->cpus_milli, INT64_MAX);
+	assert_int_equal(d->memory_swap, -1);
+}
+
 static void test_minimal_object(void **state)
 {
 	(void)state;
@@ -674,6 +717,8 @@ int main(void)
 	    cmocka_unit_test(test_tmpfs_forms),
 	    cmocka_unit_test(test_mounts),
 	    cmocka_unit_test(test_bad_input),
+	    cmocka_unit_test(test_hostile_strings),
+	    cmocka_unit_test(test_huge_numbers),
 	    cmocka_unit_test(test_minimal_object),
 	    cmocka_unit_test(test_classify),
 	    cmocka_unit_test(test_secret_names),

@@ -509,6 +509,8 @@ static void test_cgroup_values(void **state)
 	assert_int_equal(v, 500);
 	assert_int_equal(ar_check_parse_cg_cpu_max("150000 100000", &v), 0);
 	assert_int_equal(v, 1500);
+	assert_int_equal(ar_check_parse_cg_cpu_max("9223372036854771712 100000\n", &v), 0);
+	assert_int_equal(v, INT64_MAX / 100000); /* saturated, not overflowed */
 	assert_int_equal(ar_check_parse_cg_cpu_max("100000\n", &v), -1);
 	assert_int_equal(ar_check_parse_cg_cpu_max("100000 0\n", &v), -1);
 
