@@ -107,7 +107,9 @@ __attribute__((noreturn)) static void exec_command(const struct sandbox *sb)
 {
 	ar_auto_error ar_error_t err = NULL;
 
-	execvpe(sb->argv[0], sb->argv, sb->env);
+	/* execvpe searches the PATH of our own environment: make it the sandbox's */
+	environ = sb->env;
+	execvp(sb->argv[0], sb->argv);
 	int e = errno;
 	ar_error_make(&err, e, "exec `%s`", sb->argv[0]);
 	sandbox_child_fail(sb, e == ENOENT || e == ENOTDIR ? AR_EXIT_NOENT : AR_EXIT_NOEXEC, &err);

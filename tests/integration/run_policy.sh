@@ -23,6 +23,14 @@ expect_eq "--tmpfs: a new writable place" "ok" "$("$A" --tmpfs /scratch -- sh -c
 expect_eq "--mount read-only by default" "Read-only file system" \
 	"$("$A" --mount /etc:/hostetc -- sh -c 'touch /hostetc/x 2>&1 | sed "s/.*: //"')"
 
+# The command is looked up in the sandbox's PATH, not the caller's.
+mkdir -p "$AR_TMP/bin"
+printf '#!/bin/sh\necho from-policy-path\n' >"$AR_TMP/bin/agentrun-tool"
+chmod 755 "$AR_TMP/bin" "$AR_TMP/bin/agentrun-tool"
+expect_eq "PATH of the policy finds the command" "from-policy-path" \
+	"$("$A" --mount "$AR_TMP/bin:/tools" --env PATH=/tools:/usr/bin:/bin -- agentrun-tool)"
+expect_eq "the caller's PATH plays no part" "65534" "$(PATH=/nonexistent "$AGENTRUN" -- id -u)"
+
 # A clean environment: nothing of the caller's but TERM.
 expect_eq "environment: clean, TERM passed" "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 HOME=/tmp
