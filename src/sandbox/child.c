@@ -154,13 +154,6 @@ static pid_t fork_command(const struct sandbox *sb, ar_error_t *err)
 	return pid;
 }
 
-static int build_root(const struct sandbox *sb, ar_error_t *err)
-{
-	if (sandbox_mount_root(sb, err) == -1)
-		return ar_error_wrap(err, "mounts");
-	return 0;
-}
-
 /* PID 1 of the sandbox, in order, before it forks the command. */
 static const child_step init_steps[] = {
     die_with_parent,	      /* PR_SET_PDEATHSIG: the sandbox dies with agentrun */
@@ -169,7 +162,7 @@ static const child_step init_steps[] = {
     sandbox_unshare_cgroupns, /* rooted at the sandbox cgroup */
     sandbox_set_hostname,     /* the policy name */
     sandbox_loopback_up,      /* network none: loopback only */
-    build_root,		      /* mounts, pivot_root */
+    sandbox_mount_root,	      /* mounts, pivot_root */
 };
 
 void sandbox_child(struct sandbox *sb)
