@@ -23,6 +23,13 @@ expect_eq "--tmpfs: a new writable place" "ok" "$("$A" --tmpfs /scratch -- sh -c
 expect_eq "--mount read-only by default" "Read-only file system" \
 	"$("$A" --mount /etc:/hostetc -- sh -c 'touch /hostetc/x 2>&1 | sed "s/.*: //"')"
 
+# Nothing is ever created on the host: a mount point inside a host directory must exist.
+expect_status "mount point below a host directory: 125" 125 "$A" --mount /etc:/var/log/agentrun-$$ -- true
+expect_eq "mount point below a host directory: message" \
+	"agentrun: <embedded default>: mounts[0]: cannot create the mount point /var/log/agentrun-$$: Read-only file system" \
+	"$(cat "$AR_TMP/err")"
+[ ! -e "/var/log/agentrun-$$" ] || fail "a mount point was created on the host"
+
 # The command is looked up in the sandbox's PATH, not the caller's.
 mkdir -p "$AR_TMP/bin"
 printf '#!/bin/sh\necho from-policy-path\n' >"$AR_TMP/bin/agentrun-tool"
