@@ -1,6 +1,7 @@
-/* Carries out the mount plan in the child's private mount namespace: bind the new
- * root (the host's / or the policy's rootfs) onto itself, make that whole tree
- * read-only, nosuid, nodev, then mount the plan on top and pivot_root into it.
+/* Carries out the mount plan in the child's private mount namespace: assemble the
+ * new root (a tmpfs holding read-only binds of the host's top-level entries, or the
+ * policy's rootfs bound read-only onto itself), mount the plan on top, seal the
+ * root read-only and pivot_root into it.
  *
  * Every target is resolved with openat2(RESOLVE_IN_ROOT) against the new root and
  * mounted through its /proc/self/fd path, so a symlink in the new root (the host's
@@ -91,7 +92,7 @@ static int remount_one(const char *mountpoint, void *data)
 
 	if (statvfs(mountpoint, &sv) == 0) /* keep what is set: it may be locked */
 		flags |= kept_flags(sv.f_flag);
-	if (mount(NULL, mountpoint, NULL, flags, NULL) == -1 && errno != ENOENT && errno != EACCES)
+	if (mount(NULL, mountpoint, NULL, flags, NULL) == -1 && errno != ENOENT)
 		return ar_error_make(w->err, errno, "remount %s read-only", mountpoint);
 	return 0;
 }
@@ -308,9 +309,15 @@ static int mount_bind(int rootfd, const struct ar_mount_op *op, int srcfd, ar_er
 {
 	ar_autoclose int fd =
 	    ensure_mountpoint(rootfd, op->target, fd_is_dir(srcfd), err, op->what);
-	if (fd < 0 || mount_on(rootfd, &fd, op->target, fdpath(srcfd), NULL, MS_BIND | MS_REC, NULL,
-			       err, op->what) == -1)
+	if (fd < 0)
 		return -1;
+	if (mount(fdpath(srcfd), fdpath(fd), NULL, MS_BIND | MS_REC, NULL) == -1)
+		return ar_error_make(err, errno, "%s: bind %s on %s", op->what, op->source,
+				     op->target);
+	close(fd);
+	fd = resolve(rootfd, op->target);
+	if (fd == -1)
+		return ar_error_make(err, errno, "%s: %s", op->what, op->target);
 	return set_tree_attrs(fd, op->readonly, err, op->what);
 }
 
