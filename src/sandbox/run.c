@@ -22,6 +22,13 @@
 #include "agentrun/util.h"
 #include "sandbox-internal.h"
 
+static void close_fd(int *fd)
+{
+	ar_cleanup_closep(fd);
+	*fd = -1;
+}
+
+/* Idempotent: run on the failure path, and again (with nothing left) at scope exit. */
 static void release_sandbox(struct sandbox *sb)
 {
 	ar_auto_error ar_error_t err = NULL;
@@ -35,8 +42,8 @@ static void release_sandbox(struct sandbox *sb)
 		ar_warn("%s", err->msg);
 	sb->cg = NULL;
 	for (int i = 0; i < 2; i++) {
-		ar_cleanup_closep(&sb->release[i]);
-		ar_cleanup_closep(&sb->report[i]);
+		close_fd(&sb->release[i]);
+		close_fd(&sb->report[i]);
 	}
 	ar_seccomp_free(sb->seccomp);
 	sb->seccomp = NULL;
@@ -127,8 +134,8 @@ static int spawn(struct sandbox *sb, ar_error_t *err)
 	if (pid == 0)
 		sandbox_child(sb); /* never returns */
 	sb->pid = pid;
-	ar_cleanup_closep(&sb->release[0]);
-	ar_cleanup_closep(&sb->report[1]);
+	close_fd(&sb->release[0]);
+	close_fd(&sb->report[1]);
 	return 0;
 }
 
@@ -143,7 +150,7 @@ static int release_child(struct sandbox *sb, ar_error_t *err)
 {
 	if (ar_write_all(sb->release[1], "1", 1) == -1)
 		return ar_error_make(err, errno, "release the sandbox");
-	ar_cleanup_closep(&sb->release[1]);
+	close_fd(&sb->release[1]);
 	return 0;
 }
 
@@ -242,7 +249,8 @@ int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char 
 	sigprocmask(SIG_SETMASK, &sb.oldmask, NULL);
 	return 0;
 fail:
-	/* release_sandbox kills the child and removes the cgroup */
+	/* kill the child, remove the cgroup, and only then take pending signals */
+	release_sandbox(&sb);
 	sigprocmask(SIG_SETMASK, &sb.oldmask, NULL);
 	return -1;
 }
