@@ -12,6 +12,35 @@ need_cmd python3
 A=$AGENTRUN
 cg_need_enforcement
 
+# --- the values written, read while the command runs (v1: one directory per
+# controller; v2: one directory)
+timeout 60 "$A" --policy "$CG_POLICY" --pids 32 --memory 64m --cpus 0.2 -- sleep 2 &
+pid=$!
+cg_wait_some 5 || true
+sleep 0.3
+declare -A got=()
+for d in $(cg_dirs); do
+	for f in memory.limit_in_bytes memory.memsw.limit_in_bytes memory.max memory.swap.max \
+		pids.max cpu.cfs_quota_us cpu.cfs_period_us cpu.max; do
+		[ -f "$d/$f" ] && got[$f]=$(cat "$d/$f")
+	done
+	[ -n "$(cat "$d/cgroup.procs" 2>/dev/null)" ] || empty_dir=$d
+done
+wait "$pid" || fail "sleep 2 under limits failed"
+if [ -n "${got[memory.max]:-}" ]; then
+	expect_eq "v2 memory.max" 67108864 "${got[memory.max]}"
+	[ -z "${got[memory.swap.max]:-}" ] || expect_eq "v2 memory.swap.max" 0 "${got[memory.swap.max]}"
+	expect_eq "v2 cpu.max" "20000 100000" "${got[cpu.max]:-}"
+else
+	expect_eq "v1 memory.limit_in_bytes" 67108864 "${got[memory.limit_in_bytes]:-}"
+	[ -z "${got[memory.memsw.limit_in_bytes]:-}" ] ||
+		expect_eq "v1 memory.memsw.limit_in_bytes" 67108864 "${got[memory.memsw.limit_in_bytes]}"
+	expect_eq "v1 cpu.cfs_quota_us" 20000 "${got[cpu.cfs_quota_us]:-}"
+	expect_eq "v1 cpu.cfs_period_us" 100000 "${got[cpu.cfs_period_us]:-}"
+fi
+expect_eq "pids.max" 32 "${got[pids.max]:-}"
+expect_eq "the sandbox is in every cgroup directory of the run" "" "${empty_dir:-}"
+
 # --- pids: sh forks sleepers (at most 200, each for 5 s) until a fork fails. The
 # sandbox's init and the shell are 2 of the 32, so at most 30 forks succeed.
 start=$(date +%s)
