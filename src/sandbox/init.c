@@ -1,6 +1,7 @@
 /* PID 1 of the sandbox: agentrun itself, forked inside the new PID namespace. It
  * waits for the command, reaps every orphan that is re-parented to it, forwards the
- * signals a user sends (SIGINT, SIGTERM, SIGHUP, SIGQUIT) and exits with the
+ * signals a user or a supervisor sends (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
+ * SIGUSR2, and SIGWINCH for terminal programs) and exits with the
  * command's status; the kernel then kills whatever is left in the namespace.
  * Signals stay blocked and are taken with sigwaitinfo, so nothing runs in a
  * handler and none is lost between fork and the loop. */
@@ -11,7 +12,8 @@
 
 #include "sandbox-internal.h"
 
-const int sandbox_forwarded[SANDBOX_N_FORWARDED] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+const int sandbox_forwarded[SANDBOX_N_FORWARDED] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+						    SIGUSR1, SIGUSR2, SIGWINCH};
 
 int sandbox_exit_code(int wstatus)
 {

@@ -35,17 +35,38 @@ static int need_ns(const char *ns, const char *what, ar_error_t *err)
 	return 0;
 }
 
-static int need_userns(ar_error_t *err)
+/* Knobs that turn unprivileged user namespaces off, and the value that means "off". */
+static const struct {
+	const char *path;
+	int off;
+} userns_knobs[] = {
+    {"/proc/sys/user/max_user_namespaces", 0},
+    {"/proc/sys/kernel/unprivileged_userns_clone", 0},		   /* Debian's patch */
+    {"/proc/sys/kernel/apparmor_restrict_unprivileged_userns", 1}, /* Ubuntu 24.04+ */
+};
+
+static int read_int(const char *path, int *value)
 {
 	char buf[32] = "";
-	ar_autoclose int fd = open("/proc/sys/user/max_user_namespaces", O_RDONLY | O_CLOEXEC);
+	ar_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd == -1 || read(fd, buf, sizeof(buf) - 1) <= 0)
+		return -1;
+	*value = atoi(buf);
+	return 0;
+}
 
+static int need_userns(ar_error_t *err)
+{
 	if (need_ns("user", "user namespaces", err) == -1)
 		return -1;
-	if (fd >= 0 && read(fd, buf, sizeof(buf) - 1) > 0 && atoi(buf) == 0)
-		return ar_error_make(err, 0,
-				     "preflight: user namespaces are disabled "
-				     "(/proc/sys/user/max_user_namespaces is 0); run as root");
+	for (size_t i = 0; i < AR_ARRAY_SIZE(userns_knobs); i++) {
+		int v;
+		if (read_int(userns_knobs[i].path, &v) == 0 && v == userns_knobs[i].off)
+			return ar_error_make(err, 0,
+					     "preflight: unprivileged user namespaces are disabled "
+					     "(%s is %d); run as root",
+					     userns_knobs[i].path, v);
+	}
 	return 0;
 }
 

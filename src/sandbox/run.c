@@ -154,7 +154,7 @@ static int release_child(struct sandbox *sb, ar_error_t *err)
 	return 0;
 }
 
-/* Wait for the sandbox's init, forwarding SIGINT/SIGTERM/SIGHUP/SIGQUIT to it. */
+/* Wait for the sandbox's init, forwarding SIGINT, SIGTERM, SIGHUP, ... to it. */
 static int wait_sandbox(struct sandbox *sb, int *wstatus, ar_error_t *err)
 {
 	sigset_t set;

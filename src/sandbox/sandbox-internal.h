@@ -67,8 +67,9 @@ int sandbox_init_drop_caps(const struct sandbox *sb, ar_error_t *err);
 int sandbox_no_new_privs(const struct sandbox *sb, ar_error_t *err);
 
 /* init.c: PID 1 of the sandbox. */
-#define SANDBOX_N_FORWARDED 4
-extern const int sandbox_forwarded[SANDBOX_N_FORWARDED]; /* INT, TERM, HUP, QUIT */
+#define SANDBOX_N_FORWARDED 7
+/* INT, TERM, HUP, QUIT, USR1, USR2, WINCH */
+extern const int sandbox_forwarded[SANDBOX_N_FORWARDED];
 int sandbox_init_loop(pid_t command, const sigset_t *waitset);
 /* Exit code for a wait status: the status, or 128+N on signal N. */
 int sandbox_exit_code(int wstatus);

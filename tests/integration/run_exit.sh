@@ -45,9 +45,10 @@ printf '{"name": "rx-%s", "allowed_hosts": ["example.com"]}\n' "$$" >"$AR_TMP/pr
 expect_status "network proxy (not yet supported by run): 125" 125 "$A" --policy "$AR_TMP/proxy.json" -- true
 expect_eq "network proxy: message" "agentrun: $AR_TMP/proxy.json: network: proxy is not supported by run yet; use network: none" "$(cat "$AR_TMP/err")"
 
-# SIGTERM (and SIGINT, SIGHUP) to agentrun reach the command, which decides what to do.
+# SIGTERM (and SIGINT, SIGHUP, SIGUSR1) to agentrun reach the command, which decides
+# what to do.
 mkdir -m 1777 "$AR_TMP/io"
-for sig in TERM INT HUP; do
+for sig in TERM INT HUP USR1; do
 	rm -f "$AR_TMP/io/ready" "$AR_TMP/io/out"
 	"$A" --mount "$AR_TMP/io:/out:rw" -- sh -c "trap 'echo got-$sig >/out/out; exit 7' $sig; touch /out/ready; while :; do sleep 0.05; done" &
 	pid=$!
