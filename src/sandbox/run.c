@@ -65,7 +65,10 @@ static int prepare(struct sandbox *sb, ar_error_t *err)
 	return 0;
 }
 
-/* The seam for the proxy network (DESIGN §7); `none` is a bare network namespace. */
+/* The seam for the proxy network (DESIGN §7). `none` is the bare network namespace
+ * the clone creates (loopback only, brought up by the child). `proxy` will start the
+ * proxy netns and the proxy here, and wire the veth pair into the child's namespace
+ * after spawn, before release_child. */
 static int network(struct sandbox *sb, ar_error_t *err)
 {
 	if (sb->p->network == AR_NETWORK_PROXY)
