@@ -62,6 +62,16 @@ static int new_session(const struct sandbox *sb, ar_error_t *err)
 	return 0;
 }
 
+/* The init only needs to be out of the terminal's foreground process group, so a ^C
+ * reaches agentrun alone (which forwards it once). Not setsid: with the scheduler's
+ * autogroups each new session costs up to milliseconds, and the command makes one. */
+static int own_process_group(const struct sandbox *sb, ar_error_t *err)
+{
+	if (setpgid(0, 0) == -1)
+		return ar_error_make(err, errno, "setpgid");
+	return 0;
+}
+
 /* Only stdin, stdout, stderr reach the command; the rest close at exec. */
 static int close_inherited_fds(const struct sandbox *sb, ar_error_t *err)
 {
@@ -158,7 +168,7 @@ static pid_t fork_command(const struct sandbox *sb, ar_error_t *err)
 static const child_step init_steps[] = {
     die_with_parent,	      /* PR_SET_PDEATHSIG: the sandbox dies with agentrun */
     wait_release,	      /* uid/gid maps and the cgroup are in place */
-    new_session,	      /* off the caller's terminal and process group */
+    own_process_group,	      /* out of the terminal's foreground group */
     sandbox_unshare_cgroupns, /* rooted at the sandbox cgroup */
     sandbox_set_hostname,     /* the policy name */
     sandbox_loopback_up,      /* network none: loopback only */
