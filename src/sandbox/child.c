@@ -37,12 +37,25 @@ void sandbox_child_fail(const struct sandbox *sb, int code, ar_error_t *err)
 	_exit(code);
 }
 
-static int wait_release(const struct sandbox *sb, ar_error_t *err)
+static int wait_for(const struct sandbox *sb, char stage)
 {
 	char c;
 	ssize_t n = TEMP_FAILURE_RETRY(read(sb->release[0], &c, 1));
-	if (n != 1)
+	if (n != 1 || c != stage)
 		_exit(AR_EXIT_RUN_FAIL); /* the parent failed (and says so) or died */
+	return 0;
+}
+
+/* The uid/gid maps are written: the root can be built. */
+static int wait_setup(const struct sandbox *sb, ar_error_t *err)
+{
+	return wait_for(sb, SANDBOX_RELEASE_SETUP);
+}
+
+/* We are in the sandbox cgroup: the command may start. */
+static int wait_command(const struct sandbox *sb, ar_error_t *err)
+{
+	wait_for(sb, SANDBOX_RELEASE_COMMAND);
 	close(sb->release[0]);
 	return 0;
 }
@@ -167,12 +180,13 @@ static pid_t fork_command(const struct sandbox *sb, ar_error_t *err)
 /* PID 1 of the sandbox, in order, before it forks the command. */
 static const child_step init_steps[] = {
     die_with_parent,	      /* PR_SET_PDEATHSIG: the sandbox dies with agentrun */
-    wait_release,	      /* uid/gid maps and the cgroup are in place */
+    wait_setup,		      /* the uid/gid maps are written */
     own_process_group,	      /* out of the terminal's foreground group */
-    sandbox_unshare_cgroupns, /* rooted at the sandbox cgroup */
     sandbox_set_hostname,     /* the policy name */
     sandbox_loopback_up,      /* network none: loopback only */
     sandbox_mount_root,	      /* mounts, pivot_root */
+    wait_command,	      /* the parent moved us into the cgroup meanwhile */
+    sandbox_unshare_cgroupns, /* rooted at the sandbox cgroup */
 };
 
 void sandbox_child(struct sandbox *sb)

@@ -3,8 +3,8 @@
  * the order below is the order of the sandbox:
  *
  *   preflight -> prepare -> network -> cgroup -> clone (child: child.c)
- *   -> uid/gid maps -> cgroup membership -> release the child -> wait, forwarding
- *   signals -> the child's report -> teardown
+ *   -> uid/gid maps -> release the child's setup -> cgroup membership -> release
+ *   the command -> wait, forwarding signals -> the child's report -> teardown
  *
  * Whatever has been created is undone by release_sandbox on every path out. */
 #define _GNU_SOURCE
@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,7 +69,7 @@ static int prepare(struct sandbox *sb, ar_error_t *err)
 /* The seam for the proxy network (DESIGN §7). `none` is the bare network namespace
  * the clone creates (loopback only, brought up by the child). `proxy` will start the
  * proxy netns and the proxy here, and wire the veth pair into the child's namespace
- * after spawn, before release_child. */
+ * after spawn, before release_command. */
 static int network(struct sandbox *sb, ar_error_t *err)
 {
 	if (sb->p->network == AR_NETWORK_PROXY)
@@ -105,7 +106,9 @@ static int open_pipes(struct sandbox *sb, ar_error_t *err)
 	for (int fd = 0; fd < 3; fd++)
 		if (fcntl(fd, F_GETFD) == -1 && open("/dev/null", O_RDWR) != fd)
 			return ar_error_make(err, errno, "open /dev/null for fd %d", fd);
-	if (pipe2(sb->release, O_CLOEXEC) == -1 || pipe2(sb->report, O_CLOEXEC) == -1)
+	/* release: a socket, so a write to a child that already died is EPIPE, not SIGPIPE */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sb->release) == -1 ||
+	    pipe2(sb->report, O_CLOEXEC) == -1)
 		return ar_error_make(err, errno, "pipe");
 	return 0;
 }
@@ -149,12 +152,29 @@ static int enter_cgroup(struct sandbox *sb, ar_error_t *err)
 	return ar_cgroup_enter(sb->cg, sb->pid, err);
 }
 
-static int release_child(struct sandbox *sb, ar_error_t *err)
+/* The child proceeds in two stages: 'm' once the uid/gid maps exist (it builds its
+ * root meanwhile, on the other CPU, while the cgroup attach runs: on cgroup v1 that
+ * waits for an RCU grace period per controller), 'c' once it is in the cgroup (it
+ * forks the command, which must start there). A child that died already is reaped by
+ * wait_sandbox and its report says why. */
+static int release(struct sandbox *sb, char stage, ar_error_t *err)
 {
-	if (ar_write_all(sb->release[1], "1", 1) == -1)
+	ssize_t n = TEMP_FAILURE_RETRY(send(sb->release[1], &stage, 1, MSG_NOSIGNAL));
+	if (n == -1 && errno != EPIPE && errno != ECONNRESET)
 		return ar_error_make(err, errno, "release the sandbox");
-	close_fd(&sb->release[1]);
+	if (stage == SANDBOX_RELEASE_COMMAND)
+		close_fd(&sb->release[1]);
 	return 0;
+}
+
+static int release_setup(struct sandbox *sb, ar_error_t *err)
+{
+	return release(sb, SANDBOX_RELEASE_SETUP, err);
+}
+
+static int release_command(struct sandbox *sb, ar_error_t *err)
+{
+	return release(sb, SANDBOX_RELEASE_COMMAND, err);
 }
 
 /* Wait for the sandbox's init, forwarding SIGINT, SIGTERM, SIGHUP, ... to it. */
@@ -239,9 +259,11 @@ int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char 
 		goto fail;
 	if (sandbox_write_id_maps(&sb, err) == -1)
 		goto fail;
+	if (release_setup(&sb, err) == -1)
+		goto fail;
 	if (enter_cgroup(&sb, err) == -1)
 		goto fail;
-	if (release_child(&sb, err) == -1)
+	if (release_command(&sb, err) == -1)
 		goto fail;
 	if (wait_sandbox(&sb, &wstatus, err) == -1)
 		goto fail;

@@ -29,11 +29,16 @@ struct sandbox {
 	uid_t outer_uid;
 	gid_t outer_gid;
 
-	int release[2]; /* parent -> child: one byte once uid maps and cgroups are set */
+	int release[2]; /* parent -> child: the two release stages (socketpair) */
 	int report[2];	/* child -> parent: a struct child_report on failure, EOF on exec */
 	pid_t pid;	/* PID 1 of the sandbox, as the parent sees it */
 	sigset_t oldmask;
 };
+
+/* The bytes the parent sends the child: go on with the setup (the uid/gid maps are
+ * written), go on with the command (the child is in the cgroup). */
+#define SANDBOX_RELEASE_SETUP	'm'
+#define SANDBOX_RELEASE_COMMAND 'c'
 
 /* What a failing child tells the parent, in one write (< PIPE_BUF). */
 struct child_report {
