@@ -117,7 +117,7 @@ done
 # TIOCSTI with a real terminal on stdin (script(1) gives the run a pty): refused by
 # seccomp, and without seccomp by the kernel, because the command's new session has no
 # controlling terminal to inject into.
-if command -v script >/dev/null 2>&1; then
+if command -v script >/dev/null 2>&1 && script -qec true /dev/null >/dev/null 2>&1; then
 	for sc in default unconfined; do
 		out=$(script -qec "$AGENTRUN --seccomp $sc -- $PROBE" /dev/null | tr -d '\r')
 		expect_eq "TIOCSTI on a pty, seccomp $sc" "tiocsti=EPERM" "$(printf '%s\n' "$out" | grep '^tiocsti=')"
