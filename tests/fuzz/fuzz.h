@@ -35,6 +35,7 @@ void ar_fuzz_audit(const uint8_t *data, size_t size);
 void ar_fuzz_seccomp(const uint8_t *data, size_t size);
 void ar_fuzz_inspect(const uint8_t *data, size_t size);
 void ar_fuzz_procfs(const uint8_t *data, size_t size);
+void ar_fuzz_util(const uint8_t *data, size_t size);
 void ar_fuzz_http1(const uint8_t *data, size_t size);
 
 /* Report a broken invariant and abort (a crash for libFuzzer and for the replay). */

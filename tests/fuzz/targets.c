@@ -17,6 +17,7 @@ const struct ar_fuzz_target ar_fuzz_targets[] = {
     {"inspect", ar_fuzz_inspect, "docker inspect JSON (ar_check_inspect_parse, check)"},
     {"procfs", ar_fuzz_procfs,
      "/proc and cgroup file text (src/check/procparse.c, cgroup_parse.c)"},
+    {"util", ar_fuzz_util, "sizes, CPU counts, integers, JSON and shell quoting (src/util)"},
 #ifdef AR_FUZZ_HAVE_HTTP1
     {"http1", ar_fuzz_http1, "HTTP/1 heads and chunked bodies (ar_h1_*)"},
 #endif
