@@ -15,6 +15,14 @@ expect_eq "default policy: uid" 65534 "$("$A" -- id -u)"
 expect_eq "default policy: gid" 65534 "$("$A" -- id -g)"
 expect_eq "default policy: hostname" default "$("$A" -- hostname)"
 expect_eq "default policy: only loopback" "lo" "$("$A" -- ls /sys/class/net)"
+expect_eq "loopback is up (IFF_UP|IFF_LOOPBACK)" "0x9" "$("$A" -- cat /sys/class/net/lo/flags)"
+devs="fd full null ptmx pts random shm stderr stdin stdout urandom zero"
+[ -e /dev/tty ] && devs="fd full null ptmx pts random shm stderr stdin stdout tty urandom zero"
+expect_eq "a minimal /dev" "$devs" "$("$A" -- sh -c 'ls /dev | tr "\n" " " | sed "s/ $//"')"
+expect_eq "the cgroup namespace is rooted at the sandbox cgroup" "" \
+	"$("$A" -- sh -c 'grep -v ":/$" /proc/self/cgroup' || true)"
+expect_eq "PID 1 is agentrun's init, the command PID 2" "1 2" \
+	"$("$A" -- sh -c 'echo $(cut -d" " -f1 /proc/1/stat) $$')"
 
 # Overrides write into the policy.
 expect_eq "--user 1000:1001" "1000 1001" "$("$A" --user 1000:1001 -- sh -c 'echo $(id -u) $(id -g)')"

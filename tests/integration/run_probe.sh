@@ -60,6 +60,7 @@ list_root=empty
 list_home=empty
 docker_sock=ENOENT
 docker_sock_run=ENOENT
+read_init_environ=EACCES
 read_kcore=$(masked /proc/kcore)
 read_keys=$(masked /proc/keys)
 read_timer_list=$(masked /proc/timer_list)
@@ -99,7 +100,8 @@ for line in uid=0 euid=0 cap_prm=0000000000000000 cap_eff=0000000000000000 \
 	cap_bnd=0000000000000000 cap_amb=0000000000000000 no_new_privs=1 seccomp=2 \
 	write_root=EROFS write_etc=EROFS write_proc_sys=EROFS write_sys=EROFS mknod=EPERM \
 	mount=EPERM chroot=EPERM unshare_user=EPERM setns=EPERM ptrace_init=EPERM \
-	reboot=EPERM kill_host=ESRCH list_root=empty setuid_exec=euid=0 probe=done; do
+	reboot=EPERM kill_host=ESRCH list_root=empty setuid_exec=euid=0 read_init_environ=EACCES \
+	probe=done; do
 	expect_match "probe as uid 0: $line" "^${line}\$" "$(printf '%s\n' "$out" | grep -x -- "$line" || true)"
 done
 

@@ -224,6 +224,8 @@ static void filesystem_escapes(void)
 	listing("list_home", "/home");
 	result("docker_sock", access("/var/run/docker.sock", F_OK));
 	result("docker_sock_run", access("/run/docker.sock", F_OK));
+	/* the init is a fork of agentrun: its environment is the caller's */
+	result("read_init_environ", open("/proc/1/environ", O_RDONLY | O_CLOEXEC));
 	masked_file("read_kcore", "/proc/kcore", O_RDONLY);
 	masked_file("read_keys", "/proc/keys", O_RDONLY);
 	masked_file("read_timer_list", "/proc/timer_list", O_RDONLY);
