@@ -38,20 +38,31 @@ static struct ar_audit_host *host_slot(struct ar_audit_summary *s, const char *h
 static uint64_t number_field(const cJSON *o, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-	if (!cJSON_IsNumber(v) || v->valuedouble < 0)
-		return 0;
+	if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble > 9e15)
+		return 0; /* negative, NaN or beyond exact doubles: not a byte count */
 	return (uint64_t)v->valuedouble;
 }
 
-/* One line; returns 0 when it is an audit object. */
+/* One line; returns 0 when it is an audit object. The entry is re-printed by cJSON
+ * rather than copied, so --json stays valid whatever bytes the line held. */
 static int add_line(struct ar_audit_summary *s, const char *line, size_t len)
 {
-	ar_autojson cJSON *o = cJSON_ParseWithLength(line, len);
+	const char *end = NULL;
+
+	if (memchr(line, '\0', len) != NULL)
+		return -1;
+	ar_autojson cJSON *o = cJSON_ParseWithLengthOpts(line, len, &end, false);
 	if (!cJSON_IsObject(o))
 		return -1;
+	for (; end < line + len; end++)
+		if (strchr(" \t\r", *end) == NULL)
+			return -1; /* trailing bytes after the object */
 	const cJSON *host = cJSON_GetObjectItemCaseSensitive(o, "host");
 	const cJSON *allowed = cJSON_GetObjectItemCaseSensitive(o, "allowed");
 	if (!cJSON_IsString(host) || !cJSON_IsBool(allowed))
+		return -1;
+	ar_autofree char *entry = cJSON_PrintUnformatted(o);
+	if (entry == NULL)
 		return -1;
 	struct ar_audit_host *h = host_slot(s, host->valuestring);
 	uint64_t out = number_field(o, "bytes_out"), in = number_field(o, "bytes_in");
@@ -69,7 +80,7 @@ static int add_line(struct ar_audit_summary *s, const char *line, size_t len)
 	s->requests++;
 	if (s->entries.len > 0)
 		ar_buf_putc(&s->entries, ',');
-	ar_buf_append(&s->entries, line, len);
+	ar_buf_puts(&s->entries, entry);
 	return 0;
 }
 

@@ -82,6 +82,26 @@ static void test_json(void **state)
 	ar_audit_summary_free(&s);
 }
 
+static void test_hostile_lines(void **state)
+{
+	/* a NUL inside a line, bytes after the object, a non-numeric count */
+	static const char text[] = "{\"host\":\"a\",\"allowed\":true}\0x\n"
+				   "{\"host\":\"b\",\"allowed\":true} junk\n"
+				   "{\"host\":\"c\",\"allowed\":false,\"bytes_out\":-5}  \n";
+	struct ar_audit_summary s;
+	struct ar_buf out = {0};
+	ar_audit_summarize(text, sizeof(text) - 1, &s);
+	assert_int_equal(s.invalid_lines, 2);
+	assert_int_equal(s.requests, 1);
+	assert_int_equal(s.bytes_out, 0);
+	ar_audit_format_json(&s, &out);
+	assert_int_equal(strlen(out.data), out.len);
+	assert_non_null(strstr(
+	    out.data, "{\"entries\": [{\"host\":\"c\",\"allowed\":false,\"bytes_out\":-5}]"));
+	ar_buf_free(&out);
+	ar_audit_summary_free(&s);
+}
+
 static void test_empty(void **state)
 {
 	struct ar_audit_summary s;
@@ -99,10 +119,9 @@ static void test_empty(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_summarize),
-	    cmocka_unit_test(test_text),
-	    cmocka_unit_test(test_json),
-	    cmocka_unit_test(test_empty),
+	    cmocka_unit_test(test_summarize),	  cmocka_unit_test(test_text),
+	    cmocka_unit_test(test_json),	  cmocka_unit_test(test_empty),
+	    cmocka_unit_test(test_hostile_lines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
