@@ -94,7 +94,13 @@ mkdir -p "$HOMEDIR/.aws"
 on_exit "rm -rf $HOMEDIR"
 expect_eq "hidden: /root is empty" "" "$("$A" -- ls -A /root)"
 expect_eq "hidden: /home is empty" "" "$("$A" -- ls -A /home)"
+# (a marker stands in for docker.sock: creating a real one could fool other tests)
+python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "/run/agentrun-test-$$.sock"
+on_exit "rm -f /run/agentrun-test-$$.sock"
+[ -S "/var/run/agentrun-test-$$.sock" ] || fail "the marker socket is not visible on the host"
 expect_eq "hidden: /run is empty" "" "$("$A" -- sh -c 'ls -A /run; ls -A /var/run')"
+expect_eq "hidden: a socket in /run" "absent" \
+	"$("$A" -- sh -c "test -e /var/run/agentrun-test-$$.sock && echo present || echo absent")"
 expect_eq "hidden: the caller's \$HOME is empty" "" "$(HOME=$HOMEDIR "$A" -- ls -A "$HOMEDIR")"
 expect_eq "hidden: /etc/shadow reads empty" "0" "$("$A" --user 0 -- sh -c 'wc -c </etc/shadow')"
 
