@@ -130,7 +130,7 @@ __attribute__((noreturn)) static void exec_command(const struct sandbox *sb)
 {
 	ar_auto_error ar_error_t err = NULL;
 
-	/* execvpe searches the PATH of our own environment: make it the sandbox's */
+	/* execvp searches the PATH of our own environment: make it the sandbox's */
 	environ = sb->env;
 	execvp(sb->argv[0], sb->argv);
 	int e = errno;
@@ -158,7 +158,7 @@ static const child_step command_steps[] = {
     sandbox_clear_caps,	   /* permitted, effective, inheritable */
     sandbox_no_new_privs,  /* PR_SET_NO_NEW_PRIVS */
     restore_signals,	   /* default dispositions, the caller's mask */
-    install_seccomp,	   /* last: the filter also confines the steps above */
+    install_seccomp,	   /* last: only exec follows, the steps above need what it denies */
 };
 
 __attribute__((noreturn)) static void command_main(const struct sandbox *sb)
