@@ -121,6 +121,42 @@ expect_eq "--allow-private lets the range through" 502 "$code"
 expect_match "dialled exactly the checked address" "connect to 127.0.0.2 port $ORIG" "$(cat "$AR_TMP/p2")"
 stop_proxy "$SPID"
 
+# --- --listen-fd: a listening socket inherited from the launcher ---
+PF=$(free_port)
+python3 - "$AGENTRUN" "$PF" "$ORIG" "$AR_TMP/fd.err" <<'PY' &
+import os, socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[2])))
+s.listen(64)
+os.set_inheritable(s.fileno(), True)
+err = os.open(sys.argv[4], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+os.dup2(err, 2)
+os.execv(sys.argv[1], [sys.argv[1], "proxy", "--listen-fd", str(s.fileno()), "--allow",
+                       "api.test.example:" + sys.argv[3], "--allow-private", "127.0.0.0/8",
+                       "--dns-files-only"])
+PY
+FPID=$!
+on_exit "kill -9 $FPID"
+wait_file_has "$AR_TMP/fd.err" "listening on 127.0.0.1:$PF"
+expect_eq "--listen-fd serves the inherited socket" "hello from origin" \
+	"$(curl -sS --max-time 10 -x "http://127.0.0.1:$PF" "http://api.test.example:$ORIG/hello")"
+stop_proxy "$FPID"
+expect_eq "--listen-fd proxy stops cleanly" 0 "$PX_STATUS"
+
+# --- usage errors ---
+expect_status "no listener is a usage error" 2 "$AGENTRUN" proxy --allow a.test
+expect_match "names the missing flag" "agentrun: proxy: --listen ADDR:PORT or --listen-fd N is required" "$(cat "$AR_TMP/err")"
+expect_status "bad --listen" 2 "$AGENTRUN" proxy --listen localhost:3128
+expect_match "bad --listen names it" "agentrun: proxy: --listen .localhost:3128.: expected ADDR:PORT" "$(cat "$AR_TMP/err")"
+expect_status "bad rule" 2 "$AGENTRUN" proxy --listen "127.0.0.1:$(free_port)" --allow '*.com'
+expect_match "bad rule names --allow" "agentrun: proxy: .*--allow" "$(cat "$AR_TMP/err")"
+expect_status "bad --allow-private" 2 "$AGENTRUN" proxy --listen 127.0.0.1:1 --allow-private 10.0.0.0/33
+expect_status "bad timeout" 2 "$AGENTRUN" proxy --listen 127.0.0.1:1 --header-timeout soon
+expect_status "port in use" 2 "$AGENTRUN" proxy --listen "127.0.0.1:$PP" --allow a.test
+expect_match "bind error names the address" "agentrun: proxy: --listen .127.0.0.1:$PP.: bind: Address already in use" "$(cat "$AR_TMP/err")"
+expect_status "--help" 0 "$AGENTRUN" proxy --help
+
 # --- the audit file and the summary ---
 n=$(audit_valid "$AUD")
 stop_proxy "$MPID"
