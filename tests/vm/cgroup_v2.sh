@@ -26,13 +26,13 @@ mkdir -p "$AR_TMP/uml"
 	echo '#!/bin/sh'
 	printf 'A=%q\nLIVE=%q\n' "$AGENTRUN" "$LIVE"
 	cat <<'GUEST'
-# Runs as PID 1 inside User-Mode Linux. Scratch lives on a tmpfs (the host root
-# is read-only); results go to the console as `@@ key|value`.
+# Runs as PID 1 inside User-Mode Linux. Scratch lives on a tmpfs at /run (the host
+# root is read-only; /tmp stays the host's so a build tree under /tmp is still
+# visible); results go to the console as `@@ key|value`.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
-mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
 CG=/sys/fs/cgroup
 r() { echo "@@ $1|$2"; }
@@ -43,21 +43,21 @@ r self "$(cat /proc/self/cgroup)"
 # --- bare: only pids is handed down to cgroup `bare`, agentrun asks for memory
 echo +pids >$CG/cgroup.subtree_control
 mkdir $CG/bare
-sh -c 'echo $$ >/sys/fs/cgroup/bare/cgroup.procs; exec "$0" --memory 64m -- true' "$A" 2>/tmp/bare.err
+sh -c 'echo $$ >/sys/fs/cgroup/bare/cgroup.procs; exec "$0" --memory 64m -- true' "$A" 2>/run/bare.err
 r bare_rc $?
-r bare_err "$(cat /tmp/bare.err)"
+r bare_err "$(cat /run/bare.err)"
 r bare_left "$(leftovers)"
 AR_CGROUP_EXPECT_FAIL="controller memory is not available in /sys/fs/cgroup/bare" \
-	sh -c 'echo $$ >/sys/fs/cgroup/bare/cgroup.procs; exec "$0"' "$LIVE" >/tmp/live.out 2>&1
+	sh -c 'echo $$ >/sys/fs/cgroup/bare/cgroup.procs; exec "$0"' "$LIVE" >/run/live.out 2>&1
 r bare_live $?
 rmdir $CG/bare
 echo -pids >$CG/cgroup.subtree_control
 
 # --- root: agentrun in the root cgroup (exempt from the no-internal-processes rule)
-AR_CGROUP_EXPECT_KIND=v2 "$LIVE" >/tmp/live.out 2>&1
+AR_CGROUP_EXPECT_KIND=v2 "$LIVE" >/run/live.out 2>&1
 rc=$?
 r root_live $rc
-[ $rc = 0 ] || cat /tmp/live.out
+[ $rc = 0 ] || cat /run/live.out
 r root_subtree_after_live "$(cat $CG/cgroup.subtree_control)"
 "$A" --pids 32 --memory 64m --cpus 0.2 -- sleep 2 &
 apid=$!
@@ -68,24 +68,24 @@ for f in memory.max memory.swap.max pids.max cpu.max; do r "root_$f" "$(cat "$d/
 r root_procs "$(wc -l <"$d/cgroup.procs")"
 wait $apid
 r root_sleep_rc $?
-"$A" --pids 32 -- sh -c 'n=0; while [ $n -lt 200 ]; do sleep 5 & n=$((n+1)); echo $n; done' >/tmp/bomb.out 2>/tmp/bomb.err
+"$A" --pids 32 -- sh -c 'n=0; while [ $n -lt 200 ]; do sleep 5 & n=$((n+1)); echo $n; done' >/run/bomb.out 2>/run/bomb.err
 r bomb_rc $?
-r bomb_forks "$(tail -n 1 /tmp/bomb.out)"
-r bomb_err "$(cat /tmp/bomb.err)"
-"$A" --memory 64m -- python3 -c 'b = bytearray(200 << 20); print("survived")' >/tmp/oom.out 2>/tmp/oom.err
+r bomb_forks "$(tail -n 1 /run/bomb.out)"
+r bomb_err "$(cat /run/bomb.err)"
+"$A" --memory 64m -- python3 -c 'b = bytearray(200 << 20); print("survived")' >/run/oom.out 2>/run/oom.err
 r oom_rc $?
-r oom_err "$(cat /tmp/oom.err)"
-r oom_out "$(cat /tmp/oom.out)"
+r oom_err "$(cat /run/oom.err)"
+r oom_out "$(cat /run/oom.out)"
 "$A" --cpus 0.2 -- python3 -c 'import time
 t, c = time.monotonic(), time.process_time()
 while time.monotonic() - t < 2:
     pass
-print(int(100 * (time.process_time() - c) / (time.monotonic() - t)))' >/tmp/cpu.out 2>&1
+print(int(100 * (time.process_time() - c) / (time.monotonic() - t)))' >/run/cpu.out 2>&1
 r cpu_rc $?
-r cpu_pct "$(cat /tmp/cpu.out)"
-"$A" --no-cgroups --memory 64m -- python3 -c 'b = bytearray(100 << 20); print("survived")' >/tmp/nocg.out 2>&1
+r cpu_pct "$(cat /run/cpu.out)"
+"$A" --no-cgroups --memory 64m -- python3 -c 'b = bytearray(100 << 20); print("survived")' >/run/nocg.out 2>&1
 r nocg_rc $?
-r nocg_out "$(cat /tmp/nocg.out)"
+r nocg_out "$(cat /run/nocg.out)"
 r root_left "$(leftovers)"
 "$A" -- sh -c 'sleep 30 & sleep 30' &
 apid=$!
@@ -114,20 +114,20 @@ wait $apid
 r solo_rc $?
 r solo_left "$(leftovers)"
 r solo_subtree_after "$(cat $CG/solo/cgroup.subtree_control)"
-AR_CGROUP_EXPECT_KIND=v2 sh -c 'echo $$ >/sys/fs/cgroup/solo/cgroup.procs; exec "$0"' "$LIVE" >/tmp/live.out 2>&1
+AR_CGROUP_EXPECT_KIND=v2 sh -c 'echo $$ >/sys/fs/cgroup/solo/cgroup.procs; exec "$0"' "$LIVE" >/run/live.out 2>&1
 rc=$?
 r solo_live $rc
-[ $rc = 0 ] || cat /tmp/live.out
+[ $rc = 0 ] || cat /run/live.out
 r solo_live_left "$(leftovers)"
 rmdir $CG/solo
 
 # --- crowd: cgroup `crowd` holds another process besides agentrun
 mkdir $CG/crowd
 sh -c 'echo $$ >/sys/fs/cgroup/crowd/cgroup.procs; sleep 30 & s=$!
-"$0" --pids 16 -- true 2>/tmp/crowd.err; rc=$?
-"$0" --pids 16 --no-cgroups -- true; echo "$rc $?" >/tmp/crowd.rc; kill $s' "$A"
-r crowd_rc "$(cat /tmp/crowd.rc)"
-r crowd_err "$(cat /tmp/crowd.err)"
+"$0" --pids 16 -- true 2>/run/crowd.err; rc=$?
+"$0" --pids 16 --no-cgroups -- true; echo "$rc $?" >/run/crowd.rc; kill $s' "$A"
+r crowd_rc "$(cat /run/crowd.rc)"
+r crowd_err "$(cat /run/crowd.err)"
 r crowd_left "$(leftovers)"
 sleep 0.2
 rmdir $CG/crowd
