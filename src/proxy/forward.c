@@ -158,6 +158,7 @@ static void begin_request(struct client *c)
 	c->rule = NULL;
 	c->audited = c->allowed = c->is_connect = c->is_head = c->host_v6 = false;
 	c->reused = c->retried = c->have_method = c->rule_literal = false;
+	c->budget = NULL;
 	c->status = 0;
 	c->port = 0;
 	c->method[0] = c->host[0] = c->reason[0] = c->uo_addr[0] = '\0';
@@ -244,6 +245,65 @@ static bool rule_is_literal(const struct ar_rules *r, const char *rule)
 	return false;
 }
 
+/* ---- byte budgets (proxy.max_bytes_out) ---- */
+
+static void budget_attach(struct client *c)
+{
+	struct ar_proxy *px = c->px;
+	const struct rules_ref *r = c->rref;
+	c->budget = NULL;
+	for (size_t i = 0; i < r->n_budgets; i++) {
+		if (strcmp(r->budgets[i].host, c->host) != 0)
+			continue;
+		struct budget_use *b = px->budgets;
+		while (b && strcmp(b->host, c->host) != 0)
+			b = b->next;
+		if (b == NULL) {
+			size_t n = strlen(c->host) + 1;
+			b = ar_xcalloc(1, sizeof(*b) + n);
+			memcpy(b->host, c->host, n);
+			b->next = px->budgets;
+			px->budgets = b;
+		}
+		c->budget = b;
+		c->budget_max = (uint64_t)r->budgets[i].max_bytes_out;
+		return;
+	}
+}
+
+uint64_t budget_room(const struct client *c)
+{
+	if (c->budget == NULL)
+		return UINT64_MAX;
+	return c->budget->used >= c->budget_max ? 0 : c->budget_max - c->budget->used;
+}
+
+void budget_spend(struct client *c, uint64_t n)
+{
+	if (c->budget)
+		c->budget->used += n;
+}
+
+void budget_reason(struct client *c)
+{
+	snprintf(c->reason, sizeof(c->reason),
+		 "byte budget exceeded: %s may receive %llu bytes (proxy.max_bytes_out)", c->host,
+		 (unsigned long long)c->budget_max);
+}
+
+static int budget_refuse(struct client *c)
+{
+	budget_reason(c);
+	c->keepalive = false;
+	if (!c->resp_started) {
+		client_reply(c, 413, c->reason, true);
+		return -1;
+	}
+	c->status = 413;
+	client_close(c);
+	return -1;
+}
+
 /* Decide on the request's host:port with the rules in force now. */
 static bool decide(struct client *c, const struct ar_h1_request *req)
 {
@@ -272,6 +332,7 @@ static bool decide(struct client *c, const struct ar_h1_request *req)
 		client_reply(c, 403, c->reason, false);
 		return false;
 	}
+	budget_attach(c);
 	if (h.family) {
 		c->cands = ar_xcalloc(1, sizeof(struct cand));
 		c->cands[0].family = h.family;
@@ -441,10 +502,13 @@ static int fwd_send_head(struct client *c)
 {
 	if (c->uo_off >= c->uo.len)
 		return 0;
+	if (budget_room(c) < c->uo.len - c->uo_off)
+		return budget_refuse(c);
 	ssize_t n = send(c->up->fd, c->uo.data + c->uo_off, c->uo.len - c->uo_off, MSG_NOSIGNAL);
 	if (n > 0) {
 		c->uo_off += (size_t)n;
 		c->bytes_out += (uint64_t)n;
+		budget_spend(c, (uint64_t)n);
 		return 1;
 	}
 	if (n == -1 && (would_block() || errno == EINTR))
@@ -505,11 +569,16 @@ static int fwd_send_body(struct client *c)
 			if (frame_request_body(c) == -1)
 				return -1;
 		}
-		ssize_t n = send(c->up->fd, c->in.p + c->in.off, c->req_ready, MSG_NOSIGNAL);
+		uint64_t room = budget_room(c);
+		if (room == 0)
+			return budget_refuse(c);
+		size_t len = c->req_ready < room ? c->req_ready : (size_t)room;
+		ssize_t n = send(c->up->fd, c->in.p + c->in.off, len, MSG_NOSIGNAL);
 		if (n > 0) {
 			c->in.off += (uint32_t)n;
 			c->req_ready -= (uint32_t)n;
 			c->bytes_out += (uint64_t)n;
+			budget_spend(c, (uint64_t)n);
 			c->req_done = c->req_ready == 0 && c->req_remaining == 0;
 			progress = 1;
 			continue;

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "agentrun/http1.h"
+#include "agentrun/policy.h"
 #include "agentrun/proxy.h"
 #include "agentrun/rules.h"
 
@@ -38,6 +39,17 @@ struct iobuf {
 struct rules_ref {
 	struct ar_rules *rules;
 	unsigned refs;
+	struct ar_byte_budget *budgets; /* proxy.max_bytes_out of the policy */
+	size_t n_budgets;
+	enum ar_sni_mode sni;
+};
+
+/* Bytes sent upstream to a host with a budget, over the proxy's lifetime (kept
+ * across reloads). */
+struct budget_use {
+	struct budget_use *next;
+	uint64_t used;
+	char host[];
 };
 
 struct origin_pool;
@@ -118,6 +130,8 @@ struct client {
 	int64_t started;
 	struct rules_ref *rref;
 	const char *rule;
+	struct budget_use *budget; /* NULL: no budget for this host */
+	uint64_t budget_max;
 	bool audited, allowed, is_connect, is_head, host_v6, reused, retried, have_method;
 	int status;
 	int port;
@@ -176,6 +190,7 @@ struct ar_proxy {
 	void **grave;
 	size_t n_grave, cap_grave;
 	struct ar_buf line; /* scratch for audit and log lines */
+	struct budget_use *budgets;
 	volatile int stop;
 	bool reload;
 };
@@ -205,6 +220,10 @@ struct upstream *pool_get(struct ar_proxy *px, const char *host, int port);
 void pool_expire(struct ar_proxy *px, int64_t older_than);
 void pool_free_all(struct ar_proxy *px);
 void rules_unref(struct rules_ref *r);
+/* Budget accounting: how much more may go upstream, spend it, and the 413 reason. */
+uint64_t budget_room(const struct client *c);
+void budget_spend(struct client *c, uint64_t n);
+void budget_reason(struct client *c);
 
 /* resolve.c: c-ares, address checks, dialling */
 int resolver_init(struct ar_proxy *px, ar_error_t *err);

@@ -89,6 +89,9 @@ void rules_unref(struct rules_ref *r)
 {
 	if (r && --r->refs == 0) {
 		ar_rules_free(r->rules);
+		for (size_t i = 0; i < r->n_budgets; i++)
+			free(r->budgets[i].host);
+		free(r->budgets);
 		free(r);
 	}
 }
@@ -366,6 +369,15 @@ static int load_rules(struct ar_proxy *px, struct rules_ref **out, ar_error_t *e
 	*out = ar_xcalloc(1, sizeof(**out));
 	(*out)->rules = r;
 	(*out)->refs = 1;
+	if (p) {
+		(*out)->sni = p->proxy.sni;
+		(*out)->n_budgets = p->proxy.n_budgets;
+		(*out)->budgets = ar_xcalloc(p->proxy.n_budgets + 1, sizeof(struct ar_byte_budget));
+		for (size_t i = 0; i < p->proxy.n_budgets; i++) {
+			(*out)->budgets[i].host = ar_xstrdup(p->proxy.budgets[i].host);
+			(*out)->budgets[i].max_bytes_out = p->proxy.budgets[i].max_bytes_out;
+		}
+	}
 	return 0;
 }
 
@@ -722,6 +734,11 @@ void ar_proxy_free(struct ar_proxy *px)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	rules_unref(px->rules);
+	while (px->budgets) {
+		struct budget_use *b = px->budgets;
+		px->budgets = b->next;
+		free(b);
+	}
 	free(px->pools);
 	free(px->policy_path);
 	ar_strv_free(px->cli_allow);

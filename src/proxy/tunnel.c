@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -88,9 +89,25 @@ static bool fatal_errno(void)
 	return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
 }
 
-/* Move what can move in one direction. Returns -1 when the tunnel must close. */
-static int pump(struct client *c, struct tdir *d, int src, int dst, uint64_t *count)
+/* With a byte budget used up, any further byte from the client ends the tunnel. */
+static int budget_gate(struct tdir *d, int src)
 {
+	char b;
+	ssize_t n = recv(src, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n > 0)
+		return -2;
+	if (n == 0) {
+		d->eof = true;
+		return 1;
+	}
+	return fatal_errno() ? -1 : 0;
+}
+
+/* Move what can move in one direction (`out`: client to origin, the budgeted one).
+ * Returns -1 when the tunnel must close, -2 when the byte budget is exceeded. */
+static int pump(struct client *c, struct tdir *d, int src, int dst, bool out)
+{
+	uint64_t *count = out ? &c->bytes_out : &c->bytes_in;
 	for (;;) {
 		if (d->in_pipe > 0) {
 			ssize_t n = splice(d->pipe.r, NULL, dst, NULL, d->in_pipe,
@@ -99,6 +116,8 @@ static int pump(struct client *c, struct tdir *d, int src, int dst, uint64_t *co
 				d->in_pipe -= (uint32_t)n;
 				d->bytes += (uint64_t)n;
 				*count += (uint64_t)n;
+				if (out)
+					budget_spend(c, (uint64_t)n);
 				continue;
 			}
 			if (n == -1 && !fatal_errno())
@@ -112,10 +131,25 @@ static int pump(struct client *c, struct tdir *d, int src, int dst, uint64_t *co
 			d->shut = true;
 			return 0;
 		}
+		size_t want = SIZE_MAX;
+		if (out) {
+			uint64_t room = budget_room(c);
+			if (room == 0) {
+				int g = budget_gate(d, src);
+				if (g == 1)
+					continue;
+				pipe_put(c->px, &d->pipe, true);
+				return g;
+			}
+			if (room < want)
+				want = (size_t)room;
+		}
 		if (d->pipe.r < 0 && pipe_get(c->px, &d->pipe) == -1)
 			return -1;
-		ssize_t n = splice(src, NULL, d->pipe.w, NULL, d->pipe.size,
-				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (want > d->pipe.size)
+			want = d->pipe.size;
+		ssize_t n =
+		    splice(src, NULL, d->pipe.w, NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n > 0) {
 			d->in_pipe = (uint32_t)n;
 			continue;
@@ -167,15 +201,24 @@ static int tunnel_prologue(struct client *c)
 	return pending;
 }
 
+/* Close the tunnel; a spent budget is audited as 413. */
+static bool tunnel_end(struct client *c, int why)
+{
+	if (why == -2) {
+		c->status = 413;
+		budget_reason(c);
+	}
+	client_close(c);
+	return false;
+}
+
 bool step_tunnel(struct client *c)
 {
 	int pro = 0;
 	if (!c->tunnel_bufs_freed) {
 		pro = tunnel_prologue(c);
-		if (pro < 0) {
-			client_close(c);
-			return false;
-		}
+		if (pro < 0)
+			return tunnel_end(c, pro);
 		if (pro == 0) {
 			/* the relay needs no user-space buffers: give them back */
 			iobuf_free(&c->in);
@@ -186,11 +229,12 @@ bool step_tunnel(struct client *c)
 	}
 	bool out_ready = c->in.off >= c->in.len;
 	bool in_ready = c->out.off >= c->out.len;
-	if ((out_ready && pump(c, &c->dir[0], c->fd, c->up->fd, &c->bytes_out) == -1) ||
-	    (in_ready && pump(c, &c->dir[1], c->up->fd, c->fd, &c->bytes_in) == -1)) {
-		client_close(c);
-		return false;
-	}
+	int r = out_ready ? pump(c, &c->dir[0], c->fd, c->up->fd, true) : 0;
+	if (r < 0)
+		return tunnel_end(c, r);
+	r = in_ready ? pump(c, &c->dir[1], c->up->fd, c->fd, false) : 0;
+	if (r < 0)
+		return tunnel_end(c, r);
 	if (c->dir[0].shut && c->dir[1].shut)
 		client_close(c);
 	return false;

@@ -25,13 +25,14 @@ wait_port "$TLS"
 POLICY="$AR_TMP/policy.json"
 cat >"$POLICY" <<JSON
 {"name": "tunnels", "allowed_hosts": ["api.test.example:$ECHO", "api.test.example:$ORIG",
- "api.test.example:$TLS"]}
+ "api.test.example:$TLS", "test.example:$ECHO", "test.example:$ORIG"],
+ "proxy": {"max_bytes_out": {"Test.Example.": 100000}}}
 JSON
 start_proxy main "$PP" --listen "[::1]:$P6" --policy "$POLICY" --allow-private 127.0.0.0/8
 MPID=$PX_PID
 AUD="$AR_TMP/main.audit"
 px() { curl -sS --max-time 10 -x "http://127.0.0.1:$PP" "$@"; }
-expect_match "start line names listeners and rules" "^agentrun proxy listening on 127.0.0.1:$PP, \[::1\]:$P6; 3 rule\(s\): api.test.example:$ECHO" "$(head -n 1 "$AR_TMP/main.err")"
+expect_match "start line names listeners and rules" "^agentrun proxy listening on 127.0.0.1:$PP, \[::1\]:$P6; 5 rule\(s\): api.test.example:$ECHO" "$(head -n 1 "$AR_TMP/main.err")"
 
 # --- single tunnels ---
 expect_eq "CONNECT tunnel to an HTTP origin" "hello from origin" "$(px -p "http://api.test.example:$ORIG/hello")"
@@ -61,6 +62,21 @@ expect_eq "200 audit lines added" "$((before + 200))" "$(audit_valid "$AUD")"
 expect_eq "each tunnel audited with exact byte counts" 200 \
 	"$(python3 -c 'import json,sys; print(sum(1 for l in open(sys.argv[1]) if (e:=json.loads(l))["port"] == int(sys.argv[2]) and e["bytes_out"] == int(sys.argv[3]) and e["bytes_in"] == int(sys.argv[3]) and e["status"] == 200))' "$AUD" "$ECHO" "$SIZE")"
 expect_match "stderr line for a tunnel" "^CONNECT api.test.example:$ECHO ALLOW 200 out=$SIZE in=$SIZE [0-9]+ms matches rule api.test.example:$ECHO$" "$(cat "$AR_TMP/main.err")"
+
+# --- proxy.max_bytes_out: 100000 bytes to test.example over all its requests ---
+python3 "$PX_DIR/tunnels.py" "$PP" "test.example:$ECHO" 1 60000 >/dev/null 2>&1 && pass "within budget" || fail "60000 bytes within a 100000 budget"
+if python3 "$PX_DIR/tunnels.py" "$PP" "test.example:$ECHO" 1 60000 >/dev/null 2>&1; then
+	fail "budget not enforced"
+else
+	pass "tunnel past the budget cut"
+fi
+sleep 0.2
+expect_eq "budget cut audited as 413 with exactly the remaining bytes" "413 40000" \
+	"$(audit_field "$AUD" 'e["host"] == "test.example"' status) $(audit_field "$AUD" 'e["host"] == "test.example"' bytes_out)"
+expect_match "413 reason" "byte budget exceeded: test.example may receive 100000 bytes" \
+	"$(audit_field "$AUD" 'e["host"] == "test.example"' reason)"
+expect_eq "spent budget refuses plain HTTP too" 413 \
+	"$(px -o /dev/null -w '%{http_code}' "http://test.example:$ORIG/hello")"
 
 # --- SIGHUP: new rules apply, open tunnels keep working ---
 expect_eq "before reload: www denied" 403 "$(px -o /dev/null -w '%{http_code}' "http://www.test.example:$ORIG/hello")"
