@@ -104,6 +104,16 @@ enum ar_addr_class {
 enum ar_addr_class ar_proxy_addr_classify(int family, const void *addr);
 const char *ar_proxy_addr_class_name(enum ar_addr_class c);
 
+/* The server_name of a TLS ClientHello at the start of buf (proxy.sni). */
+enum {
+	AR_SNI_FOUND = 1,      /* out holds the name as sent */
+	AR_SNI_NONE = 0,       /* a complete ClientHello without server_name */
+	AR_SNI_MORE = -1,      /* not enough bytes yet */
+	AR_SNI_NOT_TLS = -2,   /* not a TLS handshake / not a ClientHello */
+	AR_SNI_MALFORMED = -3, /* a ClientHello that does not parse */
+};
+int ar_proxy_client_hello_sni(const uint8_t *buf, size_t len, char *out, size_t size);
+
 /* One finished request, as the audit line and the log line describe it. */
 struct ar_audit_rec {
 	int64_t at_ms; /* wall clock, ms since the epoch */

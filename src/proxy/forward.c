@@ -452,6 +452,7 @@ void on_upstream_ready(struct client *c)
 		memcpy(c->out.p, ok, sizeof(ok) - 1);
 		c->out.len = sizeof(ok) - 1;
 		c->state = CS_TUNNEL;
+		c->sni_wait = c->rref && c->rref->sni != AR_SNI_OFF;
 	} else {
 		c->state = CS_FORWARD;
 		c->resp_head_done = c->resp_done = c->up_eof = c->resp_started = false;

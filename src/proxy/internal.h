@@ -110,6 +110,7 @@ struct client {
 	bool rule_literal;  /* the matching rule names an IP literal */
 	bool resp_started;  /* response bytes reached the client */
 	bool tunnel_bufs_freed;
+	bool sni_wait; /* CONNECT: the ClientHello is read and checked before relaying */
 	int fd;
 	struct ar_proxy *px;
 	struct client *next, *prev;

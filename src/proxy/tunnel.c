@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -201,12 +202,62 @@ static int tunnel_prologue(struct client *c)
 	return pending;
 }
 
-/* Close the tunnel; a spent budget is audited as 413. */
+/* proxy.sni: the verdict on what the client sent first. */
+static int sni_verdict(struct client *c, int r, const char *name)
+{
+	enum ar_sni_mode mode = c->rref->sni;
+	struct ar_host h;
+	ar_auto_error ar_error_t err = NULL;
+	if (r == AR_SNI_FOUND) {
+		if (ar_host_canonicalize(name, &h, &err) == 0 && strcmp(h.name, c->host) == 0)
+			return 1;
+		snprintf(c->reason, sizeof(c->reason),
+			 "TLS server name does not match the CONNECT host %s", c->host);
+		return -3;
+	}
+	if (mode == AR_SNI_CHECK && r != AR_SNI_MALFORMED)
+		return 1; /* check: only a server name that is present must match */
+	snprintf(c->reason, sizeof(c->reason), "%s (proxy.sni is %s)",
+		 r == AR_SNI_NONE ? "TLS ClientHello without a server name"
+				  : "the tunnel did not start with a TLS ClientHello",
+		 mode == AR_SNI_CHECK ? "check" : "require");
+	return -3;
+}
+
+/* Read until the ClientHello is complete, then judge it. 1 pass, 0 wait, < 0 end. */
+static int sni_step(struct client *c)
+{
+	char name[AR_HOST_MAX];
+	for (;;) {
+		int r = ar_proxy_client_hello_sni((const uint8_t *)c->in.p + c->in.off,
+						  c->in.len - c->in.off, name, sizeof(name));
+		if (r != AR_SNI_MORE) {
+			r = sni_verdict(c, r, name);
+			c->sni_wait = r < 0;
+			return r;
+		}
+		if (!iobuf_reserve(&c->in, 4096, 20480))
+			return sni_verdict(c, AR_SNI_NOT_TLS, name);
+		ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
+		if (n > 0) {
+			c->in.len += (uint32_t)n;
+			continue;
+		}
+		if (n == -1 && !fatal_errno())
+			return 0;
+		return -1;
+	}
+}
+
+/* Close the tunnel; a spent budget is audited as 413, an SNI refusal as 421. */
 static bool tunnel_end(struct client *c, int why)
 {
 	if (why == -2) {
 		c->status = 413;
 		budget_reason(c);
+	} else if (why == -3) {
+		c->status = 421;
+		c->allowed = false;
 	}
 	client_close(c);
 	return false;
@@ -215,11 +266,16 @@ static bool tunnel_end(struct client *c, int why)
 bool step_tunnel(struct client *c)
 {
 	int pro = 0;
+	if (c->sni_wait) {
+		int r = sni_step(c);
+		if (r < 0)
+			return tunnel_end(c, r);
+	}
 	if (!c->tunnel_bufs_freed) {
 		pro = tunnel_prologue(c);
 		if (pro < 0)
 			return tunnel_end(c, pro);
-		if (pro == 0) {
+		if (pro == 0 && !c->sni_wait) {
 			/* the relay needs no user-space buffers: give them back */
 			iobuf_free(&c->in);
 			iobuf_free(&c->out);
@@ -227,7 +283,7 @@ bool step_tunnel(struct client *c)
 			c->tunnel_bufs_freed = true;
 		}
 	}
-	bool out_ready = c->in.off >= c->in.len;
+	bool out_ready = !c->sni_wait && c->in.off >= c->in.len;
 	bool in_ready = c->out.off >= c->out.len;
 	int r = out_ready ? pump(c, &c->dir[0], c->fd, c->up->fd, true) : 0;
 	if (r < 0)

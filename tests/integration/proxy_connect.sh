@@ -97,6 +97,28 @@ wait_file_has "$AR_TMP/main.err" "keeping the previous rules" 100
 expect_eq "a broken policy keeps the old rules" "hello from origin" "$(px "http://www.test.example:$ORIG/hello")"
 kill -0 "$MPID" && pass "proxy survived the broken policy"
 
+# --- proxy.sni: a second proxy with "require" ---
+SP="$AR_TMP/sni.json"
+cat >"$SP" <<JSON
+{"name": "sni", "allowed_hosts": ["api.test.example:$TLS", "127.0.0.1:$TLS", "api.test.example:$ORIG"],
+ "proxy": {"sni": "require"}}
+JSON
+PS=$(free_port)
+start_proxy sni "$PS" --policy "$SP" --allow-private 127.0.0.0/8
+SNIPID=$PX_PID
+tls() { python3 "$PX_DIR/tlsclient.py" "$PS" "$@"; }
+expect_match "sni require: matching name passes" "^ok [1-9]" "$(tls "api.test.example:$TLS" API.test.example.)"
+expect_eq "sni require: other name cut" closed "$(tls "api.test.example:$TLS" www.test.example)"
+expect_eq "sni require: no name cut" closed "$(tls "api.test.example:$TLS" -)"
+expect_eq "sni require: IP target cannot match" closed "$(tls "127.0.0.1:$TLS" api.test.example)"
+expect_status "sni require: plain bytes in a tunnel cut" 52 curl -sS --max-time 10 -x "http://127.0.0.1:$PS" -p "http://api.test.example:$ORIG/hello"
+sleep 0.2
+expect_eq "sni refusals audited as 421" 4 \
+	"$(python3 -c 'import json,sys; print(sum(1 for l in open(sys.argv[1]) if json.loads(l)["status"] == 421))' "$AR_TMP/sni.audit")"
+expect_match "421 reason" "TLS server name does not match the CONNECT host api.test.example" "$(cat "$AR_TMP/sni.err")"
+expect_eq "421 forwarded nothing" 0 "$(audit_field "$AR_TMP/sni.audit" 'e["status"] == 421' bytes_out)"
+stop_proxy "$SNIPID"
+
 # --- SIGTERM summary ---
 n=$(audit_valid "$AUD")
 stop_proxy "$MPID"

@@ -41,8 +41,9 @@ static struct ar_h1_request req;
 static void test_absolute_get(void **state)
 {
 	const char *why;
-	const char *raw = "GET http://Example.COM:8080/a/b?c=d HTTP/1.1\r\nHost: example.com:8080\r\n"
-			  "Accept: */*\r\n\r\n";
+	const char *raw =
+	    "GET http://Example.COM:8080/a/b?c=d HTTP/1.1\r\nHost: example.com:8080\r\n"
+	    "Accept: */*\r\n\r\n";
 	assert_int_equal(parse(raw, &req, &why), 0);
 	assert_string_equal(req.host, "Example.COM");
 	assert_int_equal(req.port, 8080);
@@ -61,12 +62,13 @@ static void test_absolute_get(void **state)
 static void test_rewrite_hop_by_hop(void **state)
 {
 	const char *why;
-	const char *raw = "POST http://h.test?q=1 HTTP/1.1\r\n"
-			  "Connection: keep-alive, X-Secret\r\n"
-			  "Proxy-Connection: keep-alive\r\n"
-			  "Proxy-Authorization: Basic Zm9vOmJhcg==\r\n"
-			  "Keep-Alive: timeout=5\r\nTE: trailers\r\nTrailer: X-T\r\nUpgrade: h2c\r\n"
-			  "X-Secret: 1\r\nX-Kept:  spaced value  \r\nContent-Length: 5\r\n\r\n";
+	const char *raw =
+	    "POST http://h.test?q=1 HTTP/1.1\r\n"
+	    "Connection: keep-alive, X-Secret\r\n"
+	    "Proxy-Connection: keep-alive\r\n"
+	    "Proxy-Authorization: Basic Zm9vOmJhcg==\r\n"
+	    "Keep-Alive: timeout=5\r\nTE: trailers\r\nTrailer: X-T\r\nUpgrade: h2c\r\n"
+	    "X-Secret: 1\r\nX-Kept:  spaced value  \r\nContent-Length: 5\r\n\r\n";
 	assert_int_equal(parse(raw, &req, &why), 0);
 	assert_int_equal(req.framing, AR_H1_BODY_LENGTH);
 	assert_int_equal(req.content_length, 5);
@@ -93,12 +95,11 @@ static void test_ipv6_and_root(void **state)
 	ar_h1_write_request(raw, &req, &out);
 	assert_string_equal(out.data, "HEAD / HTTP/1.0\r\nHost: [::1]:8443\r\n\r\n");
 	ar_buf_free(&out);
-	assert_int_equal(parse("GET http://a.test/ HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", &req,
-			       &why),
-			 0);
+	assert_int_equal(
+	    parse("GET http://a.test/ HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", &req, &why), 0);
 	assert_false(req.conn_close);
-	assert_int_equal(parse("GET http://a.test/ HTTP/1.1\r\nConnection: close\r\n\r\n", &req, &why),
-			 0);
+	assert_int_equal(
+	    parse("GET http://a.test/ HTTP/1.1\r\nConnection: close\r\n\r\n", &req, &why), 0);
 	assert_true(req.conn_close);
 }
 
@@ -119,8 +120,8 @@ static void test_connect(void **state)
 	assert_string_equal(why, "CONNECT target must be host:port");
 	assert_int_equal(parse("CONNECT a.test:0 HTTP/1.1\r\n\r\n", &req, &why), 400);
 	assert_int_equal(parse("CONNECT a.test:65536 HTTP/1.1\r\n\r\n", &req, &why), 400);
-	assert_int_equal(parse("CONNECT a.test:443 HTTP/1.1\r\nHost: b.test:443\r\n\r\n", &req, &why),
-			 400);
+	assert_int_equal(
+	    parse("CONNECT a.test:443 HTTP/1.1\r\nHost: b.test:443\r\n\r\n", &req, &why), 400);
 }
 
 static const struct {
@@ -128,71 +129,69 @@ static const struct {
 	int status;
 	const char *reason;
 } bad[] = {
-	{"GET /index.html HTTP/1.1\r\nHost: a\r\n\r\n", 400,
-	 "relative URL: a proxy request needs an absolute http:// URL"},
-	{"OPTIONS * HTTP/1.1\r\n\r\n", 400,
-	 "relative URL: a proxy request needs an absolute http:// URL"},
-	{"GET https://a.test/ HTTP/1.1\r\n\r\n", 400,
-	 "only http:// URLs can be forwarded (use CONNECT for https)"},
-	{"GET http://u:p@a.test/ HTTP/1.1\r\n\r\n", 400, "user information in URL is not allowed"},
-	{"GET http://a.test/#x HTTP/1.1\r\n\r\n", 400, "fragment in URL"},
-	{"GET http://a%2etest/ HTTP/1.1\r\n\r\n", 400, "invalid host or port in URL"},
-	{"GET http://a.test:99999/ HTTP/1.1\r\n\r\n", 400, "invalid host or port in URL"},
-	{"GET ftp-ish HTTP/1.1\r\n\r\n", 400, "malformed URL: an absolute http:// URL is required"},
-	/* smuggling shapes */
-	{"POST http://a.test/ HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
-	 400, "both Transfer-Encoding and Content-Length"},
-	{"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
-	 400, "both Transfer-Encoding and Content-Length"},
-	{"POST http://a.test/ HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", 400,
-	 "duplicate Content-Length"},
-	{"POST http://a.test/ HTTP/1.1\r\nContent-Length: 5, 5\r\n\r\n", 400,
-	 "invalid Content-Length"},
-	{"POST http://a.test/ HTTP/1.1\r\nContent-Length: +5\r\n\r\n", 400, "invalid Content-Length"},
-	{"POST http://a.test/ HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400, "invalid Content-Length"},
-	{"POST http://a.test/ HTTP/1.1\r\nContent-Length: 0x10\r\n\r\n", 400,
-	 "invalid Content-Length"},
-	{"POST http://a.test/ HTTP/1.1\r\nContent-Length: \r\n\r\n", 400, "invalid Content-Length"},
-	{"POST http://a.test/ HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n", 400,
-	 "invalid Content-Length"},
-	{"POST http://a.test/ HTTP/1.1\r\nContent-Length : 5\r\n\r\n", 400,
-	 "whitespace before colon in header"},
-	{"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding\t: chunked\r\n\r\n", 400,
-	 "whitespace before colon in header"},
-	{"GET http://a.test/ HTTP/1.1\r\nX-A: 1\r\n folded\r\n\r\n", 400,
-	 "obsolete line folding in header"},
-	{"GET http://a.test/ HTTP/1.1\r\nX-A: 1\r\n\tfolded\r\n\r\n", 400,
-	 "obsolete line folding in header"},
-	{"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 400,
-	 "unsupported Transfer-Encoding (chunked must be last)"},
-	{"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", 400,
-	 "unsupported Transfer-Encoding (chunked must be last)"},
-	{"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: xchunked\r\n\r\n", 400,
-	 "unsupported Transfer-Encoding (chunked must be last)"},
-	{"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
-	 "chunked\r\n\r\n",
-	 400, "duplicate Transfer-Encoding"},
-	{"POST http://a.test/ HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
-	 "Transfer-Encoding in an HTTP/1.0 request"},
-	{"GET http://a.test/ HTTP/1.1\r\nHost: b.test\r\n\r\n", 400,
-	 "Host header disagrees with the request URL"},
-	{"GET http://a.test/ HTTP/1.1\r\nHost: a.test:8080\r\n\r\n", 400,
-	 "Host header disagrees with the request URL"},
-	{"GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nHost: a.test\r\n\r\n", 400,
-	 "duplicate Host header"},
-	{"GET http://a.test/ HTTP/1.1\r\nHost: a.test@b.test\r\n\r\n", 400, "invalid Host header"},
-	{"GET http://a.test/ HTTP/1.1\r\nX-A: a\001b\r\n\r\n", 400,
-	 "invalid character in header value"},
-	{"GET http://a.test/ HTTP/1.1\r\nX-A: a\rb\r\n\r\n", 400, "malformed header line"},
-	{"GET http://a.test/ HTTP/1.1\r\nX(A): 1\r\n\r\n", 400, "invalid header name"},
-	{"GET http://a.test/ HTTP/1.1\r\n: 1\r\n\r\n", 400, "invalid header name"},
-	{"GET http://a.test/ HTTP/1.1\r\nX-A: 1\nX-B: 2\r\n\r\n", 400, "bare LF"},
-	{"GET  http://a.test/ HTTP/1.1\r\n\r\n", 400, "malformed request line"},
-	{"GET http://a.test/ HTTP/2.0\r\n\r\n", 400,
-	 "unsupported HTTP version (HTTP/1.0 and HTTP/1.1 only)"},
-	{"GET http://a.test/ http/1.1\r\n\r\n", 400,
-	 "unsupported HTTP version (HTTP/1.0 and HTTP/1.1 only)"},
-	{"G(T http://a.test/ HTTP/1.1\r\n\r\n", 400, "malformed request line"},
+    {"GET /index.html HTTP/1.1\r\nHost: a\r\n\r\n", 400,
+     "relative URL: a proxy request needs an absolute http:// URL"},
+    {"OPTIONS * HTTP/1.1\r\n\r\n", 400,
+     "relative URL: a proxy request needs an absolute http:// URL"},
+    {"GET https://a.test/ HTTP/1.1\r\n\r\n", 400,
+     "only http:// URLs can be forwarded (use CONNECT for https)"},
+    {"GET http://u:p@a.test/ HTTP/1.1\r\n\r\n", 400, "user information in URL is not allowed"},
+    {"GET http://a.test/#x HTTP/1.1\r\n\r\n", 400, "fragment in URL"},
+    {"GET http://a%2etest/ HTTP/1.1\r\n\r\n", 400, "invalid host or port in URL"},
+    {"GET http://a.test:99999/ HTTP/1.1\r\n\r\n", 400, "invalid host or port in URL"},
+    {"GET ftp-ish HTTP/1.1\r\n\r\n", 400, "malformed URL: an absolute http:// URL is required"},
+    /* smuggling shapes */
+    {"POST http://a.test/ HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
+     "both Transfer-Encoding and Content-Length"},
+    {"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n", 400,
+     "both Transfer-Encoding and Content-Length"},
+    {"POST http://a.test/ HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", 400,
+     "duplicate Content-Length"},
+    {"POST http://a.test/ HTTP/1.1\r\nContent-Length: 5, 5\r\n\r\n", 400, "invalid Content-Length"},
+    {"POST http://a.test/ HTTP/1.1\r\nContent-Length: +5\r\n\r\n", 400, "invalid Content-Length"},
+    {"POST http://a.test/ HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400, "invalid Content-Length"},
+    {"POST http://a.test/ HTTP/1.1\r\nContent-Length: 0x10\r\n\r\n", 400, "invalid Content-Length"},
+    {"POST http://a.test/ HTTP/1.1\r\nContent-Length: \r\n\r\n", 400, "invalid Content-Length"},
+    {"POST http://a.test/ HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n", 400,
+     "invalid Content-Length"},
+    {"POST http://a.test/ HTTP/1.1\r\nContent-Length : 5\r\n\r\n", 400,
+     "whitespace before colon in header"},
+    {"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding\t: chunked\r\n\r\n", 400,
+     "whitespace before colon in header"},
+    {"GET http://a.test/ HTTP/1.1\r\nX-A: 1\r\n folded\r\n\r\n", 400,
+     "obsolete line folding in header"},
+    {"GET http://a.test/ HTTP/1.1\r\nX-A: 1\r\n\tfolded\r\n\r\n", 400,
+     "obsolete line folding in header"},
+    {"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 400,
+     "unsupported Transfer-Encoding (chunked must be last)"},
+    {"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", 400,
+     "unsupported Transfer-Encoding (chunked must be last)"},
+    {"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: xchunked\r\n\r\n", 400,
+     "unsupported Transfer-Encoding (chunked must be last)"},
+    {"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
+     "chunked\r\n\r\n",
+     400, "duplicate Transfer-Encoding"},
+    {"POST http://a.test/ HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
+     "Transfer-Encoding in an HTTP/1.0 request"},
+    {"GET http://a.test/ HTTP/1.1\r\nHost: b.test\r\n\r\n", 400,
+     "Host header disagrees with the request URL"},
+    {"GET http://a.test/ HTTP/1.1\r\nHost: a.test:8080\r\n\r\n", 400,
+     "Host header disagrees with the request URL"},
+    {"GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nHost: a.test\r\n\r\n", 400,
+     "duplicate Host header"},
+    {"GET http://a.test/ HTTP/1.1\r\nHost: a.test@b.test\r\n\r\n", 400, "invalid Host header"},
+    {"GET http://a.test/ HTTP/1.1\r\nX-A: a\001b\r\n\r\n", 400,
+     "invalid character in header value"},
+    {"GET http://a.test/ HTTP/1.1\r\nX-A: a\rb\r\n\r\n", 400, "malformed header line"},
+    {"GET http://a.test/ HTTP/1.1\r\nX(A): 1\r\n\r\n", 400, "invalid header name"},
+    {"GET http://a.test/ HTTP/1.1\r\n: 1\r\n\r\n", 400, "invalid header name"},
+    {"GET http://a.test/ HTTP/1.1\r\nX-A: 1\nX-B: 2\r\n\r\n", 400, "bare LF"},
+    {"GET  http://a.test/ HTTP/1.1\r\n\r\n", 400, "malformed request line"},
+    {"GET http://a.test/ HTTP/2.0\r\n\r\n", 400,
+     "unsupported HTTP version (HTTP/1.0 and HTTP/1.1 only)"},
+    {"GET http://a.test/ http/1.1\r\n\r\n", 400,
+     "unsupported HTTP version (HTTP/1.0 and HTTP/1.1 only)"},
+    {"G(T http://a.test/ HTTP/1.1\r\n\r\n", 400, "malformed request line"},
 };
 
 static void test_rejections(void **state)
@@ -208,15 +207,15 @@ static void test_rejections(void **state)
 static void test_chunked_request(void **state)
 {
 	const char *why;
-	assert_int_equal(parse("POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: gzip, Chunked\r\n"
-			       "\r\n",
-			       &req, &why),
-			 0);
+	assert_int_equal(
+	    parse("POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: gzip, Chunked\r\n"
+		  "\r\n",
+		  &req, &why),
+	    0);
 	assert_int_equal(req.framing, AR_H1_BODY_CHUNKED);
 	/* Content-Length: 0 is no body */
-	assert_int_equal(parse("POST http://a.test/ HTTP/1.1\r\nContent-Length: 0\r\n\r\n", &req,
-			       &why),
-			 0);
+	assert_int_equal(
+	    parse("POST http://a.test/ HTTP/1.1\r\nContent-Length: 0\r\n\r\n", &req, &why), 0);
 	assert_int_equal(req.framing, AR_H1_BODY_NONE);
 }
 
@@ -318,23 +317,24 @@ static void test_response_framing(void **state)
 	assert_int_equal(r.framing, AR_H1_BODY_CLOSE);
 	assert_int_equal(resp("HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\n", false, &r), 0);
 	assert_true(r.conn_close);
-	assert_int_equal(resp("HTTP/1.0 200 OK\r\nContent-Length: 1\r\nConnection: keep-alive\r\n\r\n",
-			      false, &r),
-			 0);
+	assert_int_equal(
+	    resp("HTTP/1.0 200 OK\r\nContent-Length: 1\r\nConnection: keep-alive\r\n\r\n", false,
+		 &r),
+	    0);
 	assert_false(r.conn_close);
-	assert_int_equal(resp("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nConnection: close\r\n\r\n",
-			      false, &r),
-			 0);
+	assert_int_equal(
+	    resp("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nConnection: close\r\n\r\n", false, &r),
+	    0);
 	assert_true(r.conn_close);
 	assert_int_equal(resp("HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n", false, &r), 0);
 	assert_int_equal(r.framing, AR_H1_BODY_NONE);
 	/* identical duplicates are tolerated, different ones are not */
-	assert_int_equal(resp("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n",
-			      false, &r),
-			 0);
-	assert_int_equal(resp("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n",
-			      false, &r),
-			 -1);
+	assert_int_equal(
+	    resp("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n", false, &r),
+	    0);
+	assert_int_equal(
+	    resp("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n", false, &r),
+	    -1);
 	assert_int_equal(resp("HTTP/1.1 2000 OK\r\n\r\n", false, &r), -1);
 	assert_int_equal(resp("HTTX/1.1 200 OK\r\n\r\n", false, &r), -1);
 	assert_int_equal(resp("HTTP/1.1 200 OK\r\nBad Name: 1\r\n\r\n", false, &r), -1);
@@ -369,15 +369,15 @@ static void test_chunked(void **state)
 	assert_int_equal(used, 13);
 
 	static const char *const broken[] = {
-		"5\r\nhelloX\r\n",        /* data not followed by CRLF */
-		"5\nhello\r\n",           /* bare LF after the size */
-		"g\r\n",                  /* not hex */
-		"\r\n",                   /* empty size */
-		"5 ;x\r\nhello\r\n",      /* whitespace before an extension */
-		"-5\r\n",                 /* sign */
-		"10000000000000000\r\n",  /* size overflow */
-		"5\r\nhello\r\n0\r\nX\001: t\r\n\r\n", /* control byte in a trailer */
-		"0\r\n\n",                /* bare LF at the end */
+	    "5\r\nhelloX\r\n",			   /* data not followed by CRLF */
+	    "5\nhello\r\n",			   /* bare LF after the size */
+	    "g\r\n",				   /* not hex */
+	    "\r\n",				   /* empty size */
+	    "5 ;x\r\nhello\r\n",		   /* whitespace before an extension */
+	    "-5\r\n",				   /* sign */
+	    "10000000000000000\r\n",		   /* size overflow */
+	    "5\r\nhello\r\n0\r\nX\001: t\r\n\r\n", /* control byte in a trailer */
+	    "0\r\n\n",				   /* bare LF at the end */
 	};
 	for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++)
 		if (feed_all(broken[i], &used) != AR_H1_CHUNKED_BAD)
@@ -387,17 +387,12 @@ static void test_chunked(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_absolute_get),
-		cmocka_unit_test(test_rewrite_hop_by_hop),
-		cmocka_unit_test(test_ipv6_and_root),
-		cmocka_unit_test(test_connect),
-		cmocka_unit_test(test_rejections),
-		cmocka_unit_test(test_chunked_request),
-		cmocka_unit_test(test_scan_limits),
-		cmocka_unit_test(test_scan_incremental),
-		cmocka_unit_test(test_split_authority),
-		cmocka_unit_test(test_response_framing),
-		cmocka_unit_test(test_chunked),
+	    cmocka_unit_test(test_absolute_get),    cmocka_unit_test(test_rewrite_hop_by_hop),
+	    cmocka_unit_test(test_ipv6_and_root),   cmocka_unit_test(test_connect),
+	    cmocka_unit_test(test_rejections),	    cmocka_unit_test(test_chunked_request),
+	    cmocka_unit_test(test_scan_limits),	    cmocka_unit_test(test_scan_incremental),
+	    cmocka_unit_test(test_split_authority), cmocka_unit_test(test_response_framing),
+	    cmocka_unit_test(test_chunked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

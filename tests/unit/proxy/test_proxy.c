@@ -30,45 +30,46 @@ static void test_classify(void **state)
 		const char *addr;
 		enum ar_addr_class cls;
 	} cases[] = {
-		{"8.8.8.8", AR_ADDR_PUBLIC},
-		{"127.0.0.1", AR_ADDR_LOOPBACK},
-		{"127.255.0.9", AR_ADDR_LOOPBACK},
-		{"10.1.2.3", AR_ADDR_PRIVATE},
-		{"172.16.0.1", AR_ADDR_PRIVATE},
-		{"172.31.255.255", AR_ADDR_PRIVATE},
-		{"172.32.0.1", AR_ADDR_PUBLIC},
-		{"192.168.1.1", AR_ADDR_PRIVATE},
-		{"169.254.1.1", AR_ADDR_LINK_LOCAL},
-		{"169.254.169.254", AR_ADDR_METADATA},
-		{"100.100.100.200", AR_ADDR_METADATA},
-		{"100.64.0.1", AR_ADDR_CGNAT},
-		{"100.127.255.255", AR_ADDR_CGNAT},
-		{"100.128.0.1", AR_ADDR_PUBLIC},
-		{"224.0.0.1", AR_ADDR_MULTICAST},
-		{"239.255.255.250", AR_ADDR_MULTICAST},
-		{"0.0.0.0", AR_ADDR_THIS_NETWORK},
-		{"0.1.2.3", AR_ADDR_THIS_NETWORK},
-		{"255.255.255.255", AR_ADDR_BROADCAST},
-		{"240.0.0.1", AR_ADDR_RESERVED},
-		{"::1", AR_ADDR_LOOPBACK},
-		{"::", AR_ADDR_THIS_NETWORK},
-		{"fc00::1", AR_ADDR_PRIVATE},
-		{"fdff::1", AR_ADDR_PRIVATE},
-		{"fd00:ec2::254", AR_ADDR_METADATA},
-		{"fe80::1", AR_ADDR_LINK_LOCAL},
-		{"febf::1", AR_ADDR_LINK_LOCAL},
-		{"ff02::1", AR_ADDR_MULTICAST},
-		{"2001:db8::1", AR_ADDR_PUBLIC},
-		{"2606:4700::1111", AR_ADDR_PUBLIC},
-		{"::ffff:127.0.0.1", AR_ADDR_LOOPBACK},
-		{"::ffff:169.254.169.254", AR_ADDR_METADATA},
-		{"::ffff:8.8.8.8", AR_ADDR_PUBLIC},
-		{"64:ff9b::10.0.0.1", AR_ADDR_PRIVATE},
+	    {"8.8.8.8", AR_ADDR_PUBLIC},
+	    {"127.0.0.1", AR_ADDR_LOOPBACK},
+	    {"127.255.0.9", AR_ADDR_LOOPBACK},
+	    {"10.1.2.3", AR_ADDR_PRIVATE},
+	    {"172.16.0.1", AR_ADDR_PRIVATE},
+	    {"172.31.255.255", AR_ADDR_PRIVATE},
+	    {"172.32.0.1", AR_ADDR_PUBLIC},
+	    {"192.168.1.1", AR_ADDR_PRIVATE},
+	    {"169.254.1.1", AR_ADDR_LINK_LOCAL},
+	    {"169.254.169.254", AR_ADDR_METADATA},
+	    {"100.100.100.200", AR_ADDR_METADATA},
+	    {"100.64.0.1", AR_ADDR_CGNAT},
+	    {"100.127.255.255", AR_ADDR_CGNAT},
+	    {"100.128.0.1", AR_ADDR_PUBLIC},
+	    {"224.0.0.1", AR_ADDR_MULTICAST},
+	    {"239.255.255.250", AR_ADDR_MULTICAST},
+	    {"0.0.0.0", AR_ADDR_THIS_NETWORK},
+	    {"0.1.2.3", AR_ADDR_THIS_NETWORK},
+	    {"255.255.255.255", AR_ADDR_BROADCAST},
+	    {"240.0.0.1", AR_ADDR_RESERVED},
+	    {"::1", AR_ADDR_LOOPBACK},
+	    {"::", AR_ADDR_THIS_NETWORK},
+	    {"fc00::1", AR_ADDR_PRIVATE},
+	    {"fdff::1", AR_ADDR_PRIVATE},
+	    {"fd00:ec2::254", AR_ADDR_METADATA},
+	    {"fe80::1", AR_ADDR_LINK_LOCAL},
+	    {"febf::1", AR_ADDR_LINK_LOCAL},
+	    {"ff02::1", AR_ADDR_MULTICAST},
+	    {"2001:db8::1", AR_ADDR_PUBLIC},
+	    {"2606:4700::1111", AR_ADDR_PUBLIC},
+	    {"::ffff:127.0.0.1", AR_ADDR_LOOPBACK},
+	    {"::ffff:169.254.169.254", AR_ADDR_METADATA},
+	    {"::ffff:8.8.8.8", AR_ADDR_PUBLIC},
+	    {"64:ff9b::10.0.0.1", AR_ADDR_PRIVATE},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		enum ar_addr_class got = classify(cases[i].addr);
 		if (got != cases[i].cls)
-			fail_msg("%s: got %s, want %s", cases[i].addr, ar_proxy_addr_class_name(got),
+			fail_msg("%s: got %s, want %s", cases[i].addr,
+				 ar_proxy_addr_class_name(got),
 				 ar_proxy_addr_class_name(cases[i].cls));
 	}
 	assert_string_equal(ar_proxy_addr_class_name(AR_ADDR_METADATA), "metadata");
@@ -99,8 +100,9 @@ static void test_cidr(void **state)
 	assert_false(contains("fd00::/8", "fc00::1"));
 	assert_false(contains("::1/128", "127.0.0.1")); /* families never mix */
 	struct ar_cidr c;
-	static const char *const bad[] = {"", "/8", "10.0.0.0/33", "::/129", "10.0.0.0/",
-					  "10.0.0.0/8x", "10.0.0/8", "host/8", "10.0.0.0/-1"};
+	static const char *const bad[] = {"",	      "/8",	   "10.0.0.0/33",
+					  "::/129",   "10.0.0.0/", "10.0.0.0/8x",
+					  "10.0.0/8", "host/8",	   "10.0.0.0/-1"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (ar_proxy_cidr_parse(bad[i], &c) != -1)
 			fail_msg("`%s` accepted", bad[i]);
@@ -109,19 +111,19 @@ static void test_cidr(void **state)
 static void test_audit_line(void **state)
 {
 	struct ar_audit_rec r = {
-		.at_ms = 1767225600123, /* 2026-01-01T00:00:00.123Z */
-		.id = 7,
-		.method = "CONNECT",
-		.host = "api.github.com",
-		.port = 443,
-		.addr = "140.82.112.6",
-		.allowed = true,
-		.status = 200,
-		.reason = "matches rule *.github.com:443",
-		.rule = "*.github.com:443",
-		.bytes_out = 590,
-		.bytes_in = 6911,
-		.duration_ms = 80,
+	    .at_ms = 1767225600123, /* 2026-01-01T00:00:00.123Z */
+	    .id = 7,
+	    .method = "CONNECT",
+	    .host = "api.github.com",
+	    .port = 443,
+	    .addr = "140.82.112.6",
+	    .allowed = true,
+	    .status = 200,
+	    .reason = "matches rule *.github.com:443",
+	    .rule = "*.github.com:443",
+	    .bytes_out = 590,
+	    .bytes_in = 6911,
+	    .duration_ms = 80,
 	};
 	struct ar_buf b = {0};
 	ar_proxy_audit_format(&r, &b);
@@ -138,35 +140,124 @@ static void test_audit_line(void **state)
 
 	/* an unreadable request: nulls, and hostile bytes escaped */
 	struct ar_audit_rec d = {
-		.at_ms = 0,
-		.id = 8,
-		.status = 400,
-		.reason = "bad \"x\"\n\x01",
+	    .at_ms = 0,
+	    .id = 8,
+	    .status = 400,
+	    .reason = "bad \"x\"\n\x01",
 	};
 	ar_buf_reset(&b);
 	ar_proxy_audit_format(&d, &b);
-	assert_string_equal(b.data, "{\"at\":\"1970-01-01T00:00:00.000Z\",\"id\":8,\"method\":null,"
-				    "\"host\":null,\"port\":null,\"addr\":null,\"allowed\":false,"
-				    "\"status\":400,\"reason\":\"bad \\\"x\\\"\\n\\u0001\","
-				    "\"rule\":null,\"bytes_out\":0,\"bytes_in\":0,\"duration_ms\":0}\n");
+	assert_string_equal(b.data,
+			    "{\"at\":\"1970-01-01T00:00:00.000Z\",\"id\":8,\"method\":null,"
+			    "\"host\":null,\"port\":null,\"addr\":null,\"allowed\":false,"
+			    "\"status\":400,\"reason\":\"bad \\\"x\\\"\\n\\u0001\","
+			    "\"rule\":null,\"bytes_out\":0,\"bytes_in\":0,\"duration_ms\":0}\n");
 	ar_buf_reset(&b);
 	ar_proxy_log_format(&d, &b);
 	assert_string_equal(b.data, "- - DENY 400 out=0 in=0 0ms bad \"x\"??\n");
 
-	struct ar_audit_rec v6 = {.method = "GET", .host = "::1", .host_is_v6 = true, .port = 8080,
-				  .status = 403, .reason = "r"};
+	struct ar_audit_rec v6 = {.method = "GET",
+				  .host = "::1",
+				  .host_is_v6 = true,
+				  .port = 8080,
+				  .status = 403,
+				  .reason = "r"};
 	ar_buf_reset(&b);
 	ar_proxy_log_format(&v6, &b);
 	assert_string_equal(b.data, "GET [::1]:8080 DENY 403 out=0 in=0 0ms r\n");
 	ar_buf_free(&b);
 }
 
+/* A ClientHello: record(s) of `rec_split` bytes each (0: one record). */
+static size_t build_hello(uint8_t *out, const char *sni, size_t rec_split)
+{
+	uint8_t hs[512], ext[300];
+	size_t e = 0, h = 0;
+	/* an unrelated extension first (supported_versions) */
+	memcpy(ext + e, "\x00\x2b\x00\x03\x02\x03\x04", 7);
+	e += 7;
+	if (sni) {
+		size_t n = strlen(sni);
+		uint8_t x[] = {0,
+			       0,
+			       (uint8_t)((n + 5) >> 8),
+			       (uint8_t)(n + 5),
+			       (uint8_t)((n + 3) >> 8),
+			       (uint8_t)(n + 3),
+			       0,
+			       (uint8_t)(n >> 8),
+			       (uint8_t)n};
+		memcpy(ext + e, x, sizeof(x));
+		memcpy(ext + e + sizeof(x), sni, n);
+		e += sizeof(x) + n;
+	}
+	hs[h++] = 1; /* client_hello */
+	h += 3;	     /* length, below */
+	hs[h++] = 3;
+	hs[h++] = 3;
+	memset(hs + h, 0xab, 32);
+	h += 32;
+	hs[h++] = 0;			       /* session id */
+	memcpy(hs + h, "\x00\x02\x13\x01", 4); /* one cipher suite */
+	h += 4;
+	memcpy(hs + h, "\x01\x00", 2); /* null compression */
+	h += 2;
+	hs[h++] = (uint8_t)(e >> 8);
+	hs[h++] = (uint8_t)e;
+	memcpy(hs + h, ext, e);
+	h += e;
+	hs[1] = 0;
+	hs[2] = (uint8_t)((h - 4) >> 8);
+	hs[3] = (uint8_t)(h - 4);
+	size_t o = 0, done = 0, step = rec_split ? rec_split : h;
+	while (done < h) {
+		size_t n = h - done < step ? h - done : step;
+		out[o++] = 22;
+		out[o++] = 3;
+		out[o++] = 1;
+		out[o++] = (uint8_t)(n >> 8);
+		out[o++] = (uint8_t)n;
+		memcpy(out + o, hs + done, n);
+		o += n;
+		done += n;
+	}
+	return o;
+}
+
+static void test_client_hello_sni(void **state)
+{
+	uint8_t b[1024];
+	char name[256];
+	size_t n = build_hello(b, "api.github.com", 0);
+	assert_int_equal(ar_proxy_client_hello_sni(b, n, name, sizeof(name)), AR_SNI_FOUND);
+	assert_string_equal(name, "api.github.com");
+	/* every prefix is "more", never a wrong answer */
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(ar_proxy_client_hello_sni(b, i, name, sizeof(name)), AR_SNI_MORE);
+	/* split over records of 20 bytes */
+	n = build_hello(b, "Split.Example.", 20);
+	assert_int_equal(ar_proxy_client_hello_sni(b, n, name, sizeof(name)), AR_SNI_FOUND);
+	assert_string_equal(name, "Split.Example.");
+	n = build_hello(b, NULL, 0);
+	assert_int_equal(ar_proxy_client_hello_sni(b, n, name, sizeof(name)), AR_SNI_NONE);
+	static const char get[] = "GET / HTTP/1.1\r\n\r\n";
+	assert_int_equal(
+	    ar_proxy_client_hello_sni((const uint8_t *)get, sizeof(get) - 1, name, sizeof(name)),
+	    AR_SNI_NOT_TLS);
+	/* a name longer than the output, and a corrupted extension length */
+	n = build_hello(b, "api.github.com", 0);
+	assert_int_equal(ar_proxy_client_hello_sni(b, n, name, 8), AR_SNI_MALFORMED);
+	b[n - 14 - 9 + 3] ^= 0x40;
+	assert_int_equal(ar_proxy_client_hello_sni(b, n, name, sizeof(name)), AR_SNI_MALFORMED);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_classify),
-		cmocka_unit_test(test_cidr),
-		cmocka_unit_test(test_audit_line),
+	    cmocka_unit_test(test_classify),
+	    cmocka_unit_test(test_cidr),
+	    cmocka_unit_test(test_audit_line),
+	    cmocka_unit_test(test_client_hello_sni),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
