@@ -318,6 +318,12 @@ static int connection_tokens(const char *buf, struct ar_h1_span v, struct ar_h1_
 			continue;
 		if (!all_tchar(buf, el))
 			return fail(e, 400, "invalid Connection header");
+		/* dropping these would change the framing or the target upstream: smuggling */
+		if (span_ieq(buf, el, "content-length") || span_ieq(buf, el, "transfer-encoding") ||
+		    span_ieq(buf, el, "host"))
+			return fail(e, 400,
+				    "Connection header names Content-Length, "
+				    "Transfer-Encoding or Host");
 		if (span_ieq(buf, el, "close"))
 			ff->close = true;
 		else if (span_ieq(buf, el, "keep-alive"))
