@@ -89,9 +89,12 @@ expect_eq "mounts[1]: read-write, seen on the host" "written" "$(cat "$AR_TMP/rw
 # Hidden host paths: homes, /root, /run (docker.sock, containerd), the caller's $HOME.
 mkdir -p "/root/.agentrun-test-$$" "/home/agentrun-test-$$/.ssh"
 on_exit "rm -rf /root/.agentrun-test-$$ /home/agentrun-test-$$"
-HOMEDIR="$AR_BUILD_DIR/agentrun-home-$$"
+# The caller's $HOME must be a directory the sandbox would otherwise show (not the build
+# tree, which may itself be hidden under /tmp, /root or /home).
+HOMEDIR="/var/lib/agentrun-test-home-$$"
 mkdir -p "$HOMEDIR/.aws"
 on_exit "rm -rf $HOMEDIR"
+expect_eq "not hidden: a directory that is not the caller's \$HOME" ".aws" "$(HOME=/ "$A" -- ls -A "$HOMEDIR")"
 expect_eq "hidden: /root is empty" "" "$("$A" -- ls -A /root)"
 expect_eq "hidden: /home is empty" "" "$("$A" -- ls -A /home)"
 # (a marker stands in for docker.sock: creating a real one could fool other tests)

@@ -7,6 +7,15 @@
 need_root
 PROBE="$AR_BUILD_DIR/tests/ar-probe"
 [ -x "$PROBE" ] || skip "ar-probe is not built ($PROBE)"
+# The sandbox hides /tmp, /root and /home, where a checkout may well live: the probe
+# reaches the sandbox through an explicit bind of a copy, never through the build tree.
+mkdir -p "$AR_TMP/bin"
+cp "$PROBE" "$AR_TMP/bin/ar-probe"
+chmod 755 "$AR_TMP/bin" "$AR_TMP/bin/ar-probe"
+IN_PROBE=/ar-bin/ar-probe
+# The caller's working directory is kept when the sandbox shows it: start from one it
+# does (the test's own directory may be hidden).
+cd /etc
 
 # A host process the sandbox must not be able to signal, and a setuid-root program
 # it must not gain anything from.
@@ -21,8 +30,9 @@ chmod 4755 "$AR_TMP/suid/probe"
 masked() { if [ -e "$1" ]; then echo masked; else echo ENOENT; fi; }
 
 run_probe() {
-	"$AGENTRUN" --mount "$AR_TMP/suid:/probe-suid" --env PROBE_SUID=/probe-suid/probe \
-		--env "PROBE_HOST_PID=$HOST_PID" "$@" -- "$PROBE" </dev/null
+	"$AGENTRUN" --mount "$AR_TMP/bin:/ar-bin" --mount "$AR_TMP/suid:/probe-suid" \
+		--env PROBE_SUID=/probe-suid/probe --env "PROBE_HOST_PID=$HOST_PID" "$@" \
+		-- "$IN_PROBE" </dev/null
 }
 
 out=$(run_probe) || fail "probe exited $?"
@@ -41,7 +51,7 @@ cap_bnd=0000000000000000
 cap_amb=0000000000000000
 no_new_privs=1
 seccomp=2
-cwd=$(pwd)
+cwd=/etc
 sid_is_self=1
 root_ro=1
 root_nosuid=1
@@ -121,7 +131,7 @@ done
 # controlling terminal to inject into.
 if command -v script >/dev/null 2>&1 && script -qec true /dev/null >/dev/null 2>&1; then
 	for sc in default unconfined; do
-		out=$(script -qec "$AGENTRUN --seccomp $sc -- $PROBE" /dev/null | tr -d '\r')
+		out=$(script -qec "$AGENTRUN --mount $AR_TMP/bin:/ar-bin --seccomp $sc -- $IN_PROBE" /dev/null | tr -d '\r')
 		expect_eq "TIOCSTI on a pty, seccomp $sc" "tiocsti=EPERM" "$(printf '%s\n' "$out" | grep '^tiocsti=')"
 		expect_eq "new session on a pty, seccomp $sc" "sid_is_self=1" "$(printf '%s\n' "$out" | grep '^sid_is_self=')"
 	done

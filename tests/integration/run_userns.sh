@@ -13,7 +13,16 @@ PROBE="$AR_BUILD_DIR/tests/ar-probe"
 [ "$(cat /proc/sys/user/max_user_namespaces 2>/dev/null || echo 0)" -gt 0 ] ||
 	skip "user namespaces are disabled"
 U=(setpriv --reuid 1000 --regid 1000 --clear-groups)
-"${U[@]}" test -x "$AGENTRUN" || skip "uid 1000 cannot execute $AGENTRUN"
+# uid 1000 may not reach the build tree (a checkout under /root is mode 700) and the
+# sandbox hides /tmp, /root and /home: run copies of agentrun and the probe from a
+# directory of our own that uid 1000 can traverse, the probe bound in explicitly.
+BIN=$(mktemp -d /tmp/agentrun-userns.XXXXXX)
+on_exit "rm -rf $BIN"
+cp "$AGENTRUN" "$BIN/agentrun"
+cp "$PROBE" "$BIN/ar-probe"
+chmod 755 "$BIN" "$BIN/agentrun" "$BIN/ar-probe"
+AGENTRUN=$BIN/agentrun
+"${U[@]}" test -x "$AGENTRUN" || { fail "uid 1000 cannot execute $AGENTRUN"; finish; }
 cd /
 
 expect_eq "unprivileged: uid inside" "65534 65534" \
@@ -25,7 +34,7 @@ expect_status "unprivileged: not found" 127 "${U[@]}" "$AGENTRUN" --no-cgroups -
 expect_status "unprivileged without --no-cgroups: fails closed" 125 "${U[@]}" "$AGENTRUN" -- true
 expect_match "unprivileged without --no-cgroups: says why" "^agentrun: cgroup.*Permission denied \\(pass --no-cgroups to run without limits\\)$" "$(cat "$AR_TMP/err")"
 
-out=$("${U[@]}" "$AGENTRUN" --no-cgroups -- "$PROBE" </dev/null) || fail "probe exited $?"
+out=$("${U[@]}" "$AGENTRUN" --no-cgroups --mount "$BIN:/ar-bin" -- /ar-bin/ar-probe </dev/null) || fail "probe exited $?"
 for line in uid=65534 cap_prm=0000000000000000 cap_eff=0000000000000000 cap_bnd=0000000000000000 \
 	cap_amb=0000000000000000 no_new_privs=1 seccomp=2 pid=2 net_ifaces=lo root_ro=1 \
 	write_root=EROFS write_etc=EROFS write_sys=EROFS mknod=EPERM list_root=empty list_home=empty \
