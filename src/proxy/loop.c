@@ -123,6 +123,8 @@ void client_close(struct client *c)
 {
 	if (c->state == CS_DEAD)
 		return;
+	if (!c->audited && c->host[0] && c->status == 0)
+		c->status = 499; /* decided, then the client went away before any answer */
 	if (!c->audited && c->status != 0)
 		client_audit(c);
 	resolver_cancel(c);
