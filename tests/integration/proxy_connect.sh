@@ -3,7 +3,9 @@
 # 200 concurrent tunnels with byte-exact payloads and byte-exact audit counts, the IPv6
 # listener, the idle timeout, SIGHUP reload of --policy with a tunnel open, the audit
 # after kill -9 under load, and the SIGTERM summary.
+# shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/integration/proxy/common.sh
 . "$(dirname "$0")/proxy/common.sh"
 need_cmd openssl
 
@@ -64,7 +66,11 @@ expect_eq "each tunnel audited with exact byte counts" 200 \
 expect_match "stderr line for a tunnel" "^CONNECT api.test.example:$ECHO ALLOW 200 out=$SIZE in=$SIZE [0-9]+ms matches rule api.test.example:$ECHO$" "$(cat "$AR_TMP/main.err")"
 
 # --- proxy.max_bytes_out: 100000 bytes to test.example over all its requests ---
-python3 "$PX_DIR/tunnels.py" "$PP" "test.example:$ECHO" 1 60000 >/dev/null 2>&1 && pass "within budget" || fail "60000 bytes within a 100000 budget"
+if python3 "$PX_DIR/tunnels.py" "$PP" "test.example:$ECHO" 1 60000 >/dev/null 2>&1; then
+	pass "within budget"
+else
+	fail "60000 bytes within a 100000 budget"
+fi
 if python3 "$PX_DIR/tunnels.py" "$PP" "test.example:$ECHO" 1 60000 >/dev/null 2>&1; then
 	fail "budget not enforced"
 else
@@ -153,6 +159,10 @@ done
 sleep 1.2
 kill -9 "$LPID"
 wait "$LPID" 2>/dev/null || true
-lines=$(audit_valid "$AR_TMP/load.audit") && pass "audit parses line by line after kill -9 ($lines lines)" || fail "audit torn after kill -9"
-[ "${lines:-0}" -gt 0 ] && pass "audit had lines under load" || fail "no audit lines under load"
+if lines=$(audit_valid "$AR_TMP/load.audit"); then
+	pass "audit parses line by line after kill -9 ($lines lines)"
+else
+	fail "audit torn after kill -9"
+fi
+if [ "${lines:-0}" -gt 0 ]; then pass "audit had lines under load"; else fail "no audit lines under load"; fi
 finish

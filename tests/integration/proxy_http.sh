@@ -3,7 +3,9 @@
 # response framings), hop-by-hop removal, keep-alive and the upstream pool, denials
 # with the JSON body, rule shapes (wildcard, apex, look-alike, ports, case, trailing
 # dot, IPv6 literal), 502s, the private-range refusal and --allow-private, audit lines.
+# shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/integration/proxy/common.sh
 . "$(dirname "$0")/proxy/common.sh"
 
 ORIG=$(free_port)

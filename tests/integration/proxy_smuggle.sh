@@ -3,7 +3,9 @@
 # oversized heads 431, slow heads 408, bad chunk syntax 400, over --max-conns 503;
 # pipelined requests are answered in order; garbage and mid-request disconnects never
 # disturb other connections.
+# shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/integration/proxy/common.sh
 . "$(dirname "$0")/proxy/common.sh"
 
 ORIG=$(free_port)

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by tests/integration/proxy_*.sh (source it after tests/lib.sh).
 # Re-runs the test in a private mount namespace whose /etc/hosts names the test hosts,
 # so nothing is looked up in DNS (the proxy also runs with --dns-files-only). All
@@ -26,8 +27,8 @@ mount --bind "$AR_TMP/hosts" /etc/hosts
 
 # wait_file_has FILE TEXT [TRIES]: until FILE contains TEXT (50 ms per try).
 wait_file_has() {
-	local i
-	for i in $(seq 1 "${3:-200}"); do
+	local _
+	for _ in $(seq 1 "${3:-200}"); do
 		if grep -qF -- "$2" "$1" 2>/dev/null; then return 0; fi
 		sleep 0.05
 	done
@@ -62,6 +63,7 @@ start_proxy() {
 }
 
 # stop_proxy PID: SIGTERM, and its exit status in PX_STATUS.
+# shellcheck disable=SC2034 # PX_STATUS is read by the tests
 stop_proxy() {
 	PX_STATUS=0
 	kill -TERM "$1" || true
