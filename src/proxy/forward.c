@@ -14,7 +14,7 @@
 
 #define IN_MAX	  (AR_H1_MAX_HEAD + 16384)
 #define OUT_MAX	  (AR_H1_MAX_HEAD + 16384)
-#define POOL_MAX  32 /* idle upstream connections kept per origin */
+#define POOL_MAX  256 /* idle upstream connections kept per origin (>= client concurrency) */
 #define LINGER_MS 2000
 
 static const struct {
