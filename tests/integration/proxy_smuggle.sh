@@ -9,10 +9,11 @@
 . "$(dirname "$0")/proxy/common.sh"
 
 ORIG=$(free_port)
+BLACK=$(free_port)
 PP=$(free_port)
 start_origin "$ORIG"
-start_proxy main "$PP" --allow "api.test.example:$ORIG" --allow-private 127.0.0.0/8 \
-	--header-timeout 1 --max-conns 40
+start_proxy main "$PP" --allow "api.test.example:$ORIG" --allow "api.test.example:$BLACK" \
+	--allow-private 127.0.0.0/8 --header-timeout 1 --connect-timeout 1 --max-conns 40
 MPID=$PX_PID
 H="api.test.example:$ORIG"
 U="http://$H"
@@ -73,6 +74,34 @@ out=$(raw "GET $U/hello HTTP/1.1\r\nHost: $H\r\n" --all --wait 5)
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
 expect_match "slow head: 408" "^HTTP/1.1 408 Request Timeout" "$out"
 if [ "$ms" -ge 900 ] && [ "$ms" -lt 3000 ]; then pass "408 after about 1 s ($ms ms)"; else fail "408 after $ms ms"; fi
+
+# HTTP/1.0: answered, then closed
+out=$(raw "GET $U/hello HTTP/1.0\r\n\r\n" --all --wait 5)
+expect_match "HTTP/1.0 request forwarded" "hello from origin" "$out"
+
+# 504: an origin whose accept queue is full never completes the handshake
+python3 - "$BLACK" >"$AR_TMP/black.log" 2>&1 <<'PY' &
+import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(0)
+held = []
+for _ in range(4):   # fill the accept queue; never accept
+    c = socket.socket()
+    c.setblocking(False)
+    c.connect_ex(("127.0.0.1", int(sys.argv[1])))
+    held.append(c)
+print("ready", flush=True)
+time.sleep(60)
+PY
+on_exit "kill $!"
+wait_file_has "$AR_TMP/black.log" ready
+start=$(date +%s%N)
+out=$(raw "GET http://api.test.example:$BLACK/ HTTP/1.1\r\nHost: api.test.example:$BLACK\r\n\r\n" --all --wait 8)
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+expect_match "connect timeout: 504" "^HTTP/1.1 504 Gateway Timeout" "$out"
+expect_match "504 reason" "connecting to 127.0.0.1 timed out after 1000 ms" "$out"
+if [ "$ms" -ge 900 ] && [ "$ms" -lt 3500 ]; then pass "504 after about 1 s ($ms ms)"; else fail "504 after $ms ms"; fi
 
 # pipelining: two requests in one write, two responses in order
 out=$(raw "GET $U/hello HTTP/1.1\r\nHost: $H\r\n\r\nGET $U/conn HTTP/1.1\r\nHost: $H\r\nConnection: close\r\n\r\n" --all)
