@@ -21,9 +21,15 @@ tmp=$(mktemp -d /tmp/agentrun-bench.XXXXXX)
 chmod 755 "$tmp"
 pids=()
 cleanup() {
+	local p i
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	sleep 0.3
+	for i in $(seq 1 30); do # squid takes its shutdown_lifetime (1 s)
+		for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && break; done
+		kill -0 "$p" 2>/dev/null || break
+		sleep 0.1
+	done
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
