@@ -21,9 +21,9 @@ tmp=$(mktemp -d /tmp/agentrun-bench.XXXXXX)
 chmod 755 "$tmp"
 pids=()
 cleanup() {
-	local p i
+	local p
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for i in $(seq 1 30); do # squid takes its shutdown_lifetime (1 s)
+	for _ in $(seq 1 30); do # squid takes its shutdown_lifetime (1 s)
 		for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && break; done
 		kill -0 "$p" 2>/dev/null || break
 		sleep 0.1
