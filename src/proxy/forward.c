@@ -805,6 +805,8 @@ void client_timeout(struct client *c)
 	case CS_CONNECT:
 		if (c->deadline == 0 || px->now < c->deadline)
 			return;
+		if (c->state == CS_CONNECT && upstream_try_next(c))
+			return;
 		snprintf(why, sizeof(why), "%s %s timed out after %d ms",
 			 c->state == CS_RESOLVE ? "resolving" : "connecting to",
 			 c->state == CS_RESOLVE ? c->host : c->uo_addr, px->cfg.connect_timeout_ms);

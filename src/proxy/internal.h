@@ -237,6 +237,7 @@ void resolver_cancel(struct client *c);
  * Continues in on_upstream_ready (forward.c) or ends the request with a reply. */
 void upstream_start(struct client *c);
 bool step_connect(struct client *c);
+bool upstream_try_next(struct client *c);
 void on_upstream_ready(struct client *c);
 
 /* tunnel.c */

@@ -260,6 +260,16 @@ static void dial_next(struct client *c)
 	client_run(c);
 }
 
+/* The connect deadline passed: the next candidate gets a fresh one, if any. */
+bool upstream_try_next(struct client *c)
+{
+	if (c->next_cand >= c->n_cands)
+		return false;
+	upstream_release(c, false);
+	dial_next(c);
+	return true;
+}
+
 bool step_connect(struct client *c)
 {
 	if (!c->up_ready)

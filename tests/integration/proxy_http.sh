@@ -18,7 +18,7 @@ start_origin "$ORIG2"
 start_origin "$ORIG6" ::1
 start_proxy main "$PP" --allow "api.test.example:$ORIG" --allow "*.test.example:$ORIG2" \
 	--allow "[::1]:$ORIG6" --allow "v6.test.example:$ORIG6" --allow "API.test.example:$DEAD" \
-	--allow "nx.test.example:$ORIG" --allow-private 127.0.0.0/8
+	--allow "nx.test.example:$ORIG" --allow "multi.test.example:$ORIG" --allow-private 127.0.0.0/8
 MPID=$PX_PID
 AUD="$AR_TMP/main.audit"
 px() { curl -sS --max-time 10 -x "http://127.0.0.1:$PP" "$@"; }
@@ -105,6 +105,10 @@ expect_eq "502 audit addr" "127.0.0.1" "$(audit_field "$AUD" "e['port'] == $DEAD
 code=$(px -o "$AR_TMP/nx" -w '%{http_code}' "http://nx.test.example:$ORIG/hello")
 expect_eq "resolution failure is 502" 502 "$code"
 expect_match "resolution failure reason" "cannot resolve nx.test.example" "$(cat "$AR_TMP/nx")"
+
+# several addresses: the first refuses, the next one is dialled
+expect_eq "next address tried after a refused connect" "hello from origin" "$(px "http://multi.test.example:$ORIG/hello")"
+expect_eq "audit names the address that answered" "127.0.0.1" "$(audit_field "$AUD" 'e["host"] == "multi.test.example"' addr)"
 
 # --- address policy: a second proxy without --allow-private ---
 PS=$(free_port)

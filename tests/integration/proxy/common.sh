@@ -21,6 +21,8 @@ cat >"$AR_TMP/hosts" <<'HOSTS'
 127.0.0.1 api.test.example www.test.example test.example evil-test.example
 127.0.0.1 other.test.example deep.www.test.example wwwtest.example
 127.0.0.2 private.test.example
+127.0.0.3 multi.test.example
+127.0.0.1 multi.test.example
 ::1 v6.test.example
 HOSTS
 mount --bind "$AR_TMP/hosts" /etc/hosts
