@@ -4,6 +4,7 @@
 #ifndef AGENTRUN_SECCOMP_H
 #define AGENTRUN_SECCOMP_H
 
+#include <linux/filter.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,6 +19,15 @@ int ar_seccomp_prepare(const char *spec, struct ar_seccomp **out, ar_error_t *er
 /* Parse a profile from memory; `origin` names it in messages. */
 int ar_seccomp_parse(const char *json, size_t len, const char *origin, struct ar_seccomp **out,
 		     ar_error_t *err);
+/* The launch path's ar_seccomp_prepare: `default` is the BPF program precompiled at
+ * build time from the same embedded profile (cmake/seccomp_bpfgen.c), so no JSON is
+ * parsed and libseccomp does no work (~2 ms). Used only when the running libseccomp is
+ * the one the build compiled with; otherwise, and for any other spec, exactly
+ * ar_seccomp_prepare. A precompiled object has the program and the filter flags but
+ * no profile model (ar_seccomp_profile: no rules). */
+int ar_seccomp_prepare_program(const char *spec, struct ar_seccomp **out, ar_error_t *err);
+/* The compiled BPF program and its length in instructions. */
+const struct sock_filter *ar_seccomp_program(const struct ar_seccomp *s, size_t *n_insns);
 /* Install in the calling thread (needs no_new_privs or CAP_SYS_ADMIN). NULL is a no-op. */
 int ar_seccomp_install(const struct ar_seccomp *s, ar_error_t *err);
 void ar_seccomp_free(struct ar_seccomp *s);
@@ -63,5 +73,11 @@ void ar_cleanup_seccompp(struct ar_seccomp **s);
 /* The embedded default profile (generated from seccomp/default.json at build time). */
 extern const char ar_seccomp_default_json[];
 extern const size_t ar_seccomp_default_json_len;
+/* Its BPF program, the filter flags and the libseccomp version (major, minor, micro)
+ * that compiled it, generated at build time; len 0 when the build made none. */
+extern const struct sock_filter ar_seccomp_default_bpf[];
+extern const size_t ar_seccomp_default_bpf_len;
+extern const unsigned int ar_seccomp_default_bpf_flags;
+extern const unsigned int ar_seccomp_default_bpf_libseccomp[3];
 
 #endif

@@ -54,11 +54,11 @@ static void release_sandbox(struct sandbox *sb)
 }
 
 /* Everything that can be decided without touching the system: the seccomp filter
- * (compiled here so a bad profile fails before anything exists), the mount plan,
- * the environment. */
+ * (compiled here so a bad profile fails before anything exists; `default` comes
+ * precompiled from the build), the mount plan, the environment. */
 static int prepare(struct sandbox *sb, ar_error_t *err)
 {
-	if (ar_seccomp_prepare(sb->p->seccomp, &sb->seccomp, err) == -1)
+	if (ar_seccomp_prepare_program(sb->p->seccomp, &sb->seccomp, err) == -1)
 		return -1;
 	if (ar_mount_plan_build(sb->p, sb->o->caller_home, &sb->plan, err) == -1)
 		return -1;

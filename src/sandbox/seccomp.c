@@ -690,6 +690,51 @@ int ar_seccomp_prepare(const char *spec, struct ar_seccomp **out, ar_error_t *er
 	return ar_seccomp_parse(data, len, spec, out, err);
 }
 
+#ifndef AR_SECCOMP_NO_PRECOMPILED
+/* `default` from the program generated at build time. It is what a fresh compile
+ * gives only with the same libseccomp (the embedded profile is part of the binary;
+ * a libseccomp upgrade after the build is not), so otherwise compile. */
+static bool precompiled_default(struct ar_seccomp **out)
+{
+	const struct scmp_version *v = seccomp_version();
+	const size_t n = ar_seccomp_default_bpf_len;
+	struct ar_seccomp *s;
+
+	if (n == 0 || n > BPF_MAXINSNS || v == NULL ||
+	    v->major != ar_seccomp_default_bpf_libseccomp[0] ||
+	    v->minor != ar_seccomp_default_bpf_libseccomp[1] ||
+	    v->micro != ar_seccomp_default_bpf_libseccomp[2])
+		return false;
+	s = ar_xcalloc(1, sizeof(*s));
+	s->insns = ar_xmalloc(n * sizeof(struct sock_filter));
+	memcpy(s->insns, ar_seccomp_default_bpf, n * sizeof(struct sock_filter));
+	s->n_insns = (unsigned short)n;
+	s->profile.flags = ar_seccomp_default_bpf_flags;
+	*out = s;
+	return true;
+}
+#else
+/* the generator itself (cmake/seccomp_bpfgen.c): no program generated yet */
+static bool precompiled_default(struct ar_seccomp **out)
+{
+	return false;
+}
+#endif
+
+int ar_seccomp_prepare_program(const char *spec, struct ar_seccomp **out, ar_error_t *err)
+{
+	*out = NULL;
+	if ((spec == NULL || strcmp(spec, "default") == 0) && precompiled_default(out))
+		return 0;
+	return ar_seccomp_prepare(spec, out, err);
+}
+
+const struct sock_filter *ar_seccomp_program(const struct ar_seccomp *s, size_t *n_insns)
+{
+	*n_insns = s != NULL ? s->n_insns : 0;
+	return s != NULL ? s->insns : NULL;
+}
+
 int ar_seccomp_install(const struct ar_seccomp *s, ar_error_t *err)
 {
 	struct sock_fprog prog;
