@@ -21,6 +21,17 @@ int ar_cgroup_create(const struct ar_policy *p, const char *name, struct ar_cgro
 		     ar_error_t *err);
 /* Move pid into the cgroup(s). */
 int ar_cgroup_enter(const struct ar_cgroup *cg, pid_t pid, ar_error_t *err);
+/* For the sandbox's first process to move itself in instead (ar_cgroup_enter_self):
+ * on cgroup v1 a thread that writes "0" to `tasks` moves itself without the global
+ * threadgroup lock that a cgroup.procs write for another process takes, so without
+ * waiting for an RCU grace period (~10 ms on a busy host). Opens the files now, in
+ * the parent, close-on-exec, into fds[] (at most max); the clone inherits them.
+ * Returns how many, 0 when the manager has no such path (v2: use ar_cgroup_enter),
+ * -1 on error (nothing left open). */
+int ar_cgroup_open_self(const struct ar_cgroup *cg, int *fds, size_t max, ar_error_t *err);
+/* In that process, single-threaded: move the calling thread, i.e. the process,
+ * through each fd. No allocation (runs between clone and exec). 0, or -1 and errno. */
+int ar_cgroup_enter_self(const int *fds, size_t n);
 /* After the sandbox ended: did the memory limit kill something? */
 bool ar_cgroup_oom_killed(const struct ar_cgroup *cg);
 /* Kill whatever is left, remove the cgroup directories, free. Safe on NULL. */

@@ -277,6 +277,21 @@ int ar_cgroup_enter(const struct ar_cgroup *cg, pid_t pid, ar_error_t *err)
 	return cg->ops->enter(cg, pid, err);
 }
 
+int ar_cgroup_open_self(const struct ar_cgroup *cg, int *fds, size_t max, ar_error_t *err)
+{
+	if (cg->ops->open_self == NULL)
+		return 0;
+	return cg->ops->open_self(cg, fds, max, err);
+}
+
+int ar_cgroup_enter_self(const int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (TEMP_FAILURE_RETRY(write(fds[i], "0", 1)) != 1)
+			return -1;
+	return 0;
+}
+
 bool ar_cgroup_oom_killed(const struct ar_cgroup *cg)
 {
 	return cg && cg->ops->oom_killed(cg);

@@ -4,6 +4,7 @@
 #define AGENTRUN_CGROUP_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "agentrun/cgroup.h"
@@ -24,6 +25,8 @@ struct cgroup_ops {
 	int (*create)(struct ar_cgroup *cg, const struct cg_host *h, const struct ar_policy *p,
 		      ar_error_t *err);
 	int (*enter)(const struct ar_cgroup *cg, pid_t pid, ar_error_t *err);
+	/* optional: files through which a process moves itself (ar_cgroup_open_self) */
+	int (*open_self)(const struct ar_cgroup *cg, int *fds, size_t max, ar_error_t *err);
 	bool (*oom_killed)(const struct ar_cgroup *cg);
 	int (*destroy)(struct ar_cgroup *cg, ar_error_t *err);
 };

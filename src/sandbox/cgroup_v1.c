@@ -4,6 +4,7 @@
  * memory.memsw.limit_in_bytes (no swap), pids.max, cpu.cfs_period_us/cfs_quota_us. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +135,29 @@ static int v1_enter(const struct ar_cgroup *cg, pid_t pid, ar_error_t *err)
 	return 0;
 }
 
+/* "0" written to `tasks` moves the writing thread, and the kernel skips the global
+ * threadgroup lock for exactly that case (cgroup_procs_write_start): no RCU grace
+ * period, unlike v1_enter's cgroup.procs write for another process. */
+static int v1_open_self(const struct ar_cgroup *cg, int *fds, size_t max, ar_error_t *err)
+{
+	size_t n = 0;
+
+	for (int c = 0; c < CG_NCTRL; c++) {
+		if (!cg->dir[c] || shared_dir(cg, c))
+			continue;
+		ar_autofree char *path = ar_xasprintf("%s/tasks", cg->dir[c]);
+		int fd = n < max ? open(path, O_WRONLY | O_CLOEXEC) : -1;
+		if (fd == -1) {
+			int e = n < max ? errno : EMFILE;
+			while (n > 0)
+				close(fds[--n]);
+			return ar_error_make(err, e, "cgroup v1: open %s", path);
+		}
+		fds[n++] = fd;
+	}
+	return (int)n;
+}
+
 /* memory.oom_control has `oom_kill N` since Linux 4.13; before that memory.failcnt
  * (times the limit was hit) is the closest signal. */
 static bool v1_oom_killed(const struct ar_cgroup *cg)
@@ -167,6 +191,7 @@ const struct cgroup_ops cg_v1_ops = {
     .kind = "v1",
     .create = v1_create,
     .enter = v1_enter,
+    .open_self = v1_open_self,
     .oom_killed = v1_oom_killed,
     .destroy = v1_destroy,
 };

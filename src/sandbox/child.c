@@ -52,7 +52,24 @@ static int wait_setup(const struct sandbox *sb, ar_error_t *err)
 	return wait_for(sb, SANDBOX_RELEASE_SETUP);
 }
 
-/* We are in the sandbox cgroup: the command may start. */
+/* On cgroup v1 the init moves itself into the sandbox cgroup (before it mounts
+ * anything, so that memory is charged there too, and long before it forks the
+ * command, which inherits it); the parent's move would wait for an RCU grace period. */
+static int enter_cgroup_self(const struct sandbox *sb, ar_error_t *err)
+{
+	int r = ar_cgroup_enter_self(sb->cg_self, sb->n_cg_self);
+	int e = errno;
+
+	for (size_t i = 0; i < sb->n_cg_self; i++)
+		close(sb->cg_self[i]);
+	if (r == -1)
+		return ar_error_make(err, e, "cgroup %s: move the sandbox into %s",
+				     ar_cgroup_kind(sb->cg), ar_cgroup_path(sb->cg));
+	return 0;
+}
+
+/* We are in the sandbox cgroup (the parent's move, when it makes it, is done): the
+ * command may start. */
 static int wait_command(const struct sandbox *sb, ar_error_t *err)
 {
 	wait_for(sb, SANDBOX_RELEASE_COMMAND);
@@ -181,11 +198,12 @@ static pid_t fork_command(const struct sandbox *sb, ar_error_t *err)
 static const child_step init_steps[] = {
     die_with_parent,	      /* PR_SET_PDEATHSIG: the sandbox dies with agentrun */
     wait_setup,		      /* the uid/gid maps are written */
+    enter_cgroup_self,	      /* v1: into the sandbox cgroup (else the parent moves us) */
     own_process_group,	      /* out of the terminal's foreground group */
     sandbox_set_hostname,     /* the policy name */
     sandbox_loopback_up,      /* network none: loopback only */
     sandbox_mount_root,	      /* mounts, pivot_root */
-    wait_command,	      /* the parent moved us into the cgroup meanwhile */
+    wait_command,	      /* in the cgroup (the parent's move, else ours above) */
     sandbox_unshare_cgroupns, /* rooted at the sandbox cgroup */
 };
 

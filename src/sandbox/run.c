@@ -29,6 +29,12 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+static void close_cgroup_self(struct sandbox *sb)
+{
+	while (sb->n_cg_self > 0)
+		close(sb->cg_self[--sb->n_cg_self]);
+}
+
 /* Idempotent: run on the failure path, and again (with nothing left) at scope exit. */
 static void release_sandbox(struct sandbox *sb)
 {
@@ -39,6 +45,7 @@ static void release_sandbox(struct sandbox *sb)
 		TEMP_FAILURE_RETRY(waitpid(sb->pid, NULL, 0));
 		sb->pid = 0;
 	}
+	close_cgroup_self(sb);
 	if (sb->cg != NULL && ar_cgroup_destroy(sb->cg, &err) == -1)
 		ar_warn("%s", err->msg);
 	sb->cg = NULL;
@@ -96,6 +103,12 @@ static int cgroup(struct sandbox *sb, ar_error_t *err)
 		}
 		return -1;
 	}
+	/* on v1 the child moves itself in: no RCU grace period on the way (cgroup.h) */
+	int n = ar_cgroup_open_self(sb->cg, sb->cg_self, AR_ARRAY_SIZE(sb->cg_self), err);
+	if (n == -1)
+		return -1;
+	sb->n_cg_self = (size_t)n;
+	sb->child_enters_cgroup = n > 0;
 	return 0;
 }
 
@@ -142,12 +155,14 @@ static int spawn(struct sandbox *sb, ar_error_t *err)
 	sb->pid = pid;
 	close_fd(&sb->release[0]);
 	close_fd(&sb->report[1]);
+	close_cgroup_self(sb); /* the child's now */
 	return 0;
 }
 
+/* Unless the child moves itself in (v1: it does so right after the first release). */
 static int enter_cgroup(struct sandbox *sb, ar_error_t *err)
 {
-	if (sb->cg == NULL)
+	if (sb->cg == NULL || sb->child_enters_cgroup)
 		return 0;
 	return ar_cgroup_enter(sb->cg, sb->pid, err);
 }

@@ -22,6 +22,11 @@ struct sandbox {
 	struct ar_mount_plan plan;
 	struct ar_seccomp *seccomp; /* NULL: unconfined */
 	struct ar_cgroup *cg;	    /* NULL: --no-cgroups */
+	/* v1: the cgroup files through which the child moves itself in (see
+	 * ar_cgroup_open_self); else the parent moves it (ar_cgroup_enter) */
+	bool child_enters_cgroup;
+	int cg_self[4];
+	size_t n_cg_self;
 	char **env;
 	char cgroup_name[96];
 
