@@ -140,6 +140,22 @@ elif [ -e "$memdir/memory.limit_in_bytes" ]; then
 else
 	expect_eq "cgroup v2: memory limit 64m" 67108864 "$(cat "$memdir/memory.max")"
 fi
+# The sandbox's init and the command are in the sandbox cgroup of every hierarchy
+# that has a limit (on v1 the init moves itself in; the command inherits it).
+init=$(awk '{print $1}' "/proc/$pid/task/$pid/children")
+cmd=$(awk '{print $1}' "/proc/$init/task/$init/children" 2>/dev/null)
+if [ -n "$memdir" ] && [ -e "$memdir/memory.limit_in_bytes" ]; then ctrls="memory pids cpu"; else ctrls=""; fi
+for who in "init:$init" "command:$cmd"; do
+	p=${who#*:}
+	if [ -z "$ctrls" ]; then
+		expect_match "cgroup v2: the ${who%%:*} is in the sandbox cgroup" "^0::.*/agentrun-$NAME-$pid\$" \
+			"$(grep '^0::' "/proc/$p/cgroup" 2>&1)"
+	fi
+	for c in $ctrls; do
+		expect_match "cgroup v1 $c: the ${who%%:*} is in the sandbox cgroup" "/agentrun-$NAME-$pid\$" \
+			"$(grep -E "^[0-9]+:([^:]*,)?$c(,[^:]*)?:" "/proc/$p/cgroup" 2>&1)"
+	done
+done
 kill -TERM "$pid"
 wait "$pid" || true
 finish
