@@ -18,6 +18,8 @@
 
 #define AR_PROXY_MAX_LISTEN 8
 
+struct ar_policy;
+
 /* A CIDR range given with --allow-private. */
 struct ar_cidr {
 	int family; /* AF_INET or AF_INET6 */
@@ -37,6 +39,10 @@ struct ar_proxy_config {
 	char **allow;
 	size_t n_allow;
 	const char *policy_path;
+	/* Or an in-memory policy (after CLI overrides, as `run` has it): its
+	 * allowed_hosts, proxy.max_bytes_out and proxy.sni are copied at create time.
+	 * Ignored when policy_path is set. */
+	const struct ar_policy *policy;
 	const char *audit_path; /* JSON Lines, O_APPEND; NULL: no audit file */
 	int audit_fd;		/* or an open descriptor (-1: none); the proxy owns it */
 	int log_fd;		/* decision lines; -1: none (the CLI passes 2) */

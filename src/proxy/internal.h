@@ -172,8 +172,12 @@ struct ar_proxy {
 	int64_t accept_resume;
 	struct rules_ref *rules;
 	char *policy_path;
-	char **cli_allow;
+	char **cli_allow; /* --allow rules (and an in-memory policy's allowed_hosts) */
 	size_t n_cli_allow;
+	char *fixed_origin; /* the in-memory policy's origin, for messages */
+	struct ar_byte_budget *fixed_budgets;
+	size_t n_fixed_budgets;
+	enum ar_sni_mode fixed_sni;
 	struct ar_cidr *allow_private;
 	size_t n_allow_private;
 	int audit_fd;

@@ -366,19 +366,20 @@ static int load_rules(struct ar_proxy *px, struct rules_ref **out, ar_error_t *e
 	size_t n;
 	ar_autofree char **v = joined_rules(px, p, &n);
 	struct ar_rules *r = NULL;
-	if (ar_rules_compile(v, n, p ? p->origin : "--allow", &r, err) == -1)
+	const char *what = p ? p->origin : px->fixed_origin ? px->fixed_origin : "--allow";
+	if (ar_rules_compile(v, n, what, &r, err) == -1)
 		return -1;
 	*out = ar_xcalloc(1, sizeof(**out));
 	(*out)->rules = r;
 	(*out)->refs = 1;
-	if (p) {
-		(*out)->sni = p->proxy.sni;
-		(*out)->n_budgets = p->proxy.n_budgets;
-		(*out)->budgets = ar_xcalloc(p->proxy.n_budgets + 1, sizeof(struct ar_byte_budget));
-		for (size_t i = 0; i < p->proxy.n_budgets; i++) {
-			(*out)->budgets[i].host = ar_xstrdup(p->proxy.budgets[i].host);
-			(*out)->budgets[i].max_bytes_out = p->proxy.budgets[i].max_bytes_out;
-		}
+	const struct ar_byte_budget *b = p ? p->proxy.budgets : px->fixed_budgets;
+	size_t nb = p ? p->proxy.n_budgets : px->n_fixed_budgets;
+	(*out)->sni = p ? p->proxy.sni : px->fixed_sni;
+	(*out)->n_budgets = nb;
+	(*out)->budgets = ar_xcalloc(nb + 1, sizeof(struct ar_byte_budget));
+	for (size_t i = 0; i < nb; i++) {
+		(*out)->budgets[i].host = ar_xstrdup(b[i].host);
+		(*out)->budgets[i].max_bytes_out = b[i].max_bytes_out;
 	}
 	return 0;
 }
@@ -453,8 +454,12 @@ static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *s
 	char host[AR_H1_HOST_MAX];
 	int port;
 	bool v6;
+	size_t len = strlen(s);
 	memset(ss, 0, sizeof(*ss));
-	if (ar_h1_split_authority(s, strlen(s), host, sizeof(host), &port, &v6, -1) == -1)
+	/* port 0 (any free port) is fine for a listener, unlike for a URL */
+	bool any = len > 2 && strcmp(s + len - 2, ":0") == 0;
+	if (ar_h1_split_authority(s, any ? len - 2 : len, host, sizeof(host), &port, &v6,
+				  any ? 0 : -1) == -1)
 		return -1;
 	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
 	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
@@ -574,10 +579,24 @@ static void copy_config(struct ar_proxy *px, const struct ar_proxy_config *cfg)
 	px->cfg = *cfg;
 	apply_defaults(&px->cfg);
 	px->policy_path = cfg->policy_path ? ar_xstrdup(cfg->policy_path) : NULL;
-	px->cli_allow = ar_xcalloc(cfg->n_allow + 1, sizeof(char *));
+	const struct ar_policy *p = cfg->policy_path ? NULL : cfg->policy;
+	size_t np = p ? p->n_allowed_hosts : 0;
+	px->cli_allow = ar_xcalloc(np + cfg->n_allow + 1, sizeof(char *));
+	for (size_t i = 0; i < np; i++)
+		px->cli_allow[px->n_cli_allow++] = ar_xstrdup(p->allowed_hosts[i]);
 	for (size_t i = 0; i < cfg->n_allow; i++)
-		px->cli_allow[i] = ar_xstrdup(cfg->allow[i]);
-	px->n_cli_allow = cfg->n_allow;
+		px->cli_allow[px->n_cli_allow++] = ar_xstrdup(cfg->allow[i]);
+	if (p) {
+		px->fixed_origin = ar_xstrdup(p->origin ? p->origin : "policy");
+		px->fixed_sni = p->proxy.sni;
+		px->n_fixed_budgets = p->proxy.n_budgets;
+		px->fixed_budgets =
+		    ar_xcalloc(p->proxy.n_budgets + 1, sizeof(struct ar_byte_budget));
+		for (size_t i = 0; i < p->proxy.n_budgets; i++) {
+			px->fixed_budgets[i].host = ar_xstrdup(p->proxy.budgets[i].host);
+			px->fixed_budgets[i].max_bytes_out = p->proxy.budgets[i].max_bytes_out;
+		}
+	}
 	px->allow_private = ar_xcalloc(cfg->n_allow_private + 1, sizeof(struct ar_cidr));
 	if (cfg->n_allow_private)
 		memcpy(px->allow_private, cfg->allow_private,
@@ -586,6 +605,7 @@ static void copy_config(struct ar_proxy *px, const struct ar_proxy_config *cfg)
 	/* pointers into the caller's memory must not outlive this call */
 	px->cfg.allow = NULL;
 	px->cfg.policy_path = NULL;
+	px->cfg.policy = NULL;
 	px->cfg.audit_path = NULL;
 	px->cfg.allow_private = NULL;
 	memset(px->cfg.listen, 0, sizeof(px->cfg.listen));
@@ -744,6 +764,10 @@ void ar_proxy_free(struct ar_proxy *px)
 	free(px->pools);
 	free(px->policy_path);
 	ar_strv_free(px->cli_allow);
+	for (size_t i = 0; i < px->n_fixed_budgets; i++)
+		free(px->fixed_budgets[i].host);
+	free(px->fixed_budgets);
+	free(px->fixed_origin);
 	free(px->allow_private);
 	free(px->grave);
 	ar_buf_free(&px->line);
