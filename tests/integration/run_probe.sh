@@ -74,7 +74,7 @@ read_init_environ=EACCES
 read_kcore=$(masked /proc/kcore)
 read_keys=$(masked /proc/keys)
 read_timer_list=$(masked /proc/timer_list)
-tmpfs_setuid=euid=65534
+tmpfs_setuid=EPERM
 setuid_exec=euid=65534
 mount=EPERM
 umount=EPERM

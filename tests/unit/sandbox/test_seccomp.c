@@ -2,6 +2,9 @@
  * in a confined child), what it allows, the exactness of its ioctl rules, that
  * every name resolves, and that ordinary programs still run under it. */
 #define _GNU_SOURCE
+#include <linux/openat2.h>
+#include <sys/stat.h>
+
 #include "test_seccomp_child.h"
 
 static long raw_clone(unsigned long flags)
@@ -144,6 +147,249 @@ static void test_default_allows(void **state)
 	}
 	close(fds[0]);
 	close(fds[1]);
+	ar_seccomp_free(s);
+}
+
+/* RestrictSUIDSGID: creating or chmod-ing a file with S_ISUID/S_ISGID is
+ * EPERM (a set-id file planted on a rw bind works on the host); the same calls
+ * without a set-id bit still work. Run for real, as root, in a scratch dir. */
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
+#endif
+/* the kernel's __O_TMPFILE bit (glibc's __O_TMPFILE includes O_DIRECTORY) */
+#define K_O_TMPFILE 020000000
+
+static long sc_fd(long fd)
+{
+	if (fd >= 0)
+		close((int)fd);
+	return fd >= 0 ? 0 : -errno;
+}
+
+static void probe_setid_denied(struct results *r, void *arg)
+{
+	int d = open(arg, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int f = openat(d, "f", O_RDWR | O_CLOEXEC);
+
+	record(r, sc(syscall(SYS_chmod, "f", 04755)));
+	record(r, sc(syscall(SYS_chmod, "f", 02755)));
+	record(r, sc(fchmod(f, 04755)));
+	record(r, sc(fchmodat(d, "f", 06755, 0)));
+	record(r, sc(syscall(SYS_fchmodat2, d, "f", 04755, 0)));
+	/* the kernel uses only the low 16 bits of a mode: bits above do not help */
+	record(r, sc(syscall(SYS_chmod, "f", 0x10000 | 04755)));
+	record(r, sc_fd(syscall(SYS_open, "n1", O_CREAT | O_WRONLY, 04755)));
+	record(r, sc_fd(openat(d, "n2", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 02644)));
+	record(r, sc_fd(openat(d, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 04600)));
+	/* __O_TMPFILE without O_DIRECTORY is EINVAL in the kernel, but must not pass */
+	record(r, sc_fd(syscall(SYS_openat, d, ".", K_O_TMPFILE | O_RDWR, 02600)));
+	record(r, sc_fd(syscall(SYS_openat, d, "n3", 0xffffffff00000000UL | O_CREAT | O_WRONLY,
+				0xffff0000UL | 04644)));
+	record(r, sc_fd(creat("n4", 04755)));
+	record(r, sc(mkdir("n5", 02755)));
+	record(r, sc(mkdirat(d, "n6", 04755)));
+	record(r, sc(mknod("n7", S_IFREG | 04755, 0)));
+	record(r, sc(mknodat(d, "n8", S_IFREG | 02755, 0)));
+	close(f);
+	close(d);
+}
+
+static void probe_setid_allowed(struct results *r, void *arg)
+{
+	int d = open(arg, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int f = openat(d, "f", O_RDWR | O_CLOEXEC);
+
+	record(r, sc(syscall(SYS_chmod, "f", 0755)));
+	record(r, sc(syscall(SYS_chmod, "f", 01777))); /* sticky is not set-id */
+	record(r, sc(fchmod(f, 0644)));
+	record(r, sc(fchmodat(d, "f", 0700, 0)));
+	record(r, sc(syscall(SYS_fchmodat2, d, "f", 0640, 0)));
+	record(r, sc_fd(syscall(SYS_open, "a1", O_CREAT | O_WRONLY, 0644)));
+	record(r, sc_fd(openat(d, "a2", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600)));
+	record(r, sc_fd(openat(d, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)));
+	/* no O_CREAT: the mode argument is ignored by the kernel, garbage is fine */
+	record(r, sc_fd(syscall(SYS_open, "f", O_RDONLY, 04755)));
+	record(r, sc_fd(openat(d, "f", O_RDWR | O_CLOEXEC, 06777)));
+	record(r, sc_fd(creat("a3", 0644)));
+	record(r, sc(mkdir("a4", 0755)));
+	record(r, sc(mkdirat(d, "a5", 01777)));
+	record(r, sc(mknod("a6", S_IFIFO | 0644, 0)));
+	record(r, sc(mknodat(d, "a7", S_IFREG | 0600, 0)));
+	/* openat2 carries flags and mode in memory: ENOSYS, callers fall back */
+	struct open_how how = {.flags = O_RDONLY};
+	record(r, sc(syscall(SYS_openat2, d, "f", &how, sizeof(how))) == -ENOSYS ? 0 : -1);
+	close(f);
+	close(d);
+}
+
+static struct outcome run_in_dir(const char *dir, probe_fn fn)
+{
+	struct ar_seccomp *s = default_profile();
+	ar_autofree char *cwd = get_current_dir_name();
+	struct outcome o;
+
+	assert_int_equal(chdir(dir), 0);
+	o = run_confined(s, fn, (void *)dir);
+	assert_int_equal(chdir(cwd), 0);
+	ar_seccomp_free(s);
+	return o;
+}
+
+static void test_default_setid_denied(void **state)
+{
+	char dir[] = "/tmp/ar-seccomp-setid.XXXXXX";
+	static const char *const never[] = {"n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8"};
+	struct stat st;
+
+	assert_non_null(mkdtemp(dir));
+	ar_autofree char *f = ar_xasprintf("%s/f", dir);
+	int fd = open(f, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+	struct outcome o = run_in_dir(dir, probe_setid_denied);
+	assert_int_equal(o.signo, 0);
+	assert_int_equal(o.exited, 0);
+	assert_int_equal(o.r.n, 16);
+	for (int i = 0; i < o.r.n; i++) {
+		if (o.r.v[i] != -EPERM)
+			fail_msg("call #%d: expected -EPERM, got %ld", i, o.r.v[i]);
+	}
+	assert_int_equal(stat(f, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	for (size_t i = 0; i < AR_ARRAY_SIZE(never); i++) {
+		ar_autofree char *n = ar_xasprintf("%s/%s", dir, never[i]);
+		if (lstat(n, &st) == 0)
+			fail_msg("`%s` was created", never[i]);
+	}
+	assert_int_equal(unlink(f), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+static void test_default_setid_allowed(void **state)
+{
+	char dir[] = "/tmp/ar-seccomp-setid.XXXXXX";
+	static const char *const made[] = {"a1", "a2", "a3", "a6", "a7", "f"};
+	struct stat st;
+
+	assert_non_null(mkdtemp(dir));
+	ar_autofree char *f = ar_xasprintf("%s/f", dir);
+	int fd = open(f, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+	struct outcome o = run_in_dir(dir, probe_setid_allowed);
+	assert_int_equal(o.signo, 0);
+	assert_int_equal(o.exited, 0);
+	assert_int_equal(o.r.n, 16);
+	for (int i = 0; i < o.r.n; i++) {
+		if (o.r.v[i] != 0)
+			fail_msg("call #%d: expected success, got %ld", i, o.r.v[i]);
+	}
+	assert_int_equal(stat(f, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0640); /* the last chmod (fchmodat2) ran */
+	for (size_t i = 0; i < AR_ARRAY_SIZE(made); i++) {
+		ar_autofree char *n = ar_xasprintf("%s/%s", dir, made[i]);
+		assert_int_equal(unlink(n), 0);
+	}
+	ar_autofree char *a4 = ar_xasprintf("%s/a4", dir);
+	ar_autofree char *a5 = ar_xasprintf("%s/a5", dir);
+	assert_int_equal(rmdir(a4), 0);
+	assert_int_equal(rmdir(a5), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+/* The compiled model's allow rules for a syscall, evaluated over its arguments:
+ * rules are alternatives, conditions of one rule (all on distinct args) must
+ * all hold. */
+static bool call_allowed(const struct ar_seccomp_profile *p, const char *name,
+			 const uint64_t args[6])
+{
+	int seen = 0;
+
+	for (size_t i = 0; i < p->n_rules; i++) {
+		const struct ar_seccomp_rule *r = &p->rules[i];
+		bool all = true;
+		if (strcmp(r->name, name) != 0)
+			continue;
+		seen++;
+		assert_int_equal(r->action, SCMP_ACT_ALLOW);
+		assert_true(r->n_args >= 1); /* an unconditional allow would override */
+		for (unsigned k = 0; k < r->n_args; k++) {
+			const struct ar_seccomp_arg *a = &r->args[k];
+			assert_int_equal(a->op, SCMP_CMP_MASKED_EQ);
+			for (unsigned j = 0; j < k; j++)
+				assert_int_not_equal(r->args[j].index, a->index);
+			all = all && (args[a->index] & a->value) == a->value_two;
+		}
+		if (all)
+			return true;
+	}
+	if (seen == 0)
+		fail_msg("no rule for `%s`", name);
+	return false;
+}
+
+static const struct {
+	const char *name;
+	int flags_arg; /* -1: always creates (or chmod) */
+	int mode_arg;
+} setid_calls[] = {
+    {"chmod", -1, 1},	{"fchmod", -1, 1}, {"fchmodat", -1, 2}, {"fchmodat2", -1, 2},
+    {"creat", -1, 1},	{"mkdir", -1, 1},  {"mkdirat", -1, 2},	{"mknod", -1, 1},
+    {"mknodat", -1, 2}, {"open", 1, 2},	   {"openat", 2, 3},
+};
+
+/* What the kernel sees: int flags, umode_t mode. */
+static bool setid_expected(int flags_arg, uint64_t flags, uint64_t mode)
+{
+	bool creates = flags_arg < 0 || (flags & 0xffffffffULL & (O_CREAT | K_O_TMPFILE)) != 0;
+	return !(creates && (mode & 0xffffULL & (S_ISUID | S_ISGID)) != 0);
+}
+
+static void check_setid_case(const struct ar_seccomp_profile *p, size_t c, uint64_t flags,
+			     uint64_t mode)
+{
+	uint64_t args[6] = {3, 0x7fff0000, 0x7fff1000, 0, 0, 0};
+
+	if (setid_calls[c].flags_arg >= 0)
+		args[setid_calls[c].flags_arg] = flags;
+	args[setid_calls[c].mode_arg] = mode;
+	if (call_allowed(p, setid_calls[c].name, args) !=
+	    setid_expected(setid_calls[c].flags_arg, flags, mode))
+		fail_msg("%s flags %#llx mode %#llo", setid_calls[c].name,
+			 (unsigned long long)flags, (unsigned long long)mode);
+}
+
+static void test_default_setid_rules_exact(void **state)
+{
+	struct ar_seccomp *s = default_profile();
+	const struct ar_seccomp_profile *p = ar_seccomp_profile(s);
+	static const uint64_t flag_set[] = {O_RDONLY,
+					    O_WRONLY,
+					    O_RDWR | O_TRUNC,
+					    O_CREAT,
+					    O_CREAT | O_EXCL | O_WRONLY,
+					    O_TMPFILE | O_RDWR,
+					    K_O_TMPFILE,
+					    O_DIRECTORY,
+					    O_PATH,
+					    0xffffffffULL,
+					    0xffffffffULL & ~(uint64_t)(O_CREAT | K_O_TMPFILE),
+					    0xffffffff00000000ULL,
+					    0xffffffff00000000ULL | O_CREAT};
+	uint64_t seed = 0x2545f4914f6cdd1dULL;
+
+	for (size_t c = 0; c < AR_ARRAY_SIZE(setid_calls); c++) {
+		for (uint64_t mode = 0; mode < 0x20000; mode++) {
+			for (size_t f = 0; f < AR_ARRAY_SIZE(flag_set); f++)
+				check_setid_case(p, c, flag_set[f], mode);
+		}
+		for (int i = 0; i < 100000; i++) {
+			seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+			uint64_t flags = seed;
+			seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+			check_setid_case(p, c, flags, seed);
+		}
+	}
 	ar_seccomp_free(s);
 }
 
@@ -351,6 +597,9 @@ int main(void)
 	    cmocka_unit_test(test_default_foreign_abis),
 	    cmocka_unit_test(test_default_allows),
 	    cmocka_unit_test(test_default_ioctl_rules_exact),
+	    cmocka_unit_test(test_default_setid_denied),
+	    cmocka_unit_test(test_default_setid_allowed),
+	    cmocka_unit_test(test_default_setid_rules_exact),
 	    cmocka_unit_test(test_default_names_resolve),
 	    cmocka_unit_test(test_default_forbidden_absent),
 	    cmocka_unit_test(test_default_programs),
