@@ -141,6 +141,13 @@ static int check_identity(const struct ar_policy *p, ar_error_t *err)
 	if (uid != p->uid || gid != p->gid)
 		return cerr(err, p, "user", "\"%s\" disagrees with uid %u gid %u", p->user,
 			    (unsigned)p->uid, (unsigned)p->gid);
+	/* Without a user namespace the policy's ids are host ids: uid 0 reads every
+	 * root-owned 0600 file in the view and owns what it creates on rw mounts. */
+	if (uid == 0)
+		return cerr(err, p, "user", "uid 0 is root on the host; use a non-root uid");
+	if (gid == 0)
+		return cerr(err, p, "user",
+			    "gid 0 is root's group on the host; use a non-root gid");
 	if (p->seccomp == NULL)
 		return cerr(err, p, "seccomp", "missing");
 	return 0;

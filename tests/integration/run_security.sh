@@ -39,4 +39,20 @@ os.mkdir("/ws/d", 0o755)
 st = lambda p: oct(os.stat(p).st_mode & 0o7777)[2:]
 print(st("/ws/x"), st("/ws/z"), "ok", st("/ws/d"))')"
 
+# 2. uid or gid 0 is host root (no user namespace maps it): refused in a policy file
+#    and through --user, with exit 125, before anything runs.
+printf '{"user": "0"}\n' >"$AR_TMP/root.json"
+expect_status "policy user 0: 125" 125 "$A" --policy "$AR_TMP/root.json" -- true
+expect_eq "policy user 0: message" \
+	"agentrun: $AR_TMP/root.json: user: uid 0 is root on the host; use a non-root uid" \
+	"$(cat "$AR_TMP/err")"
+printf '{"user": "1000:0"}\n' >"$AR_TMP/root.json"
+expect_status "policy gid 0: 125" 125 "$A" --policy "$AR_TMP/root.json" -- true
+expect_eq "policy gid 0: message" \
+	"agentrun: $AR_TMP/root.json: user: gid 0 is root's group on the host; use a non-root gid" \
+	"$(cat "$AR_TMP/err")"
+expect_status "--user 0: 125" 125 "$A" --user 0 -- touch "$AR_TMP/ran"
+[ ! -e "$AR_TMP/ran" ] || fail "--user 0: the command ran"
+expect_status "check: policy user 0 is bad input: 2" 2 "$A" check --policy "$AR_TMP/root.json" --pid $$
+
 finish

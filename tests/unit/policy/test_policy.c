@@ -173,7 +173,7 @@ static void test_network_default_follows_hosts(void **state)
 static void test_numbers_and_spellings(void **state)
 {
 	ar_autopolicy struct ar_policy *p =
-	    parse_ok("{\"limits\": {\"pids\": 1, \"memory\": 8388608, \"cpus\": 0.5}, \"user\": 0,"
+	    parse_ok("{\"limits\": {\"pids\": 1, \"memory\": 8388608, \"cpus\": 0.5}, \"user\": 7,"
 		     " \"tmpfs\": [], \"seccomp\": \"/etc/agentrun/strict.json\","
 		     " \"proxy\": {\"port\": 8080, \"sni\": \"check\"}, \"name\": \"a\"}");
 	assert_int_equal(p->limits.pids, 1);
@@ -181,9 +181,9 @@ static void test_numbers_and_spellings(void **state)
 	assert_string_equal(p->limits.memory_str, "8388608");
 	assert_int_equal(p->limits.cpus_milli, 500);
 	assert_string_equal(p->limits.cpus_str, "0.5");
-	assert_string_equal(p->user, "0");
-	assert_int_equal(p->uid, 0);
-	assert_int_equal(p->gid, 0);
+	assert_string_equal(p->user, "7");
+	assert_int_equal(p->uid, 7);
+	assert_int_equal(p->gid, 7);
 	assert_int_equal(p->n_tmpfs, 0);
 	assert_null(p->tmpfs[0]);
 	assert_string_equal(p->seccomp, "/etc/agentrun/strict.json");
@@ -326,6 +326,23 @@ static void test_user_errors(void **state)
 	}
 	expect_err("{\"user\": -1}",
 		   "p.json: user: must be an integer from 0 to 4294967294, got -1");
+	/* uid or gid 0 is host root (no user namespace maps it) */
+	static const struct {
+		const char *json, *msg;
+	} root[] = {
+	    {"{\"user\": 0}", "p.json: user: uid 0 is root on the host; use a non-root uid"},
+	    {"{\"user\": \"0\"}", "p.json: user: uid 0 is root on the host; use a non-root uid"},
+	    {"{\"user\": \"0:1000\"}",
+	     "p.json: user: uid 0 is root on the host; use a non-root uid"},
+	    {"{\"user\": \"000\"}", "p.json: user: uid 0 is root on the host; use a non-root uid"},
+	    {"{\"user\": \"1000:0\"}",
+	     "p.json: user: gid 0 is root's group on the host; use a non-root gid"},
+	};
+	for (size_t i = 0; i < AR_ARRAY_SIZE(root); i++)
+		expect_err(root[i].json, root[i].msg);
+	ar_autopolicy struct ar_policy *one = parse_ok("{\"user\": \"1:1\"}");
+	assert_int_equal(one->uid, 1);
+	assert_int_equal(one->gid, 1);
 	ar_autopolicy struct ar_policy *p = parse_ok("{\"user\": \"4294967294:7\"}");
 	assert_int_equal(p->uid, 4294967294u);
 	assert_int_equal(p->gid, 7);
@@ -598,6 +615,17 @@ static void test_validate_after_overrides(void **state)
 	assert_int_equal(ar_policy_validate(p, &err), -1);
 	assert_string_equal(err->msg, "p.json: user: \"5:6\" disagrees with uid 1000 gid 1000");
 	ar_error_release(&err);
+	/* an override (--user) to root is refused like the file's field */
+	free(p->user);
+	p->user = ar_xstrdup("0");
+	p->uid = 0;
+	p->gid = 0;
+	assert_int_equal(ar_policy_validate(p, &err), -1);
+	assert_string_equal(err->msg,
+			    "p.json: user: uid 0 is root on the host; use a non-root uid");
+	ar_error_release(&err);
+	free(p->user);
+	p->user = ar_xstrdup("5:6");
 	p->uid = 5;
 	p->gid = 6;
 	assert_int_equal(ar_policy_validate(p, &err), 0);

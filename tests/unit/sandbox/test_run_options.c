@@ -99,6 +99,20 @@ static void test_user_env_paths(void **state)
 	assert_null(apply(p, &o, "--user", "0"));
 	assert_int_equal(p->uid, 0);
 	assert_int_equal(p->gid, 0);
+	/* the flag parses, then validation refuses host root (exit 125 in run) */
+	ar_auto_error ar_error_t err = NULL;
+	assert_int_equal(ar_policy_validate(p, &err), -1);
+	assert_string_equal(
+	    err->msg, "<embedded default>: user: uid 0 is root on the host; use a non-root uid");
+	ar_error_release(&err);
+	assert_null(apply(p, &o, "--user", "1000:0"));
+	assert_int_equal(ar_policy_validate(p, &err), -1);
+	assert_string_equal(
+	    err->msg,
+	    "<embedded default>: user: gid 0 is root's group on the host; use a non-root gid");
+	ar_error_release(&err);
+	assert_null(apply(p, &o, "--user", "1000:1001"));
+	assert_int_equal(ar_policy_validate(p, &err), 0);
 	assert_null(apply(p, &o, "--env", "B=2=3"));
 	assert_null(apply(p, &o, "--env", "A="));
 	assert_string_equal(ar_policy_getenv(p, "B"), "2=3");
@@ -117,7 +131,6 @@ static void test_user_env_paths(void **state)
 	assert_string_equal(p->rootfs, "/srv/root");
 	assert_null(apply(p, &o, "--seccomp", "unconfined"));
 	assert_string_equal(p->seccomp, "unconfined");
-	ar_auto_error ar_error_t err = NULL;
 	assert_int_equal(ar_policy_validate(p, &err), 0);
 }
 
