@@ -63,6 +63,33 @@ static int resolve(int rootfd, const char *path)
 	return (int)fd;
 }
 
+/* Open a bind source (or the rootfs) without following a symlink anywhere on the
+ * way: an agent that can write where a source lies could otherwise swap it for a
+ * link and point a later run's mount at any host path. The bind is made from this
+ * fd, so nothing renamed or swapped after this point matters either. (openat2 is
+ * required by the preflight, so there is no fallback walk.) */
+static int open_source(const char *path, unsigned long long flags)
+{
+	struct open_how how = {
+	    .flags = O_PATH | O_CLOEXEC | flags,
+	    .resolve = RESOLVE_NO_SYMLINKS,
+	};
+	long fd;
+	do
+		fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	while (fd == -1 && (errno == EINTR || errno == EAGAIN));
+	return (int)fd;
+}
+
+static int source_error(ar_error_t *err, const char *field, const char *path)
+{
+	if (errno == ELOOP)
+		return ar_error_make(
+		    err, 0, "%s: %s: is a symlink or passes through one; give the real path", field,
+		    path);
+	return ar_error_make(err, errno, "%s: %s", field, path);
+}
+
 /* statvfs ST_* flags that a bind remount must repeat, as MS_* flags. */
 static unsigned long kept_flags(unsigned long st)
 {
@@ -436,23 +463,35 @@ static int host_root_view(int rootfd, const struct ar_mount_plan *plan, const ch
 	return r;
 }
 
+/* The rootfs bound read-only onto itself, from an fd opened without following
+ * symlinks: a detached clone of it (open_tree) moved onto that very directory. The
+ * clone's fd is the new root, so no path is resolved again after the check. */
+static int bind_rootfs(const char *origin, const char *rootfs, ar_error_t *err)
+{
+	ar_autofree char *field = ar_xasprintf("%s: rootfs", origin);
+	ar_autoclose int src = open_source(rootfs, O_DIRECTORY);
+	if (src == -1)
+		return source_error(err, field, rootfs);
+	ar_autoclose int tree =
+	    (int)syscall(SYS_open_tree, src, "",
+			 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+	if (tree == -1)
+		return ar_error_make(err, errno, "%s: bind %s", field, rootfs);
+	if (syscall(SYS_move_mount, tree, "", src, "",
+		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) == -1)
+		return ar_error_make(err, errno, "%s: bind %s onto itself", field, rootfs);
+	if (set_tree_attrs(tree, true, err, "rootfs") == -1)
+		return -1;
+	return steal_fd(&tree);
+}
+
 /* Mount the new root on a directory of ours and return an fd on it. */
-static int new_root(const struct ar_mount_plan *plan, ar_error_t *err)
+static int new_root(const char *origin, const struct ar_mount_plan *plan, ar_error_t *err)
 {
 	const char *dst = NULL;
 
-	if (!plan->host_root) {
-		if (mount(plan->rootfs, plan->rootfs, NULL, MS_BIND | MS_REC, NULL) == -1)
-			return ar_error_make(err, errno, "rootfs: bind %s", plan->rootfs);
-		int fd = TEMP_FAILURE_RETRY(open(plan->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC));
-		if (fd == -1)
-			return ar_error_make(err, errno, "rootfs: open %s", plan->rootfs);
-		if (set_tree_attrs(fd, true, err, "rootfs") == -1) {
-			close(fd);
-			return -1;
-		}
-		return fd;
-	}
+	if (!plan->host_root)
+		return bind_rootfs(origin, plan->rootfs, err);
 	for (size_t i = 0; i < AR_ARRAY_SIZE(staging_dirs) && dst == NULL; i++)
 		if (is_dir(staging_dirs[i]))
 			dst = staging_dirs[i];
@@ -512,9 +551,14 @@ static int *open_sources(const struct ar_mount_plan *plan, ar_error_t *err)
 		const struct ar_mount_op *op = &plan->ops[i];
 		if (op->kind != AR_MNT_BIND)
 			continue;
-		fds[i] = TEMP_FAILURE_RETRY(open(op->source, O_PATH | O_CLOEXEC));
+		fds[i] = open_source(op->source, 0);
 		if (fds[i] == -1) {
-			ar_error_make(err, errno, "%s.source: %s", op->what, op->source);
+			/* "p.json: mounts[1]" names a mount, whose path is its .source;
+			 * "p.json: kubeconfig" is the path itself */
+			size_t n = strlen(op->what);
+			ar_autofree char *field = ar_xasprintf(
+			    "%s%s", op->what, n > 0 && op->what[n - 1] == ']' ? ".source" : "");
+			source_error(err, field, op->source);
 			close_sources(&fds);
 			return NULL;
 		}
@@ -532,7 +576,7 @@ int sandbox_mount_root(const struct sandbox *sb, ar_error_t *err)
 	__attribute__((cleanup(close_sources))) int *srcfds = open_sources(plan, err);
 	if (srcfds == NULL)
 		return -1;
-	ar_autoclose int rootfd = new_root(plan, err);
+	ar_autoclose int rootfd = new_root(sb->p->origin, plan, err);
 	if (rootfd < 0)
 		return -1;
 	for (size_t i = 0; i < plan->n_ops;) {

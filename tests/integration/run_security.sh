@@ -55,4 +55,50 @@ expect_status "--user 0: 125" 125 "$A" --user 0 -- touch "$AR_TMP/ran"
 [ ! -e "$AR_TMP/ran" ] || fail "--user 0: the command ran"
 expect_status "check: policy user 0 is bad input: 2" 2 "$A" check --policy "$AR_TMP/root.json" --pid $$
 
+# 3. Mount sources are opened without following symlinks (and bound from that fd):
+#    an agent that can write where a source lies cannot redirect a later run's mount.
+S="$AR_TMP/src"
+mkdir -p "$S/real/sub" "$S/rootfs/proc" "$S/rootfs/dev" "$S/rootfs/sys" "$S/rootfs/tmp"
+echo "apiVersion: v1" >"$S/real/kubeconfig"
+ln -s real "$S/link"
+ln -s "$S/rootfs" "$S/rootfs-link"
+symlink_msg() { echo "agentrun: $1: $2: is a symlink or passes through one; give the real path"; }
+expect_status "--mount: a symlinked source is refused: 125" 125 "$A" --mount "$S/link:/x" -- true
+expect_eq "--mount: a symlinked source: message" \
+	"$(symlink_msg "<embedded default>: mounts[0].source" "$S/link")" "$(cat "$AR_TMP/err")"
+expect_status "--mount: a source through a symlink is refused: 125" 125 \
+	"$A" --mount "$S/real:/ok" --mount "$S/link/sub:/x" -- true
+expect_eq "--mount: a source through a symlink: message" \
+	"$(symlink_msg "<embedded default>: mounts[1].source" "$S/link/sub")" "$(cat "$AR_TMP/err")"
+expect_eq "--mount: the real path works" "kubeconfig sub" "$("$A" --mount "$S/real:/x" -- ls /x | xargs)"
+cat >"$AR_TMP/sym.json" <<JSON
+{"mounts": [{"source": "$S/real", "target": "/a"}, {"source": "$S/link/sub", "target": "/b"}]}
+JSON
+expect_status "policy mounts[1] through a symlink: 125" 125 "$A" --policy "$AR_TMP/sym.json" -- true
+expect_eq "policy mounts[1] through a symlink: message" \
+	"$(symlink_msg "$AR_TMP/sym.json: mounts[1].source" "$S/link/sub")" "$(cat "$AR_TMP/err")"
+printf '{"kubeconfig": "%s"}\n' "$S/link/kubeconfig" >"$AR_TMP/kube.json"
+expect_status "kubeconfig through a symlink: 125" 125 "$A" --policy "$AR_TMP/kube.json" -- true
+expect_eq "kubeconfig through a symlink: message" \
+	"$(symlink_msg "$AR_TMP/kube.json: kubeconfig" "$S/link/kubeconfig")" "$(cat "$AR_TMP/err")"
+cp /bin/busybox "$S/rootfs/sh" 2>/dev/null || cp "$AR_BUILD_DIR/tests/ar-probe" "$S/rootfs/sh"
+expect_status "rootfs that is a symlink: 125" 125 "$A" --rootfs "$S/rootfs-link" --no-cgroups -- /sh
+expect_eq "rootfs that is a symlink: message" \
+	"$(symlink_msg "<embedded default>: rootfs" "$S/rootfs-link")" "$(cat "$AR_TMP/err")"
+expect_status "rootfs by its real path still works" 0 "$A" --rootfs "$S/rootfs" --no-cgroups -- /sh </dev/null
+
+# The review's attack: run 1 swaps a mount source in its rw workspace for a link to
+# /run; run 2 refuses the source instead of binding the host's /run.
+W="$AR_TMP/w"
+mkdir -p "$W/cache"
+chmod 0777 "$W"
+"$A" --mount "$W:/ws:rw" -- sh -c 'rmdir /ws/cache && ln -s /run /ws/cache' ||
+	fail "swap: run 1 failed"
+[ -L "$W/cache" ] || fail "swap: run 1 did not plant the link"
+expect_status "swap: run 2 refuses the planted link: 125" 125 \
+	"$A" --mount "$W:/ws:rw" --mount "$W/cache:/cache" -- ls /cache
+expect_eq "swap: run 2 message" "$(symlink_msg "<embedded default>: mounts[1].source" "$W/cache")" \
+	"$(cat "$AR_TMP/err")"
+expect_eq "swap: nothing listed" "" "$(cat "$AR_TMP/out")"
+
 finish
