@@ -138,7 +138,7 @@ void client_reply(struct client *c, int status, const char *reason, bool allowed
 	build_reply(c, status, &head, &body);
 	c->out.off = c->out.len = 0;
 	uint32_t n = (uint32_t)(head.len + (c->is_head ? 0 : body.len));
-	iobuf_reserve(&c->out, n, n > OUT_MAX ? n : OUT_MAX);
+	iobuf_reserve(c->px, &c->out, n, n > OUT_MAX ? n : OUT_MAX);
 	memcpy(c->out.p, head.data, head.len);
 	if (!c->is_head)
 		memcpy(c->out.p + head.len, body.data, body.len);
@@ -178,7 +178,9 @@ static bool next_request(struct client *c)
 	c->close_after = false;
 	memset(&c->scan, 0, sizeof(c->scan));
 	iobuf_compact(&c->in);
-	c->out.off = c->out.len = 0;
+	if (c->in.len == 0)
+		iobuf_free(px, &c->in);
+	iobuf_free(px, &c->out);
 	c->head_deadline = c->in.len > c->in.off;
 	c->deadline =
 	    px->now + (c->head_deadline ? px->cfg.header_timeout_ms : px->cfg.keepalive_timeout_ms);
@@ -415,7 +417,7 @@ bool step_head(struct client *c)
 				break;
 			}
 		}
-		if (!iobuf_reserve(&c->in, 4096, IN_MAX))
+		if (!iobuf_reserve(c->px, &c->in, 4096, IN_MAX))
 			return head_limit(c, 431, "request headers larger than 64 KiB");
 		ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
 		if (n > 0) {
@@ -447,7 +449,7 @@ void on_upstream_ready(struct client *c)
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 		c->status = 200;
 		c->out.off = c->out.len = 0;
-		iobuf_reserve(&c->out, sizeof(ok), sizeof(ok));
+		iobuf_reserve(c->px, &c->out, sizeof(ok), sizeof(ok));
 		memcpy(c->out.p, ok, sizeof(ok) - 1);
 		c->out.len = sizeof(ok) - 1;
 		c->state = CS_TUNNEL;
@@ -542,7 +544,7 @@ static int frame_request_body(struct client *c)
 
 static int read_client_body(struct client *c)
 {
-	iobuf_reserve(&c->in, 4096, IN_MAX);
+	iobuf_reserve(c->px, &c->in, 4096, IN_MAX);
 	ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
 	if (n > 0) {
 		c->in.len += (uint32_t)n;
@@ -672,6 +674,7 @@ static int track_response(struct client *c)
 static bool response_room(struct client *c)
 {
 	struct iobuf *b = &c->out;
+	iobuf_take(c->px, b);
 	if (b->off == b->len && b->off == c->rbase && b->off == c->rready) {
 		b->off = b->len = c->rbase = c->rready = 0;
 		memset(&c->rscan, 0, sizeof(c->rscan));
@@ -688,7 +691,7 @@ static bool response_room(struct client *c)
 	if (b->cap - b->len >= 1024)
 		return true;
 	if (b->cap < OUT_MAX) {
-		uint32_t cap = b->cap ? b->cap * 2 : 16384;
+		uint32_t cap = b->cap ? b->cap * 2 : AR_IOBUF_UNIT;
 		b->p = ar_xrealloc(b->p, cap > OUT_MAX ? OUT_MAX : cap);
 		b->cap = cap > OUT_MAX ? OUT_MAX : cap;
 	}

@@ -192,6 +192,8 @@ struct ar_proxy {
 	struct pipe_pool *pipes;
 	ares_channel ares;
 	struct dns_sock *dns_socks;
+	char *spare[128]; /* idle AR_IOBUF_UNIT buffers */
+	size_t n_spare;
 	void **grave;
 	size_t n_grave, cap_grave;
 	struct ar_buf line; /* scratch for audit and log lines */
@@ -205,8 +207,10 @@ void client_run(struct client *c);
 void client_close(struct client *c);
 void proxy_bury(struct ar_proxy *px, void *obj);
 int64_t proxy_now(void);
-void iobuf_free(struct iobuf *b);
-bool iobuf_reserve(struct iobuf *b, uint32_t want, uint32_t max);
+#define AR_IOBUF_UNIT 16384
+void iobuf_free(struct ar_proxy *px, struct iobuf *b);
+void iobuf_take(struct ar_proxy *px, struct iobuf *b);
+bool iobuf_reserve(struct ar_proxy *px, struct iobuf *b, uint32_t want, uint32_t max);
 void iobuf_compact(struct iobuf *b);
 
 /* forward.c: request heads, decisions, plain HTTP exchange, generated replies */

@@ -31,16 +31,32 @@ int64_t proxy_now(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void iobuf_free(struct iobuf *b)
+/* A buffer of one unit goes back to the proxy's spares (an idle keep-alive
+ * connection then holds no buffer, and the next request takes one without malloc). */
+void iobuf_free(struct ar_proxy *px, struct iobuf *b)
 {
-	free(b->p);
+	if (b->p && b->cap == AR_IOBUF_UNIT && px->n_spare < AR_ARRAY_SIZE(px->spare))
+		px->spare[px->n_spare++] = b->p;
+	else
+		free(b->p);
 	memset(b, 0, sizeof(*b));
+}
+
+void iobuf_take(struct ar_proxy *px, struct iobuf *b)
+{
+	if (b->p == NULL && px->n_spare > 0) {
+		b->p = px->spare[--px->n_spare];
+		b->cap = AR_IOBUF_UNIT;
+		b->off = b->len = 0;
+	}
 }
 
 /* Make room for `want` more bytes at the end, compacting first and growing up to
  * `max` capacity. False when there is no room. */
-bool iobuf_reserve(struct iobuf *b, uint32_t want, uint32_t max)
+bool iobuf_reserve(struct ar_proxy *px, struct iobuf *b, uint32_t want, uint32_t max)
 {
+	if (max >= AR_IOBUF_UNIT)
+		iobuf_take(px, b);
 	iobuf_compact(b);
 	if (b->cap - b->len >= want)
 		return true;
@@ -53,7 +69,7 @@ bool iobuf_reserve(struct iobuf *b, uint32_t want, uint32_t max)
 	}
 	if (b->cap >= max)
 		return b->cap > b->len;
-	uint32_t cap = b->cap ? b->cap : 16384;
+	uint32_t cap = b->cap ? b->cap : AR_IOBUF_UNIT;
 	while (cap - b->len < want && cap < max)
 		cap *= 2;
 	if (cap > max)
@@ -135,8 +151,8 @@ void client_close(struct client *c)
 	c->rref = NULL;
 	close(c->fd);
 	c->fd = -1;
-	iobuf_free(&c->in);
-	iobuf_free(&c->out);
+	iobuf_free(c->px, &c->in);
+	iobuf_free(c->px, &c->out);
 	ar_buf_free(&c->uo);
 	free(c->cands);
 	c->cands = NULL;
@@ -770,6 +786,8 @@ void ar_proxy_free(struct ar_proxy *px)
 	free(px->fixed_origin);
 	free(px->allow_private);
 	free(px->grave);
+	for (size_t i = 0; i < px->n_spare; i++)
+		free(px->spare[i]);
 	ar_buf_free(&px->line);
 	free(px);
 }

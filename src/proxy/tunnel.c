@@ -236,7 +236,7 @@ static int sni_step(struct client *c)
 			c->sni_wait = r < 0;
 			return r;
 		}
-		if (!iobuf_reserve(&c->in, 4096, 20480))
+		if (!iobuf_reserve(c->px, &c->in, 4096, 20480))
 			return sni_verdict(c, AR_SNI_NOT_TLS, name);
 		ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
 		if (n > 0) {
@@ -277,8 +277,8 @@ bool step_tunnel(struct client *c)
 			return tunnel_end(c, pro);
 		if (pro == 0 && !c->sni_wait) {
 			/* the relay needs no user-space buffers: give them back */
-			iobuf_free(&c->in);
-			iobuf_free(&c->out);
+			iobuf_free(c->px, &c->in);
+			iobuf_free(c->px, &c->out);
 			ar_buf_free(&c->uo);
 			c->tunnel_bufs_freed = true;
 		}
