@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/keyctl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -99,6 +100,19 @@ static int own_process_group(const struct sandbox *sb, ar_error_t *err)
 {
 	if (setpgid(0, 0) == -1)
 		return ar_error_make(err, errno, "setpgid");
+	return 0;
+}
+
+/* A fresh anonymous session keyring (as runc): the caller's would otherwise be
+ * inherited, and a key in a keyring the process possesses is readable through the
+ * possessor permissions whatever the uid (Kerberos, fscrypt, ecryptfs keys). The
+ * command inherits it from init. ENOSYS: a kernel without keys; EPERM: a seccomp
+ * filter above agentrun denies keyctl, and the command inherits that filter too. */
+static int new_session_keyring(const struct sandbox *sb, ar_error_t *err)
+{
+	if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) == -1 && errno != ENOSYS &&
+	    errno != EPERM)
+		return ar_error_make(err, errno, "join a new session keyring");
 	return 0;
 }
 
@@ -198,6 +212,7 @@ static pid_t fork_command(const struct sandbox *sb, ar_error_t *err)
 static const child_step init_steps[] = {
     die_with_parent,	      /* PR_SET_PDEATHSIG: the sandbox dies with agentrun */
     wait_setup,		      /* the uid/gid maps are written */
+    new_session_keyring,      /* not the caller's keys */
     enter_cgroup_self,	      /* v1: into the sandbox cgroup (else the parent moves us) */
     own_process_group,	      /* out of the terminal's foreground group */
     sandbox_set_hostname,     /* the policy name */

@@ -101,4 +101,43 @@ expect_eq "swap: run 2 message" "$(symlink_msg "<embedded default>: mounts[1].so
 	"$(cat "$AR_TMP/err")"
 expect_eq "swap: nothing listed" "" "$(cat "$AR_TMP/out")"
 
+# 5. A fresh session keyring: a key in the caller's session keyring is out of reach
+#    even when a profile allows keyctl (--seccomp unconfined). The launcher joins a
+#    session keyring of its own (the test runner's stays untouched), adds a key, and
+#    execs agentrun; inside, the key is searched for and the keyring ids compared.
+cat >"$AR_TMP/keys.py" <<'PY'
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+SYS_add_key, SYS_keyctl = 248, 250
+JOIN, GET_ID, SEARCH, READ, SESSION = 1, 0, 10, 11, -3
+libc.syscall.restype = ctypes.c_long
+def keyctl(*a):
+    r = libc.syscall(SYS_keyctl, *[ctypes.c_long(x) if isinstance(x, int) else x for x in a])
+    return r if r >= 0 else -ctypes.get_errno()
+if sys.argv[1] == "launch":
+    assert keyctl(JOIN, ctypes.c_char_p(b"agentrun-test")) > 0
+    k = libc.syscall(SYS_add_key, b"user", b"agentrun-test:secret", b"hunter2",
+                     ctypes.c_size_t(7), ctypes.c_long(SESSION))
+    assert k > 0
+    # the key is readable here, by uid 65534 only through possession
+    print("outer", keyctl(GET_ID, SESSION, 0), flush=True)
+    os.execv(sys.argv[2], sys.argv[2:])
+k = keyctl(SEARCH, SESSION, ctypes.c_char_p(b"user"), ctypes.c_char_p(b"agentrun-test:secret"), 0)
+buf = ctypes.create_string_buffer(64)
+n = keyctl(READ, k, buf, 64) if k > 0 else k
+print("inner", keyctl(GET_ID, SESSION, 0), "search", "found" if k > 0 else os.strerror(-k),
+      "read", buf.value.decode() if n > 0 else os.strerror(-n))
+PY
+mkdir -p "$AR_TMP/k" && cp "$AR_TMP/keys.py" "$AR_TMP/k/" && chmod 755 "$AR_TMP/k"
+out=$(python3 "$AR_TMP/keys.py" launch "$A" --seccomp unconfined --mount "$AR_TMP/k:/k" -- \
+	python3 /k/keys.py inner) || fail "keyring: run failed: $out"
+outer=$(printf '%s\n' "$out" | sed -n 's/^outer //p')
+inner=$(printf '%s\n' "$out" | sed -n 's/^inner \([0-9-]*\) .*/\1/p')
+expect_match "keyring: the launcher has a session keyring" '^[0-9]+$' "$outer"
+expect_match "keyring: the sandbox has one too" '^[0-9]+$' "$inner"
+[ "$outer" != "$inner" ] && pass "keyring: not the caller's ($outer vs $inner)" ||
+	fail "keyring: the sandbox's session keyring is the caller's ($outer)"
+expect_eq "keyring: the caller's key is out of reach" "search $(python3 -c 'import os,errno; print(os.strerror(errno.ENOKEY))') read $(python3 -c 'import os,errno; print(os.strerror(errno.ENOKEY))')" \
+	"$(printf '%s\n' "$out" | sed -n 's/^inner [0-9-]* //p')"
+
 finish
