@@ -135,8 +135,9 @@ outer=$(printf '%s\n' "$out" | sed -n 's/^outer //p')
 inner=$(printf '%s\n' "$out" | sed -n 's/^inner \([0-9-]*\) .*/\1/p')
 expect_match "keyring: the launcher has a session keyring" '^[0-9]+$' "$outer"
 expect_match "keyring: the sandbox has one too" '^[0-9]+$' "$inner"
-[ "$outer" != "$inner" ] && pass "keyring: not the caller's ($outer vs $inner)" ||
+if [ "$outer" != "$inner" ]; then pass "keyring: not the caller's ($outer vs $inner)"; else
 	fail "keyring: the sandbox's session keyring is the caller's ($outer)"
+fi
 expect_eq "keyring: the caller's key is out of reach" "search $(python3 -c 'import os,errno; print(os.strerror(errno.ENOKEY))') read $(python3 -c 'import os,errno; print(os.strerror(errno.ENOKEY))')" \
 	"$(printf '%s\n' "$out" | sed -n 's/^inner [0-9-]* //p')"
 
