@@ -44,16 +44,17 @@ enum ar_h1_framing {
 
 /* Incremental end-of-head scanner. Zero it before the first call for each head. */
 struct ar_h1_scan {
-	size_t pos;	/* next byte to look at */
-	size_t start;	/* empty lines skipped before the start line */
-	unsigned lines; /* line feeds seen after `start` */
+	size_t pos;	     /* next byte to look at */
+	size_t start;	     /* empty lines skipped before the start line */
+	unsigned lines;	     /* line feeds seen after `start` */
+	unsigned max_fields; /* 0: AR_H1_MAX_FIELDS (responses get more room) */
 };
 
 enum ar_h1_scan_result {
 	AR_H1_SCAN_MORE,     /* head not complete yet */
 	AR_H1_SCAN_DONE,     /* head ends at *head_end (exclusive) */
 	AR_H1_SCAN_TOO_BIG,  /* over AR_H1_MAX_HEAD: 431 */
-	AR_H1_SCAN_TOO_MANY, /* over AR_H1_MAX_FIELDS header lines: 431 */
+	AR_H1_SCAN_TOO_MANY, /* over max_fields header lines: 431 */
 	AR_H1_SCAN_BARE_LF,  /* a line ended in LF without CR: 400 */
 };
 

@@ -12,9 +12,10 @@
 
 #include "internal.h"
 
-#define IN_MAX	  (AR_H1_MAX_HEAD + 16384)
-#define OUT_MAX	  (AR_H1_MAX_HEAD + 16384)
-#define LINGER_MS 2000
+#define IN_MAX		(AR_H1_MAX_HEAD + 16384)
+#define OUT_MAX		(AR_H1_MAX_HEAD + 16384)
+#define LINGER_MS	2000
+#define RESP_MAX_FIELDS 1000 /* origins send many Set-Cookie lines; 64 KiB still bounds it */
 
 static const struct {
 	int code;
@@ -461,6 +462,7 @@ void on_upstream_ready(struct client *c)
 		c->out.off = c->out.len = 0;
 		c->rbase = c->rready = 0;
 		memset(&c->rscan, 0, sizeof(c->rscan));
+		c->rscan.max_fields = RESP_MAX_FIELDS;
 		memset(&c->resp_chunk, 0, sizeof(c->resp_chunk));
 	}
 	c->last_active = px->now;
@@ -606,6 +608,7 @@ static int response_head(struct client *c, size_t end)
 		c->rbase += (uint32_t)end; /* an interim response: forward it, read on */
 		c->rready = c->rbase;
 		memset(&c->rscan, 0, sizeof(c->rscan));
+		c->rscan.max_fields = RESP_MAX_FIELDS;
 		return 1;
 	}
 	c->resp_head_done = true;
@@ -678,6 +681,7 @@ static bool response_room(struct client *c)
 	if (b->off == b->len && b->off == c->rbase && b->off == c->rready) {
 		b->off = b->len = c->rbase = c->rready = 0;
 		memset(&c->rscan, 0, sizeof(c->rscan));
+		c->rscan.max_fields = RESP_MAX_FIELDS;
 	}
 	if (b->cap - b->len >= 1024 || (b->cap >= OUT_MAX && b->len < b->cap))
 		return true;

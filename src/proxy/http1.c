@@ -52,6 +52,7 @@ enum ar_h1_scan_result ar_h1_scan_head(struct ar_h1_scan *s, const char *buf, si
 				       size_t *head_end)
 {
 	size_t i = s->pos;
+	unsigned max = s->max_fields ? s->max_fields : AR_H1_MAX_FIELDS;
 	/* RFC 9112 §2.2: ignore empty lines before the start line (clients send a stray
 	 * CRLF after a body) */
 	if (s->lines == 0) {
@@ -75,11 +76,11 @@ enum ar_h1_scan_result ar_h1_scan_head(struct ar_h1_scan *s, const char *buf, si
 			s->pos = i + 1;
 			if (i + 1 - s->start > AR_H1_MAX_HEAD)
 				return AR_H1_SCAN_TOO_BIG;
-			if (s->lines - 2 > AR_H1_MAX_FIELDS)
+			if (s->lines - 2 > max)
 				return AR_H1_SCAN_TOO_MANY;
 			return AR_H1_SCAN_DONE;
 		}
-		if (s->lines - 1 > AR_H1_MAX_FIELDS)
+		if (s->lines - 1 > max)
 			return AR_H1_SCAN_TOO_MANY;
 	}
 	s->pos = i;

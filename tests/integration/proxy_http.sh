@@ -41,6 +41,8 @@ want=$(python3 -c 'import hashlib,sys; n=3000000; p=bytes(range(256))*(n//256+1)
 got=$(px "http://api.test.example:$ORIG/big?n=3000000" | sha256sum | cut -d' ' -f1)
 expect_eq "3 MB response byte-exact" "$want" "$got"
 
+expect_eq "response with 150 header lines" "cookies" "$(px "http://api.test.example:$ORIG/cookies")"
+
 # exact byte counts in the audit: bytes_in is what the client received
 sizes=$(px -o /dev/null -w '%{size_header} %{size_download}' "http://api.test.example:$ORIG/hello?count")
 expect_eq "audit bytes_in = response bytes" "$(( ${sizes% *} + ${sizes#* } ))" \

@@ -9,6 +9,7 @@ GET  /chunked          a chunked body of three chunks
 GET  /close            a body delimited by closing the connection
 GET  /big?n=N          N bytes of a deterministic pattern
 GET  /conn             "<connection id>\n": tells whether the proxy reused a connection
+GET  /cookies          a response with 150 Set-Cookie lines
 POST /echo             {"len": N, "sha256": "..."} of the body (Content-Length or chunked)
 """
 import hashlib
@@ -49,6 +50,13 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/headers":
             head = self.requestline + "\r\n" + str(self.headers)
             self.send_body(head.encode())
+        elif path == "/cookies":
+            self.send_response(200)
+            for i in range(150):
+                self.send_header("Set-Cookie", "c%d=v" % i)
+            self.send_header("Content-Length", "8")
+            self.end_headers()
+            self.wfile.write(b"cookies\n")
         elif path == "/conn":
             self.send_body(b"%d\n" % self.conn_id)
         elif path == "/big":
