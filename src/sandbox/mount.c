@@ -47,8 +47,24 @@ static const struct {
 
 /* Where the host root view is assembled (in our private mount namespace only). */
 static const char *const staging_dirs[] = {"/tmp", "/mnt", "/var/tmp"};
-/* Top-level directories of the host that get fresh mounts instead of a bind. */
-static const char *const fresh_top[] = {"/proc", "/sys", "/dev"};
+/* The host root view is an allow-list: programs, libraries and configuration.
+ * Everything else of the host (/home, /root, /srv, /mnt, /var/lib, daemons' pathname
+ * sockets anywhere) is simply absent. Symlinks among them (/bin -> usr/bin) are
+ * copied as symlinks. */
+static const char *const host_top[] = {"usr",	"bin",	  "sbin", "lib", "lib32",
+				       "lib64", "libx32", "etc",  "opt"};
+/* Empty directories of the root tmpfs: fresh mounts land on /proc, /sys, /dev and
+ * the policy's tmpfs on /tmp; /var and /run stay empty (and read-only) unless the
+ * policy mounts something there. */
+static const char *const empty_top[] = {"proc", "sys", "dev", "tmp", "var", "run"};
+/* Files hidden by pattern in the bound host directories (/dev/null over a file, an
+ * empty tmpfs over a directory): sudo's configuration and sshd's private host keys. */
+static const struct {
+	const char *dir, *prefix, *suffix;
+} hidden_globs[] = {
+    {"/etc", "sudoers", ""},
+    {"/etc/ssh", "", "_key"},
+};
 
 static int resolve(int rootfd, const char *path)
 {
@@ -208,25 +224,36 @@ static int remount_ro(int fd, unsigned long extra, ar_error_t *err, const char *
 /* An empty tmpfs over a directory, /dev/null over anything else. A directory of the
  * root tmpfs itself (a hidden top-level directory that was never bound, or a second
  * name for one, /var/run -> /run) is empty and ours already. */
-static int cover(int rootfd, const struct ar_mount_op *op, bool readonly, dev_t own,
-		 ar_error_t *err)
+static int cover_path(int rootfd, const char *target, const char *what, bool readonly, dev_t own,
+		      ar_error_t *err)
 {
 	struct stat st;
-	ar_autoclose int fd = resolve(rootfd, op->target);
+	ar_autoclose int fd = resolve(rootfd, target);
 	if (fd == -1)
 		return errno == ENOENT || errno == ENOTDIR
 			   ? 0
-			   : ar_error_make(err, errno, "%s: %s", op->what, op->target);
+			   : ar_error_make(err, errno, "%s: %s", what, target);
 	if (fstat(fd, &st) == -1)
-		return ar_error_make(err, errno, "%s: stat %s", op->what, op->target);
-	if (!S_ISDIR(st.st_mode))
-		return mount_on(rootfd, &fd, op->target, "/dev/null", NULL, MS_BIND, NULL, err,
-				op->what);
+		return ar_error_make(err, errno, "%s: stat %s", what, target);
+	if (!S_ISDIR(st.st_mode)) {
+		/* read-only like the rest: writes to /dev/null are harmless, but the
+		 * mask should say what it is (not nodev: it must still read as empty) */
+		if (mount_on(rootfd, &fd, target, "/dev/null", NULL, MS_BIND, NULL, err, what) ==
+		    -1)
+			return -1;
+		return remount_ro(fd, MS_NOSUID | MS_NOEXEC, err, what);
+	}
 	if (own != 0 && st.st_dev == own)
 		return 0;
-	return mount_on(rootfd, &fd, op->target, "tmpfs", "tmpfs",
+	return mount_on(rootfd, &fd, target, "tmpfs", "tmpfs",
 			MS_NOSUID | MS_NODEV | MS_NOEXEC | (readonly ? MS_RDONLY : 0),
-			"mode=0755,size=64k,nr_inodes=1024", err, op->what);
+			"mode=0755,size=64k,nr_inodes=1024", err, what);
+}
+
+static int cover(int rootfd, const struct ar_mount_op *op, bool readonly, dev_t own,
+		 ar_error_t *err)
+{
+	return cover_path(rootfd, op->target, op->what, readonly, own, err);
 }
 
 static bool fd_is_dir(int fd)
@@ -400,67 +427,91 @@ static int do_op(int rootfd, const struct ar_mount_op *op, int srcfd, ar_error_t
 	return ar_error_make(err, EINVAL, "%s: unknown mount kind", op->what);
 }
 
-/* The host root view: a tmpfs root holding a read-only recursive bind of each of
- * the host's top-level directories and files, and copies of its top-level symlinks.
- * Being a tmpfs, the root can take new mount points (`/logs`) without anything being
- * created on the host; it turns read-only once they exist (seal_root). */
-static bool hidden(const struct ar_mount_plan *plan, const char *path)
-{
-	for (size_t i = 0; i < plan->n_ops; i++)
-		if (plan->ops[i].kind == AR_MNT_HIDE && strcmp(plan->ops[i].target, path) == 0)
-			return true;
-	return false;
-}
-
-static int bind_top_entry(int rootfd, const struct ar_mount_plan *plan, const char *staging,
-			  const struct dirent *de, ar_error_t *err)
+/* The host root view: a tmpfs root holding a read-only recursive bind of each
+ * allowed top-level host directory (host_top), copies of those that are symlinks,
+ * and the empty directories of empty_top. Being a tmpfs, the root can take new
+ * mount points (`/logs`, `/var/cache/x`) without anything being created on the
+ * host; it turns read-only once they exist (seal_root). */
+static int bind_top_entry(int rootfd, const char *name, ar_error_t *err)
 {
 	char src[PATH_MAX], link[PATH_MAX];
 	struct stat st;
 
-	snprintf(src, sizeof(src), "/%s", de->d_name);
+	snprintf(src, sizeof(src), "/%s", name);
 	if (lstat(src, &st) == -1)
-		return 0; /* gone meanwhile */
+		return errno == ENOENT ? 0 : ar_error_make(err, errno, "root: %s", src);
 	if (S_ISLNK(st.st_mode)) {
 		ssize_t n = readlink(src, link, sizeof(link) - 1);
 		if (n == -1)
 			return ar_error_make(err, errno, "root: readlink %s", src);
 		link[n] = '\0';
-		if (symlinkat(link, rootfd, de->d_name) == -1)
+		if (symlinkat(link, rootfd, name) == -1)
 			return ar_error_make(err, errno, "root: symlink %s", src);
 		return 0;
 	}
-	ar_autoclose int fd = ensure_mountpoint(rootfd, src, S_ISDIR(st.st_mode), err, "root");
+	if (!S_ISDIR(st.st_mode))
+		return 0;
+	ar_autoclose int fd = ensure_mountpoint(rootfd, src, true, err, "root");
 	if (fd < 0)
 		return -1;
-	/* /proc, /sys, /dev are mounted fresh; the staging dir is our own tmpfs now;
-	 * a hidden directory stays an empty directory of the root tmpfs */
-	for (size_t i = 0; i < AR_ARRAY_SIZE(fresh_top); i++)
-		if (strcmp(src, fresh_top[i]) == 0)
-			return 0;
-	if (strcmp(src, staging) == 0 || (S_ISDIR(st.st_mode) && hidden(plan, src)))
-		return 0;
 	if (mount_on(rootfd, &fd, src, src, NULL, MS_BIND | MS_REC, NULL, err, "root") == -1)
 		return -1;
 	return set_tree_attrs(fd, true, err, src);
 }
 
-static int host_root_view(int rootfd, const struct ar_mount_plan *plan, const char *staging,
-			  ar_error_t *err)
+static bool glob_match(const char *name, const char *prefix, const char *suffix)
 {
-	DIR *d = opendir("/");
-	struct dirent *de;
-	int r = 0;
+	size_t n = strlen(name), p = strlen(prefix), x = strlen(suffix);
+	return n >= p + x && n > 0 && strncmp(name, prefix, p) == 0 &&
+	       strcmp(name + n - x, suffix) == 0;
+}
 
-	if (d == NULL)
-		return ar_error_make(err, errno, "root: opendir /");
-	while (r == 0 && (errno = 0, de = readdir(d)) != NULL)
-		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-			r = bind_top_entry(rootfd, plan, staging, de, err);
-	if (r == 0 && errno != 0)
-		r = ar_error_make(err, errno, "root: readdir /");
-	closedir(d);
-	return r;
+/* A directory stream on a directory of the new root (resolved inside it). */
+static DIR *open_dir_in(int rootfd, const char *path)
+{
+	ar_autoclose int pfd = resolve(rootfd, path);
+	if (pfd == -1)
+		return NULL;
+	int fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd == -1 ? NULL : fdopendir(fd);
+	if (d == NULL && fd != -1)
+		close(fd);
+	return d;
+}
+
+/* Cover what hidden_globs names, as the bound view shows it now. */
+static int hide_globs(int rootfd, ar_error_t *err)
+{
+	for (size_t i = 0; i < AR_ARRAY_SIZE(hidden_globs); i++) {
+		DIR *d = open_dir_in(rootfd, hidden_globs[i].dir);
+		struct dirent *de;
+		int r = 0;
+		if (d == NULL)
+			continue; /* no /etc/ssh on this host */
+		while (r == 0 && (de = readdir(d)) != NULL) {
+			if (de->d_name[0] == '.' ||
+			    !glob_match(de->d_name, hidden_globs[i].prefix, hidden_globs[i].suffix))
+				continue;
+			ar_autofree char *path =
+			    ar_xasprintf("%s/%s", hidden_globs[i].dir, de->d_name);
+			r = cover_path(rootfd, path, "hidden path", true, 0, err);
+		}
+		closedir(d);
+		if (r == -1)
+			return -1;
+	}
+	return 0;
+}
+
+static int host_root_view(int rootfd, ar_error_t *err)
+{
+	for (size_t i = 0; i < AR_ARRAY_SIZE(host_top); i++)
+		if (bind_top_entry(rootfd, host_top[i], err) == -1)
+			return -1;
+	for (size_t i = 0; i < AR_ARRAY_SIZE(empty_top); i++)
+		if (mkdirat(rootfd, empty_top[i], 0755) == -1 && errno != EEXIST)
+			return ar_error_make(err, errno, "root: mkdir /%s", empty_top[i]);
+	return hide_globs(rootfd, err);
 }
 
 /* The rootfs bound read-only onto itself, from an fd opened without following
@@ -504,7 +555,7 @@ static int new_root(const char *origin, const struct ar_mount_plan *plan, ar_err
 	int fd = TEMP_FAILURE_RETRY(open(dst, O_PATH | O_DIRECTORY | O_CLOEXEC));
 	if (fd == -1)
 		return ar_error_make(err, errno, "root: open %s", dst);
-	if (host_root_view(fd, plan, dst, err) == -1) {
+	if (host_root_view(fd, err) == -1) {
 		close(fd);
 		return -1;
 	}

@@ -8,25 +8,15 @@
 #include "agentrun/sandbox.h"
 #include "agentrun/util.h"
 
-/* Hidden in the host root view (DESIGN §6 credentials): homes, runtime sockets,
- * cluster and container-engine state. Files first: their parents may be hidden too. */
+/* Hidden inside the host root view (DESIGN §6 credentials). The view shows only an
+ * allow-list of top-level directories (mount.c: /usr, /etc, /opt, ...): homes, /root,
+ * /run, /var, /srv, /mnt are absent already. What remains is credentials inside the
+ * allowed ones (plus, in mount.c, /etc/sudoers* and /etc/ssh/ *_key by pattern). */
 static const char *const hidden_paths[] = {
-    "/var/run/docker.sock",
-    "/run/docker.sock",
     "/etc/shadow",
     "/etc/gshadow",
-    "/root",
-    "/home",
-    "/run",
-    "/var/run",
-    "/tmp",
-    "/var/tmp",
     "/etc/kubernetes",
     "/etc/rancher",
-    "/var/lib/kubelet",
-    "/var/lib/rancher",
-    "/var/lib/docker",
-    "/var/lib/containerd",
 };
 
 /* runc's maskedPaths and readonlyPaths. */

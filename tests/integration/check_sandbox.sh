@@ -46,7 +46,7 @@ JSON
 expect_status "agentrun sandbox vs a stricter policy: drift" 1 "$A" check --policy "$AR_TMP/strict.json" --pid "$pid"
 expect_eq "agentrun sandbox vs a stricter policy: the findings" "DRIFT user expected 2000 actual 1000
 DRIFT group expected 2000 actual 1000
-DRIFT tmpfs /var/tmp expected tmpfs:rw actual tmpfs:ro
+DRIFT tmpfs /var/tmp expected tmpfs:rw actual absent
 DRIFT pids limit expected 16 actual 64
 DRIFT memory limit expected 67108864 actual 268435456
 DRIFT cpu limit expected 0.5 actual 1" "$(grep '^DRIFT' "$AR_TMP/out")"

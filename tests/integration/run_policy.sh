@@ -32,11 +32,16 @@ expect_eq "--mount read-only by default" "Read-only file system" \
 	"$("$A" --mount /etc:/hostetc -- sh -c 'touch /hostetc/x 2>&1 | sed "s/.*: //"')"
 
 # Nothing is ever created on the host: a mount point inside a host directory must exist.
-expect_status "mount point below a host directory: 125" 125 "$A" --mount /etc:/var/log/agentrun-$$ -- true
+expect_status "mount point below a host directory: 125" 125 "$A" --mount /etc:/etc/agentrun-$$ -- true
 expect_eq "mount point below a host directory: message" \
-	"agentrun: <embedded default>: mounts[0]: cannot create the mount point /var/log/agentrun-$$: Read-only file system" \
+	"agentrun: <embedded default>: mounts[0]: cannot create the mount point /etc/agentrun-$$: Read-only file system" \
 	"$(cat "$AR_TMP/err")"
-[ ! -e "/var/log/agentrun-$$" ] || fail "a mount point was created on the host"
+[ ! -e "/etc/agentrun-$$" ] || fail "a mount point was created on the host"
+# /var is the sandbox's own (empty) directory: a mount point there is made in the root
+# tmpfs, not in the host's /var.
+expect_eq "mount point below /var: made in the sandbox" "passwd" \
+	"$("$A" --mount /etc:/var/log/agentrun-$$ -- sh -c "ls /var/log/agentrun-$$ | grep -x passwd")"
+[ ! -e "/var/log/agentrun-$$" ] || fail "a mount point was created in the host's /var/log"
 
 # The command is looked up in the sandbox's PATH, not the caller's.
 mkdir -p "$AR_TMP/bin"
@@ -87,26 +92,78 @@ expect_eq "mounts[0]: nosuid,nodev" "ro,nosuid,nodev" \
 "$A" "${P[@]}" -- sh -c 'echo written >/data/rw/out' || fail "mounts[1]: write failed"
 expect_eq "mounts[1]: read-write, seen on the host" "written" "$(cat "$AR_TMP/rw/out" 2>/dev/null)"
 
-# Hidden host paths: homes, /root, /run (docker.sock, containerd), the caller's $HOME.
-mkdir -p "/root/.agentrun-test-$$" "/home/agentrun-test-$$/.ssh"
-on_exit "rm -rf /root/.agentrun-test-$$ /home/agentrun-test-$$"
-# The caller's $HOME must be a directory the sandbox would otherwise show (not the build
-# tree, which may itself be hidden under /tmp, /root or /home).
-HOMEDIR="/var/lib/agentrun-test-home-$$"
+# The host root view is an allow-list (/usr, /bin, /sbin, /lib*, /etc, /opt; /var, /run
+# empty; /tmp the policy's): homes, /root, /run (docker.sock, containerd), /srv and any
+# other top-level directory are absent; credentials inside /etc and the caller's $HOME
+# are hidden.
+top=$("$A" -- sh -c 'ls -A /')
+for d in bin etc proc dev sys tmp usr var run; do
+	expect_match "the top level has /$d" "(^|\n)$d(\n|\$)" "$(printf '%s\n' "$top" | grep -x "$d")"
+done
+for e in /* /.[!.]*; do
+	[ -e "$e" ] || [ -L "$e" ] || continue
+	d=${e#/}
+	case $d in bin | sbin | usr | etc | opt | lib | lib32 | lib64 | libx32 | proc | dev | sys | tmp | var | run) ;;
+	*) expect_eq "absent: /$d" "" "$(printf '%s\n' "$top" | grep -x -- "$d" || true)" ;;
+	esac
+done
+for d in root home srv mnt media; do
+	expect_eq "absent: /$d" "absent" "$("$A" -- sh -c "test -e /$d && echo present || echo absent")"
+done
+expect_eq "/bin stays a symlink when the host's is one" "$(readlink /bin || echo dir)" \
+	"$("$A" -- sh -c 'readlink /bin || echo dir')"
+expect_eq "/var and /run: empty" "" "$("$A" -- sh -c 'ls -A /var /run | grep -v ":$" | grep .' || true)"
+expect_eq "/var: read-only" "Read-only file system" "$("$A" -- sh -c 'mkdir /var/x 2>&1 | sed "s/.*: //"')"
+# A daemon's pathname socket outside the allowed directories (0777: reachable by
+# anyone who can see it) and a directory in /srv: absent.
+TOPDIR="/agentrun-test-$$"
+mkdir -p "$TOPDIR" "/srv/agentrun-test-$$"
+on_exit "rm -rf $TOPDIR /srv/agentrun-test-$$"
+python3 -c 'import os,socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777)' \
+	"$TOPDIR/svc.sock"
+[ -S "$TOPDIR/svc.sock" ] || fail "the test socket is not there"
+expect_eq "absent: an unknown top-level directory with a 0777 socket" "absent ENOENT" \
+	"$("$A" -- python3 -c '
+import errno, os, socket, sys
+print("present" if os.path.exists(sys.argv[1]) else "absent", end=" ")
+try:
+    socket.socket(socket.AF_UNIX).connect(sys.argv[1] + "/svc.sock"); print("connected")
+except OSError as e:
+    print(errno.errorcode[e.errno])' "$TOPDIR")"
+expect_eq "absent: /srv" "absent" "$("$A" -- sh -c "test -e /srv/agentrun-test-$$ && echo present || echo absent")"
+# The caller's $HOME must be a directory the sandbox would otherwise show (/opt).
+HOMEDIR="/opt/agentrun-test-home-$$"
 mkdir -p "$HOMEDIR/.aws"
 on_exit "rm -rf $HOMEDIR"
 expect_eq "not hidden: a directory that is not the caller's \$HOME" ".aws" "$(HOME=/ "$A" -- ls -A "$HOMEDIR")"
-expect_eq "hidden: /root is empty" "" "$("$A" -- ls -A /root)"
-expect_eq "hidden: /home is empty" "" "$("$A" -- ls -A /home)"
+expect_eq "hidden: the caller's \$HOME is empty" "" "$(HOME=$HOMEDIR "$A" -- ls -A "$HOMEDIR")"
 # (a marker stands in for docker.sock: creating a real one could fool other tests)
 python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "/run/agentrun-test-$$.sock"
 on_exit "rm -f /run/agentrun-test-$$.sock"
 [ -S "/var/run/agentrun-test-$$.sock" ] || fail "the marker socket is not visible on the host"
-expect_eq "hidden: /run is empty" "" "$("$A" -- sh -c 'ls -A /run; ls -A /var/run')"
 expect_eq "hidden: a socket in /run" "absent" \
-	"$("$A" -- sh -c "test -e /var/run/agentrun-test-$$.sock && echo present || echo absent")"
-expect_eq "hidden: the caller's \$HOME is empty" "" "$(HOME=$HOMEDIR "$A" -- ls -A "$HOMEDIR")"
+	"$("$A" -- sh -c "test -e /var/run/agentrun-test-$$.sock || test -e /run/agentrun-test-$$.sock && echo present || echo absent")"
 expect_eq "hidden: /etc/shadow reads empty" "0" "$("$A" -- sh -c 'wc -c </etc/shadow')"
+expect_eq "hidden: /etc/shadow is a read-only mask" "ro" \
+	"$("$A" -- sh -c 'grep " /etc/shadow " /proc/self/mountinfo | cut -d" " -f6 | cut -d, -f1')"
+# sudo's configuration and sshd's private host keys, by pattern (markers: harmless
+# names that neither sudo nor sshd reads)
+touch "/etc/sudoers-agentrun-test-$$"
+on_exit "rm -f /etc/sudoers-agentrun-test-$$"
+echo secret >"/etc/sudoers-agentrun-test-$$"
+expect_eq "hidden: /etc/sudoers*" "0" "$("$A" -- sh -c "wc -c </etc/sudoers-agentrun-test-$$")"
+if [ -d /etc/ssh ]; then
+	echo secret >"/etc/ssh/agentrun_test_$$_key"
+	echo public >"/etc/ssh/agentrun_test_$$_key.pub"
+	on_exit "rm -f /etc/ssh/agentrun_test_$$_key /etc/ssh/agentrun_test_$$_key.pub"
+	expect_eq "hidden: /etc/ssh/*_key, not *.pub" "0 public" \
+		"$("$A" -- sh -c "echo \$(wc -c </etc/ssh/agentrun_test_$$_key) \$(cat /etc/ssh/agentrun_test_$$_key.pub)")"
+fi
+# The caller's working directory when the sandbox does not show it: /.
+expect_eq "an invisible cwd starts in /" "/" "$(cd "$TOPDIR" && "$A" -- pwd)"
+expect_eq "a visible cwd is kept" "/usr/share" "$(cd /usr/share && "$A" -- pwd)"
+# Ordinary tools work in the default view.
+expect_eq "tools: sh, coreutils, python3" "ok 6" "$("$A" -- sh -c 'ls /usr/bin >/dev/null && echo ok $(python3 -c "print(sum(range(4)))")')"
 
 # A rootfs directory instead of the host's root: it needs /proc, /dev, /sys, /tmp.
 if [ -x "$PROBE" ]; then

@@ -37,7 +37,7 @@ expect_match "unprivileged without --no-cgroups: says why" "^agentrun: cgroup.*P
 out=$("${U[@]}" "$AGENTRUN" --no-cgroups --mount "$BIN:/ar-bin" -- /ar-bin/ar-probe </dev/null) || fail "probe exited $?"
 for line in uid=65534 cap_prm=0000000000000000 cap_eff=0000000000000000 cap_bnd=0000000000000000 \
 	cap_amb=0000000000000000 no_new_privs=1 seccomp=2 pid=2 net_ifaces=lo root_ro=1 \
-	write_root=EROFS write_etc=EROFS write_sys=EROFS mknod=EPERM list_root=empty list_home=empty \
+	write_root=EROFS write_etc=EROFS write_sys=EROFS mknod=EPERM list_root=ENOENT list_home=ENOENT \
 	mount=EPERM unshare_user=EPERM unshare_net=EPERM setns=EPERM chroot=EPERM ptrace_init=EPERM \
 	keyctl=EPERM bpf=EPERM af_packet=EPERM reboot=EPERM setuid0=EINVAL read_init_environ=EACCES \
 	probe=done; do

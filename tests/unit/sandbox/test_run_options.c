@@ -221,18 +221,14 @@ static void test_plan_host_root(void **state)
 	p->kubeconfig = ar_xstrdup("/home/me/.kube/agent");
 	assert_int_equal(ar_mount_plan_build(p, "/srv/me", &plan, &err), 0);
 	assert_true(plan.host_root);
-	/* credentials hidden; /tmp is a policy tmpfs, so it is not hidden as well */
-	static const char *const hidden[] = {"/root",
-					     "/home",
-					     "/run",
-					     "/var/run",
-					     "/var/run/docker.sock",
-					     "/run/docker.sock",
-					     "/etc/kubernetes",
-					     "/var/lib/docker",
-					     "/srv/me"};
+	/* credentials inside the allowed directories hidden, and the caller's $HOME;
+	 * /root, /home, /run are absent from the view (mount.c), not hidden here; /tmp
+	 * is a policy tmpfs */
+	static const char *const hidden[] = {"/etc/shadow", "/etc/gshadow", "/etc/kubernetes",
+					     "/etc/rancher", "/srv/me"};
 	for (size_t i = 0; i < AR_ARRAY_SIZE(hidden); i++)
 		assert_int_not_equal(find_op(&plan, AR_MNT_HIDE, hidden[i]), SIZE_MAX);
+	assert_int_equal(find_op(&plan, AR_MNT_HIDE, "/home"), SIZE_MAX);
 	assert_int_equal(find_op(&plan, AR_MNT_HIDE, "/tmp"), SIZE_MAX);
 	size_t proc = find_op(&plan, AR_MNT_PROC, "/proc");
 	size_t kcore = find_op(&plan, AR_MNT_MASK, "/proc/kcore");
@@ -245,7 +241,7 @@ static void test_plan_host_root(void **state)
 	size_t logs = find_op(&plan, AR_MNT_BIND, "/logs");
 	size_t kube = find_op(&plan, AR_MNT_BIND, AR_DEFAULT_KUBECONFIG_TARGET);
 	/* the order: hides, proc and its masks, sys and its masks, dev, policy mounts */
-	assert_true(find_op(&plan, AR_MNT_HIDE, "/home") < proc);
+	assert_true(find_op(&plan, AR_MNT_HIDE, "/etc/shadow") < proc);
 	assert_true(proc < kcore && proc < sysrq && proc < procsys);
 	assert_true(procsys < sys && sys < fw && fw < dev);
 	assert_true(dev < tmp && tmp < logs && logs < kube && kube != SIZE_MAX);
@@ -278,8 +274,8 @@ static void test_plan_rootfs_and_home(void **state)
 	/* a $HOME below a hidden directory, or "/", adds nothing */
 	free(p->rootfs);
 	p->rootfs = NULL;
-	assert_int_equal(ar_mount_plan_build(p, "/home/me", &plan, &err), 0);
-	assert_int_equal(find_op(&plan, AR_MNT_HIDE, "/home/me"), SIZE_MAX);
+	assert_int_equal(ar_mount_plan_build(p, "/etc/kubernetes/me", &plan, &err), 0);
+	assert_int_equal(find_op(&plan, AR_MNT_HIDE, "/etc/kubernetes/me"), SIZE_MAX);
 	size_t n = plan.n_ops;
 	ar_mount_plan_free(&plan);
 	assert_int_equal(ar_mount_plan_build(p, "/", &plan, &err), 0);
