@@ -9,6 +9,9 @@
 #include "agentrun/error.h"
 #include "agentrun/util.h"
 
+/* The row for entries without a target host ("host": null). */
+#define AR_AUDIT_NO_HOST "(no host)"
+
 struct ar_audit_host {
 	char *host;
 	uint64_t allowed;

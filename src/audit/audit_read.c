@@ -59,12 +59,15 @@ static int add_line(struct ar_audit_summary *s, const char *line, size_t len)
 			return -1; /* trailing bytes after the object */
 	const cJSON *host = cJSON_GetObjectItemCaseSensitive(o, "host");
 	const cJSON *allowed = cJSON_GetObjectItemCaseSensitive(o, "allowed");
-	if (!cJSON_IsString(host) || !cJSON_IsBool(allowed))
+	/* refusals before a target was known (a 400 on a garbled request line, a 503
+	 * over the connection cap) carry "host": null; they still count */
+	if (!(cJSON_IsString(host) || cJSON_IsNull(host)) || !cJSON_IsBool(allowed))
 		return -1;
 	ar_autofree char *entry = cJSON_PrintUnformatted(o);
 	if (entry == NULL)
 		return -1;
-	struct ar_audit_host *h = host_slot(s, host->valuestring);
+	struct ar_audit_host *h =
+	    host_slot(s, cJSON_IsString(host) ? host->valuestring : AR_AUDIT_NO_HOST);
 	uint64_t out = number_field(o, "bytes_out"), in = number_field(o, "bytes_in");
 	if (cJSON_IsTrue(allowed)) {
 		h->allowed++;

@@ -30,4 +30,30 @@ expect_match "no file message" '^agentrun: audit: missing FILE' "$(cat "$AR_TMP/
 expect_status "unknown flag" 2 "$AGENTRUN" audit --bogus "$log"
 expect_match "unknown flag message" "^agentrun: audit: unknown option \`--bogus\`" "$(cat "$AR_TMP/err")"
 expect_status "--help" 0 "$AGENTRUN" audit --help
+
+# End to end: a real proxy's audit log, read back, agrees with the proxy's own summary line.
+need_cmd curl
+origin_port=$(free_port)
+proxy_port=$(free_port)
+mkdir -p "$AR_TMP/www" && echo hello >"$AR_TMP/www/index.html"
+python3 -m http.server --bind 127.0.0.1 --directory "$AR_TMP/www" "$origin_port" >/dev/null 2>&1 &
+origin_pid=$!
+on_exit "kill $origin_pid"
+"$AGENTRUN" proxy --listen "127.0.0.1:$proxy_port" --allow "127.0.0.1:$origin_port" \
+	--audit "$AR_TMP/live.jsonl" --dns-files-only 2>"$AR_TMP/proxy.err" &
+proxy_pid=$!
+on_exit "kill -9 $proxy_pid"
+wait_port "$origin_port" && wait_port "$proxy_port" || fail "servers did not start"
+for _ in 1 2; do curl -s -o /dev/null -x "http://127.0.0.1:$proxy_port" "http://127.0.0.1:$origin_port/"; done
+curl -s -o /dev/null -x "http://127.0.0.1:$proxy_port" "http://denied.invalid/" || true
+printf 'GARBAGE\r\n\r\n' | python3 -c 'import socket,sys; s=socket.create_connection(("127.0.0.1",int(sys.argv[1]))); s.sendall(sys.stdin.buffer.read()); s.recv(4096)' "$proxy_port"
+kill -TERM "$proxy_pid"
+wait "$proxy_pid" || true
+stopped=$(grep '^agentrun proxy stopped' "$AR_TMP/proxy.err" || true)
+expect_match "proxy summary" '^agentrun proxy stopped: 4 request\(s\), 2 allowed, 2 denied' "$stopped"
+out=$("$AGENTRUN" audit "$AR_TMP/live.jsonl" 2>"$AR_TMP/audit.err")
+expect_match "audit agrees with the proxy" '^4 request\(s\) to 3 host\(s\): 2 allowed, 2 denied, ' "$(printf '%s\n' "$out" | tail -n 1)"
+expect_match "the origin's row" "^127\.0\.0\.1 +2 +0 " "$(printf '%s\n' "$out" | grep '^127')"
+expect_match "the garbled request counted without a host" '^\(no host\) +0 +1 ' "$(printf '%s\n' "$out" | grep '^(no host)')"
+expect_eq "no unreadable lines" "" "$(cat "$AR_TMP/audit.err")"
 finish

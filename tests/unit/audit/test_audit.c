@@ -102,6 +102,19 @@ static void test_hostile_lines(void **state)
 	ar_audit_summary_free(&s);
 }
 
+static void test_null_host(void **state)
+{
+	static const char text[] = "{\"method\":null,\"host\":null,\"port\":null,\"allowed\":false,"
+				   "\"status\":400,\"bytes_out\":0,\"bytes_in\":0}\n";
+	struct ar_audit_summary s;
+	ar_audit_summarize(text, sizeof(text) - 1, &s);
+	assert_int_equal(s.invalid_lines, 0);
+	assert_int_equal(s.denied, 1);
+	assert_int_equal(s.n_hosts, 1);
+	assert_string_equal(s.hosts[0].host, AR_AUDIT_NO_HOST);
+	ar_audit_summary_free(&s);
+}
+
 static void test_empty(void **state)
 {
 	struct ar_audit_summary s;
@@ -121,7 +134,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_summarize),	  cmocka_unit_test(test_text),
 	    cmocka_unit_test(test_json),	  cmocka_unit_test(test_empty),
-	    cmocka_unit_test(test_hostile_lines),
+	    cmocka_unit_test(test_hostile_lines), cmocka_unit_test(test_null_host),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
