@@ -36,6 +36,22 @@ static char *fdpath_buf(char *buf, int fd)
 	return buf;
 }
 
+/* tmpfs mount options with a size: without one a tmpfs may take half the host's RAM,
+ * and with --no-cgroups nothing would charge its pages to the sandbox. */
+struct tmpfs_opts {
+	char tmp[64]; /* the policy's tmpfs: the memory limit */
+	char shm[64]; /* /dev/shm: the memory limit, at most 64m without cgroups */
+};
+
+static void tmpfs_opts_init(struct tmpfs_opts *t, const struct sandbox *sb)
+{
+	long long mem = (long long)sb->p->limits.memory, shm = mem;
+	if (sb->cg == NULL && shm > 64LL << 20)
+		shm = 64LL << 20;
+	snprintf(t->tmp, sizeof(t->tmp), "mode=1777,size=%lld", mem);
+	snprintf(t->shm, sizeof(t->shm), "mode=1777,size=%lld", shm);
+}
+
 /* The host nodes a minimal /dev gets (bind-mounted: a user namespace cannot mknod). */
 static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
 static const struct {
@@ -340,7 +356,8 @@ static int mount_subdir(int devfd, const char *name, const char *type, unsigned 
 
 /* A tmpfs /dev with the harmless host nodes, a private devpts and /dev/shm; then
  * read-only so nothing can be created in it. */
-static int mount_dev(int rootfd, const struct ar_mount_op *op, ar_error_t *err)
+static int mount_dev(int rootfd, const struct ar_mount_op *op, const struct tmpfs_opts *t,
+		     ar_error_t *err)
 {
 	ar_autoclose int fd = ensure_mountpoint(rootfd, op->target, true, err, op->what);
 	if (fd < 0)
@@ -351,8 +368,7 @@ static int mount_dev(int rootfd, const struct ar_mount_op *op, ar_error_t *err)
 	if (mount_dev_nodes(fd, err) == -1 ||
 	    mount_subdir(fd, "pts", "devpts", MS_NOSUID | MS_NOEXEC,
 			 "newinstance,ptmxmode=0666,mode=0620", err) == -1 ||
-	    mount_subdir(fd, "shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777", err) ==
-		-1)
+	    mount_subdir(fd, "shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, t->shm, err) == -1)
 		return -1;
 	return remount_ro(fd, MS_NOSUID | MS_NODEV | MS_NOEXEC, err, op->what);
 }
@@ -396,7 +412,8 @@ static int ro_self(int rootfd, const struct ar_mount_op *op, ar_error_t *err)
 	return set_tree_attrs(fd, true, err, op->target);
 }
 
-static int do_op(int rootfd, const struct ar_mount_op *op, int srcfd, ar_error_t *err)
+static int do_op(int rootfd, const struct ar_mount_op *op, int srcfd, const struct tmpfs_opts *t,
+		 ar_error_t *err)
 {
 	ar_autoclose int fd = -1;
 	switch (op->kind) {
@@ -412,7 +429,7 @@ static int do_op(int rootfd, const struct ar_mount_op *op, int srcfd, ar_error_t
 		return mount_special(rootfd, op, "sysfs",
 				     MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, err);
 	case AR_MNT_DEV:
-		return mount_dev(rootfd, op, err);
+		return mount_dev(rootfd, op, t, err);
 	case AR_MNT_RO_SELF:
 		return ro_self(rootfd, op, err);
 	case AR_MNT_TMPFS:
@@ -420,7 +437,7 @@ static int do_op(int rootfd, const struct ar_mount_op *op, int srcfd, ar_error_t
 		if (fd < 0)
 			return -1;
 		return mount_on(rootfd, &fd, op->target, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV,
-				"mode=1777", err, op->what);
+				t->tmp, err, op->what);
 	case AR_MNT_BIND:
 		return mount_bind(rootfd, op, srcfd, err);
 	}
@@ -620,6 +637,7 @@ static int *open_sources(const struct ar_mount_plan *plan, ar_error_t *err)
 int sandbox_mount_root(const struct sandbox *sb, ar_error_t *err)
 {
 	const struct ar_mount_plan *plan = &sb->plan;
+	struct tmpfs_opts topts;
 
 	/* nothing we mount may propagate back to the host, nor host mounts in later */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1)
@@ -627,6 +645,7 @@ int sandbox_mount_root(const struct sandbox *sb, ar_error_t *err)
 	__attribute__((cleanup(close_sources))) int *srcfds = open_sources(plan, err);
 	if (srcfds == NULL)
 		return -1;
+	tmpfs_opts_init(&topts, sb);
 	ar_autoclose int rootfd = new_root(sb->p->origin, plan, err);
 	if (rootfd < 0)
 		return -1;
@@ -636,7 +655,7 @@ int sandbox_mount_root(const struct sandbox *sb, ar_error_t *err)
 				return -1;
 			continue;
 		}
-		if (do_op(rootfd, &plan->ops[i], srcfds[i], err) == -1)
+		if (do_op(rootfd, &plan->ops[i], srcfds[i], &topts, err) == -1)
 			return -1;
 		i++;
 	}

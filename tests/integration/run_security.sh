@@ -141,4 +141,17 @@ fi
 expect_eq "keyring: the caller's key is out of reach" "search $(python3 -c 'import os,errno; print(os.strerror(errno.ENOKEY))') read $(python3 -c 'import os,errno; print(os.strerror(errno.ENOKEY))')" \
 	"$(printf '%s\n' "$out" | sed -n 's/^inner [0-9-]* //p')"
 
+# 6. tmpfs sizes: the policy's tmpfs gets the memory limit, /dev/shm too (at most 64m
+#    without cgroups, where nothing else charges its pages); /dev/null masks are
+#    read-only.
+sizes() { "$A" "$@" -- sh -c 'for m in /tmp /dev/shm; do grep " $m " /proc/self/mountinfo | grep -o "size=[0-9]*k"; done | xargs'; }
+expect_eq "tmpfs sizes: the memory limit (512m)" "size=524288k size=524288k" "$(sizes)"
+expect_eq "tmpfs sizes: --memory 128m" "size=131072k size=131072k" "$(sizes --memory 128m)"
+expect_eq "tmpfs sizes: --no-cgroups" "size=524288k size=65536k" "$(sizes --no-cgroups)"
+expect_eq "tmpfs sizes: --no-cgroups --memory 16m" "size=16384k size=16384k" "$(sizes --no-cgroups --memory 16m)"
+expect_eq "tmpfs: full at the limit" "No space left on device 16777216" \
+	"$("$A" --no-cgroups --memory 16m -- sh -c 'head -c 20000000 /dev/zero 2>&1 >/tmp/x | sed "s/.*: //"; wc -c </tmp/x' | xargs)"
+expect_eq "/dev/null masks: read-only, nosuid, noexec" "ro nosuid noexec" \
+	"$("$A" -- sh -c 'grep " /proc/keys " /proc/self/mountinfo | cut -d" " -f6 | tr , "\n" | grep -x -e ro -e nosuid -e noexec | xargs')"
+
 finish
