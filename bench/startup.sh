@@ -2,6 +2,7 @@
 # bench/startup.sh — start-to-exit of /bin/true under each sandbox, in one run (hyperfine -N).
 # Not a test: prints medians and the ratio of each to agentrun.
 # Needs: scripts/install-deps.sh --bench; a build in build/. Run as root.
+# BENCH_JSON=FILE keeps hyperfine's JSON export (docs/benchmarks.md aggregates runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 AGENTRUN=${AGENTRUN:-$PWD/build/agentrun}
@@ -40,6 +41,7 @@ for c in "${cmds[@]}"; do args+=(-n "${c%%::*}" "${c#*::}"); done
 hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$tmp/r.json" "${args[@]}" >/dev/null 2>"$tmp/err" ||
 	{ cat "$tmp/err" >&2; exit 1; }
 
+[ -z "${BENCH_JSON:-}" ] || cp "$tmp/r.json" "$BENCH_JSON"
 echo "startup of /bin/true — $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, kernel $(uname -r), $RUNS runs each (hyperfine -N)"
 python3 - "$tmp/r.json" <<'PY'
 import json, sys
