@@ -30,8 +30,9 @@ int ar_cgroup_enter(const struct ar_cgroup *cg, pid_t pid, ar_error_t *err);
  * -1 on error (nothing left open). */
 int ar_cgroup_open_self(const struct ar_cgroup *cg, int *fds, size_t max, ar_error_t *err);
 /* In that process, single-threaded: move the calling thread, i.e. the process,
- * through each fd. No allocation (runs between clone and exec). 0, or -1 and errno. */
-int ar_cgroup_enter_self(const int *fds, size_t n);
+ * through each fd (between clone and exec: allocates only for the error, which names
+ * the directory). 0, or -1. */
+int ar_cgroup_enter_self(const struct ar_cgroup *cg, const int *fds, size_t n, ar_error_t *err);
 /* After the sandbox ended: did the memory limit kill something? */
 bool ar_cgroup_oom_killed(const struct ar_cgroup *cg);
 /* Kill whatever is left, remove the cgroup directories, free. Safe on NULL. */

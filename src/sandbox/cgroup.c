@@ -284,12 +284,11 @@ int ar_cgroup_open_self(const struct ar_cgroup *cg, int *fds, size_t max, ar_err
 	return cg->ops->open_self(cg, fds, max, err);
 }
 
-int ar_cgroup_enter_self(const int *fds, size_t n)
+int ar_cgroup_enter_self(const struct ar_cgroup *cg, const int *fds, size_t n, ar_error_t *err)
 {
-	for (size_t i = 0; i < n; i++)
-		if (TEMP_FAILURE_RETRY(write(fds[i], "0", 1)) != 1)
-			return -1;
-	return 0;
+	if (n == 0 || cg->ops->enter_self == NULL)
+		return 0;
+	return cg->ops->enter_self(cg, fds, n, err);
 }
 
 bool ar_cgroup_oom_killed(const struct ar_cgroup *cg)

@@ -27,6 +27,7 @@ struct cgroup_ops {
 	int (*enter)(const struct ar_cgroup *cg, pid_t pid, ar_error_t *err);
 	/* optional: files through which a process moves itself (ar_cgroup_open_self) */
 	int (*open_self)(const struct ar_cgroup *cg, int *fds, size_t max, ar_error_t *err);
+	int (*enter_self)(const struct ar_cgroup *cg, const int *fds, size_t n, ar_error_t *err);
 	bool (*oom_killed)(const struct ar_cgroup *cg);
 	int (*destroy)(struct ar_cgroup *cg, ar_error_t *err);
 };

@@ -158,6 +158,26 @@ static int v1_open_self(const struct ar_cgroup *cg, int *fds, size_t max, ar_err
 	return (int)n;
 }
 
+/* fds[] in v1_open_self's order. A real-time caller cannot join a cpu cgroup whose
+ * cpu.rt_runtime_us is 0 (a new one's is): EINVAL, said so. */
+static int v1_enter_self(const struct ar_cgroup *cg, const int *fds, size_t n, ar_error_t *err)
+{
+	size_t i = 0;
+
+	for (int c = 0; c < CG_NCTRL && i < n; c++) {
+		if (!cg->dir[c] || shared_dir(cg, c))
+			continue;
+		if (TEMP_FAILURE_RETRY(write(fds[i++], "0", 1)) != 1)
+			return ar_error_make(
+			    err, errno, "cgroup v1: move the sandbox into %s/tasks%s", cg->dir[c],
+			    errno == EINVAL && c == CG_CPU
+				? " (a real-time process cannot join a cpu cgroup "
+				  "without cpu.rt_runtime_us)"
+				: "");
+	}
+	return 0;
+}
+
 /* memory.oom_control has `oom_kill N` since Linux 4.13; before that memory.failcnt
  * (times the limit was hit) is the closest signal. */
 static bool v1_oom_killed(const struct ar_cgroup *cg)
@@ -192,6 +212,7 @@ const struct cgroup_ops cg_v1_ops = {
     .create = v1_create,
     .enter = v1_enter,
     .open_self = v1_open_self,
+    .enter_self = v1_enter_self,
     .oom_killed = v1_oom_killed,
     .destroy = v1_destroy,
 };

@@ -58,15 +58,12 @@ static int wait_setup(const struct sandbox *sb, ar_error_t *err)
  * command, which inherits it); the parent's move would wait for an RCU grace period. */
 static int enter_cgroup_self(const struct sandbox *sb, ar_error_t *err)
 {
-	int r = ar_cgroup_enter_self(sb->cg_self, sb->n_cg_self);
-	int e = errno;
+	int r =
+	    sb->n_cg_self > 0 ? ar_cgroup_enter_self(sb->cg, sb->cg_self, sb->n_cg_self, err) : 0;
 
 	for (size_t i = 0; i < sb->n_cg_self; i++)
 		close(sb->cg_self[i]);
-	if (r == -1)
-		return ar_error_make(err, e, "cgroup %s: move the sandbox into %s",
-				     ar_cgroup_kind(sb->cg), ar_cgroup_path(sb->cg));
-	return 0;
+	return r;
 }
 
 /* We are in the sandbox cgroup (the parent's move, when it makes it, is done): the

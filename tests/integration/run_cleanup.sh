@@ -86,4 +86,16 @@ expect_eq "agentrun kill -9'd: host mounts unchanged" "$before" "$(host_mounts)"
 # its empty cgroup could not be removed by anyone; the next run sweeps it
 "$A" "${P[@]}" -- true || fail "the run after a kill -9 failed"
 check_clean "the run after agentrun was kill -9'd"
+
+# On cgroup v1 the sandbox's init moves itself into the cgroups. A real-time caller
+# cannot join a new cpu cgroup (its cpu.rt_runtime_us is 0): the move fails in the
+# child, the run fails closed naming the cgroup, and nothing is left.
+if [ -e /sys/fs/cgroup/cpu/cpu.rt_runtime_us ] && command -v chrt >/dev/null; then
+	expect_status "real-time caller, v1 cpu cgroup: fails closed" 125 \
+		chrt -f 10 "$A" "${P[@]}" --cpus 1 -- sleep "$MARK"
+	expect_match "real-time caller: names the cgroup" \
+		"^agentrun: cgroup v1: move the sandbox into /sys/fs/cgroup/cpu.*/agentrun-$NAME-[0-9]+/tasks \\(a real-time process" \
+		"$(cat "$AR_TMP/err")"
+	check_clean "real-time caller"
+fi
 finish
