@@ -29,10 +29,10 @@ void ar_cleanup_closep(int *fd);
 void ar_cleanup_fclosep(void *fp);
 void ar_cleanup_strvp(void *strv);
 
-#define ar_autofree __attribute__((cleanup(ar_cleanup_freep)))
-#define ar_autoclose __attribute__((cleanup(ar_cleanup_closep)))
+#define ar_autofree   __attribute__((cleanup(ar_cleanup_freep)))
+#define ar_autoclose  __attribute__((cleanup(ar_cleanup_closep)))
 #define ar_autofclose __attribute__((cleanup(ar_cleanup_fclosep)))
-#define ar_autostrv __attribute__((cleanup(ar_cleanup_strvp)))
+#define ar_autostrv   __attribute__((cleanup(ar_cleanup_strvp)))
 
 static inline void *ar_steal_pointer_impl(void *pp)
 {
@@ -86,6 +86,9 @@ void ar_cleanup_bufp(struct ar_buf *b);
 
 /* POSIX shell quoting: bare when only [A-Za-z0-9_./:=@%+,-] (and non-empty), else '...'. */
 void ar_shell_quote(struct ar_buf *out, const char *s);
+/* A copy safe to print on one line: newline, tab and other control bytes escaped
+ * (\n, \t, \xNN), cut with "..." past max bytes. Every error message goes through it. */
+char *ar_printable(const char *s, size_t max);
 /* JSON string literal with quotes; control characters and invalid UTF-8 bytes escaped. */
 void ar_json_quote(struct ar_buf *out, const char *s);
 

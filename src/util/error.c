@@ -9,6 +9,17 @@
 #include "agentrun/error.h"
 #include "agentrun/util.h"
 
+/* Messages quote user input (paths, keys, names from hostile files): keep each one a
+ * single printable line of bounded length, whichever module made it. */
+#define AR_ERROR_MSG_MAX 4096
+
+static char *printable_take(char *msg)
+{
+	char *shown = ar_printable(msg, AR_ERROR_MSG_MAX);
+	free(msg);
+	return shown;
+}
+
 int ar_error_make(ar_error_t *err, int errno_value, const char *fmt, ...)
 {
 	va_list ap;
@@ -27,7 +38,7 @@ int ar_error_make(ar_error_t *err, int errno_value, const char *fmt, ...)
 	}
 	*err = ar_xcalloc(1, sizeof(**err));
 	(*err)->status = errno_value;
-	(*err)->msg = msg;
+	(*err)->msg = printable_take(msg);
 	return -1;
 }
 
@@ -45,7 +56,7 @@ int ar_error_wrap(ar_error_t *err, const char *fmt, ...)
 	char *full = ar_xasprintf("%s: %s", ctx, (*err)->msg);
 	free(ctx);
 	free((*err)->msg);
-	(*err)->msg = full;
+	(*err)->msg = printable_take(full);
 	return -1;
 }
 

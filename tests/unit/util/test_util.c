@@ -26,19 +26,36 @@ static void test_error_make_wrap(void **state)
 	assert_null(err);
 }
 
+static void test_error_printable(void **state)
+{
+	ar_error_t err = NULL;
+	char big[9000];
+	ar_error_make(&err, 0, "file `%s`: bad\x01", "a\nb\tc\x7f");
+	assert_string_equal(err->msg, "file `a\\nb\\tc\\x7f`: bad\\x01");
+	ar_error_wrap(&err, "ctx\r");
+	assert_string_equal(err->msg, "ctx\\x0d: file `a\\nb\\tc\\x7f`: bad\\x01");
+	ar_error_release(&err);
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	ar_error_make(&err, 0, "%s", big);
+	assert_int_equal(strlen(err->msg), 4096 + 3);
+	assert_string_equal(err->msg + 4096, "...");
+	ar_error_release(&err);
+}
+
 static void test_shell_quote(void **state)
 {
 	static const struct {
 		const char *in, *out;
 	} cases[] = {
-		{"abc", "abc"},
-		{"--memory=256m", "--memory=256m"},
-		{"", "''"},
-		{"a b", "'a b'"},
-		{"it's", "'it'\\''s'"},
-		{"$HOME", "'$HOME'"},
-		{"*.github.com:443", "'*.github.com:443'"},
-		{"a;rm -rf /", "'a;rm -rf /'"},
+	    {"abc", "abc"},
+	    {"--memory=256m", "--memory=256m"},
+	    {"", "''"},
+	    {"a b", "'a b'"},
+	    {"it's", "'it'\\''s'"},
+	    {"$HOME", "'$HOME'"},
+	    {"*.github.com:443", "'*.github.com:443'"},
+	    {"a;rm -rf /", "'a;rm -rf /'"},
 	};
 	for (size_t i = 0; i < AR_ARRAY_SIZE(cases); i++) {
 		struct ar_buf b = {0};
@@ -104,9 +121,13 @@ static void test_buf(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_error_make_wrap), cmocka_unit_test(test_shell_quote),
-		cmocka_unit_test(test_json_quote),      cmocka_unit_test(test_parse_bytes),
-		cmocka_unit_test(test_parse_cpus),      cmocka_unit_test(test_buf),
+	    cmocka_unit_test(test_error_make_wrap),
+	    cmocka_unit_test(test_error_printable),
+	    cmocka_unit_test(test_shell_quote),
+	    cmocka_unit_test(test_json_quote),
+	    cmocka_unit_test(test_parse_bytes),
+	    cmocka_unit_test(test_parse_cpus),
+	    cmocka_unit_test(test_buf),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
