@@ -7,7 +7,7 @@
 need_root
 PROBE="$AR_BUILD_DIR/tests/ar-probe"
 [ -x "$PROBE" ] || skip "ar-probe is not built ($PROBE)"
-# The sandbox hides /tmp, /root and /home, where a checkout may well live: the probe
+# The sandbox shows neither the host's /tmp nor /root, /home or /work, where a checkout may live: the probe
 # reaches the sandbox through an explicit bind of a copy, never through the build tree.
 mkdir -p "$AR_TMP/bin"
 cp "$PROBE" "$AR_TMP/bin/ar-probe"
