@@ -159,7 +159,8 @@ static int spawn(struct sandbox *sb, ar_error_t *err)
 	return 0;
 }
 
-/* Unless the child moves itself in (v1: it does so right after the first release). */
+/* Unless the child moves itself in (v1: right after the first release, without the
+ * global threadgroup lock a move by another process takes; see cgroup.h). */
 static int enter_cgroup(struct sandbox *sb, ar_error_t *err)
 {
 	if (sb->cg == NULL || sb->child_enters_cgroup)
@@ -167,11 +168,11 @@ static int enter_cgroup(struct sandbox *sb, ar_error_t *err)
 	return ar_cgroup_enter(sb->cg, sb->pid, err);
 }
 
-/* The child proceeds in two stages: 'm' once the uid/gid maps exist (it builds its
- * root meanwhile, on the other CPU, while the cgroup attach runs: on cgroup v1 that
- * waits for an RCU grace period per controller), 'c' once it is in the cgroup (it
- * forks the command, which must start there). A child that died already is reaped by
- * wait_sandbox and its report says why. */
+/* The child proceeds in two stages: 'm' once the uid/gid maps exist (on cgroup v1 it
+ * moves itself into the cgroup, then builds its root, on the other CPU, while on v2
+ * this side moves it in, which waits for an RCU grace period), 'c' once it is in the
+ * cgroup (it forks the command, which must start there). A child that died already is
+ * reaped by wait_sandbox and its report says why. */
 static int release(struct sandbox *sb, char stage, ar_error_t *err)
 {
 	ssize_t n = TEMP_FAILURE_RETRY(send(sb->release[1], &stage, 1, MSG_NOSIGNAL));
