@@ -19,6 +19,20 @@ struct ar_cgroup;
  * cpu.max, or the v1 equivalents). Fails closed, naming what is missing. */
 int ar_cgroup_create(const struct ar_policy *p, const char *name, struct ar_cgroup **out,
 		     ar_error_t *err);
+/* ar_cgroup_create in two halves, so a caller can create the cgroups later (on v1,
+ * while the sandbox builds its root on the other CPU). ar_cgroup_plan reads
+ * /proc/self/{mountinfo,cgroup}, picks the manager and, for v1, the directories: it
+ * creates, writes and moves nothing. ar_cgroup_make then creates them and writes the
+ * limits (on failure nothing of it is left; the handle still needs
+ * ar_cgroup_destroy). ar_cgroup_destroy on a handle never made only frees it. */
+int ar_cgroup_plan(const struct ar_policy *p, const char *name, struct ar_cgroup **out,
+		   ar_error_t *err);
+int ar_cgroup_make(struct ar_cgroup *cg, const struct ar_policy *p, ar_error_t *err);
+/* Does the manager let the sandbox move itself in (ar_cgroup_open_self, v1)? Known
+ * after ar_cgroup_plan. When false (v2) ar_cgroup_make may move this process itself
+ * into a leaf cgroup, so it must run while no child shares this process's cgroup:
+ * before the clone. */
+bool ar_cgroup_self_entry(const struct ar_cgroup *cg);
 /* Move pid into the cgroup(s). */
 int ar_cgroup_enter(const struct ar_cgroup *cg, pid_t pid, ar_error_t *err);
 /* For the sandbox's first process to move itself in instead (ar_cgroup_enter_self):
@@ -31,7 +45,8 @@ int ar_cgroup_enter(const struct ar_cgroup *cg, pid_t pid, ar_error_t *err);
 int ar_cgroup_open_self(const struct ar_cgroup *cg, int *fds, size_t max, ar_error_t *err);
 /* In that process, single-threaded: move the calling thread, i.e. the process,
  * through each fd (between clone and exec: allocates only for the error, which names
- * the directory). 0, or -1. */
+ * the directory). n must be what ar_cgroup_open_self returned for this handle (else
+ * -1: the sandbox would run outside some cgroup). 0, or -1. */
 int ar_cgroup_enter_self(const struct ar_cgroup *cg, const int *fds, size_t n, ar_error_t *err);
 /* After the sandbox ended: did the memory limit kill something? */
 bool ar_cgroup_oom_killed(const struct ar_cgroup *cg);

@@ -241,11 +241,12 @@ static void cgroup_free(struct ar_cgroup *cg)
 	free(cg->own);
 	free(cg->leaf);
 	free(cg->name);
+	host_release(&cg->host);
 	free(cg);
 }
 
-int ar_cgroup_create(const struct ar_policy *p, const char *name, struct ar_cgroup **out,
-		     ar_error_t *err)
+int ar_cgroup_plan(const struct ar_policy *p, const char *name, struct ar_cgroup **out,
+		   ar_error_t *err)
 {
 	struct cg_host h = {0};
 	struct ar_cgroup *cg;
@@ -260,16 +261,48 @@ int ar_cgroup_create(const struct ar_policy *p, const char *name, struct ar_cgro
 	cg = ar_xcalloc(1, sizeof(*cg));
 	cg->name = ar_xstrdup(name);
 	cg->ops = pick_manager(&h);
-	if (cg->ops->create(cg, &h, p, err) == -1) {
-		/* create cleans up what it made itself; only the handle is left */
+	if (cg->ops->locate != NULL && cg->ops->locate(cg, &h, err) == -1) {
 		host_release(&h);
 		cgroup_free(cg);
 		return -1;
 	}
-	host_release(&h);
-	ar_debug("cgroup %s: created `%s`", cg->ops->kind, ar_cgroup_path(cg));
+	cg->host = h;
 	*out = cg;
 	return 0;
+}
+
+int ar_cgroup_make(struct ar_cgroup *cg, const struct ar_policy *p, ar_error_t *err)
+{
+	int r = cg->ops->create(cg, &cg->host, p, err);
+
+	/* on failure create removed what it made itself: only the handle is left */
+	host_release(&cg->host);
+	cg->host = (struct cg_host){0};
+	if (r == -1)
+		return -1;
+	cg->made = true;
+	ar_debug("cgroup %s: created `%s`", cg->ops->kind, ar_cgroup_path(cg));
+	return 0;
+}
+
+int ar_cgroup_create(const struct ar_policy *p, const char *name, struct ar_cgroup **out,
+		     ar_error_t *err)
+{
+	struct ar_cgroup *cg = NULL;
+
+	if (ar_cgroup_plan(p, name, &cg, err) == -1)
+		return -1;
+	if (ar_cgroup_make(cg, p, err) == -1) {
+		cgroup_free(cg);
+		return -1;
+	}
+	*out = cg;
+	return 0;
+}
+
+bool ar_cgroup_self_entry(const struct ar_cgroup *cg)
+{
+	return cg->ops->open_self != NULL && cg->ops->enter_self != NULL;
 }
 
 int ar_cgroup_enter(const struct ar_cgroup *cg, pid_t pid, ar_error_t *err)
@@ -286,7 +319,7 @@ int ar_cgroup_open_self(const struct ar_cgroup *cg, int *fds, size_t max, ar_err
 
 int ar_cgroup_enter_self(const struct ar_cgroup *cg, const int *fds, size_t n, ar_error_t *err)
 {
-	if (n == 0 || cg->ops->enter_self == NULL)
+	if (cg->ops->enter_self == NULL)
 		return 0;
 	return cg->ops->enter_self(cg, fds, n, err);
 }
@@ -302,7 +335,8 @@ int ar_cgroup_destroy(struct ar_cgroup *cg, ar_error_t *err)
 
 	if (!cg)
 		return 0;
-	r = cg->ops->destroy(cg, err);
+	/* planned only: nothing exists to kill or remove */
+	r = cg->made ? cg->ops->destroy(cg, err) : 0;
 	cgroup_free(cg);
 	return r;
 }

@@ -22,6 +22,8 @@ struct cg_host {
 
 struct cgroup_ops {
 	const char *kind;
+	/* optional, side-effect free: fill in the handle's directories (ar_cgroup_plan) */
+	int (*locate)(struct ar_cgroup *cg, const struct cg_host *h, ar_error_t *err);
 	int (*create)(struct ar_cgroup *cg, const struct cg_host *h, const struct ar_policy *p,
 		      ar_error_t *err);
 	int (*enter)(const struct ar_cgroup *cg, pid_t pid, ar_error_t *err);
@@ -42,7 +44,9 @@ struct ar_cgroup {
 	 * controllers could be enabled in its subtree_control (NULL if not needed). */
 	char *own;
 	char *leaf;
-	unsigned enabled; /* controllers this process enabled in own/cgroup.subtree_control */
+	unsigned enabled;    /* controllers this process enabled in own/cgroup.subtree_control */
+	struct cg_host host; /* from ar_cgroup_plan until ar_cgroup_make */
+	bool made;	     /* ar_cgroup_make succeeded: destroy has work to do */
 };
 
 extern const struct cgroup_ops cg_v2_ops;

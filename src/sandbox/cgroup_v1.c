@@ -86,8 +86,8 @@ static int locate(struct ar_cgroup *cg, const struct cg_host *h, unsigned needed
 	return 0;
 }
 
-static int v1_create(struct ar_cgroup *cg, const struct cg_host *h, const struct ar_policy *p,
-		     ar_error_t *err)
+/* ar_cgroup_plan: the directories, nothing created yet. */
+static int v1_locate(struct ar_cgroup *cg, const struct cg_host *h, ar_error_t *err)
 {
 	unsigned needed = h->needed;
 
@@ -96,8 +96,19 @@ static int v1_create(struct ar_cgroup *cg, const struct cg_host *h, const struct
 		ar_autofree char *own = cg_own_dir(h, "pids");
 		needed = own ? 1u << CG_PIDS : 0;
 	}
-	if (locate(cg, h, needed, err) == -1)
+	if (locate(cg, h, needed, err) == -1) {
+		for (int c = 0; c < CG_NCTRL; c++)
+			cg->dir[c] = (free(cg->dir[c]), NULL);
 		return -1;
+	}
+	return 0;
+}
+
+/* The directories come from v1_locate. */
+static int v1_create(struct ar_cgroup *cg, const struct cg_host *h, const struct ar_policy *p,
+		     ar_error_t *err)
+{
+	(void)h;
 	for (int c = 0; c < CG_NCTRL; c++) {
 		if (!cg->dir[c] || shared_dir(cg, c))
 			continue;
@@ -162,7 +173,15 @@ static int v1_open_self(const struct ar_cgroup *cg, int *fds, size_t max, ar_err
  * cpu.rt_runtime_us is 0 (a new one's is): EINVAL, said so. */
 static int v1_enter_self(const struct ar_cgroup *cg, const int *fds, size_t n, ar_error_t *err)
 {
-	size_t i = 0;
+	size_t i = 0, want = 0;
+
+	for (int c = 0; c < CG_NCTRL; c++)
+		want += cg->dir[c] && !shared_dir(cg, c);
+	/* one file per cgroup, or the sandbox would run outside some of them */
+	if (n != want)
+		return ar_error_make(
+		    err, EINVAL, "cgroup v1: %zu files to move the sandbox into its %zu cgroups", n,
+		    want);
 
 	for (int c = 0; c < CG_NCTRL && i < n; c++) {
 		if (!cg->dir[c] || shared_dir(cg, c))
@@ -209,6 +228,7 @@ static int v1_destroy(struct ar_cgroup *cg, ar_error_t *err)
 
 const struct cgroup_ops cg_v1_ops = {
     .kind = "v1",
+    .locate = v1_locate,
     .create = v1_create,
     .enter = v1_enter,
     .open_self = v1_open_self,

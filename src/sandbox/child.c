@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -53,26 +54,34 @@ static int wait_setup(const struct sandbox *sb, ar_error_t *err)
 	return wait_for(sb, SANDBOX_RELEASE_SETUP);
 }
 
-/* On cgroup v1 the init moves itself into the sandbox cgroup (before it mounts
- * anything, so that memory is charged there too, and long before it forks the
- * command, which inherits it); the parent's move would wait for an RCU grace period. */
-static int enter_cgroup_self(const struct sandbox *sb, ar_error_t *err)
-{
-	int r =
-	    sb->n_cg_self > 0 ? ar_cgroup_enter_self(sb->cg, sb->cg_self, sb->n_cg_self, err) : 0;
-
-	for (size_t i = 0; i < sb->n_cg_self; i++)
-		close(sb->cg_self[i]);
-	return r;
-}
-
-/* We are in the sandbox cgroup (the parent's move, when it makes it, is done): the
- * command may start. */
+/* The cgroup is ready. On v1 the go-ahead carries the `tasks` files of the sandbox
+ * cgroups (SCM_RIGHTS), and the init moves itself in through them (the parent's move
+ * would wait for an RCU grace period), before it forks the command, which inherits
+ * the cgroups; on v2 the parent moved us already. */
 static int wait_command(const struct sandbox *sb, ar_error_t *err)
 {
-	wait_for(sb, SANDBOX_RELEASE_COMMAND);
+	char c = 0;
+	char ctl[CMSG_SPACE(sizeof(sb->cg_self))];
+	struct iovec iov = {.iov_base = &c, .iov_len = 1};
+	struct msghdr msg = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
+	int fds[AR_ARRAY_SIZE(sb->cg_self)];
+	size_t n = 0;
+
+	ssize_t r = TEMP_FAILURE_RETRY(recvmsg(sb->release[0], &msg, MSG_CMSG_CLOEXEC));
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&msg); r == 1 && h; h = CMSG_NXTHDR(&msg, h))
+		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
+			n = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			memcpy(fds, CMSG_DATA(h), n * sizeof(int));
+		}
+	if (r != 1 || c != SANDBOX_RELEASE_COMMAND || (msg.msg_flags & MSG_CTRUNC))
+		_exit(AR_EXIT_RUN_FAIL); /* the parent failed (and says so) or died */
 	close(sb->release[0]);
-	return 0;
+	/* n must match the cgroups (ar_cgroup_enter_self checks): none may be skipped */
+	int ret = sb->child_enters_cgroup ? ar_cgroup_enter_self(sb->cg, fds, n, err) : 0;
+	for (size_t i = 0; i < n; i++)
+		close(fds[i]);
+	return ret;
 }
 
 static int die_with_parent(const struct sandbox *sb, ar_error_t *err)
@@ -210,12 +219,11 @@ static const child_step init_steps[] = {
     die_with_parent,	      /* PR_SET_PDEATHSIG: the sandbox dies with agentrun */
     wait_setup,		      /* the uid/gid maps are written */
     new_session_keyring,      /* not the caller's keys */
-    enter_cgroup_self,	      /* v1: into the sandbox cgroup (else the parent moves us) */
     own_process_group,	      /* out of the terminal's foreground group */
     sandbox_set_hostname,     /* the policy name */
     sandbox_loopback_up,      /* network none: loopback only */
     sandbox_mount_root,	      /* mounts, pivot_root */
-    wait_command,	      /* in the cgroup (the parent's move, else ours above) */
+    wait_command,	      /* in the cgroup (v1: we move ourselves, v2: the parent did) */
     sandbox_unshare_cgroupns, /* rooted at the sandbox cgroup */
 };
 

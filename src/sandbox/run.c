@@ -2,9 +2,10 @@
  * (nsjail's containProc). Each step is a small function here or in its own file;
  * the order below is the order of the sandbox:
  *
- *   preflight -> prepare -> network -> cgroup -> clone (child: child.c)
- *   -> uid/gid maps -> release the child's setup -> cgroup membership -> release
- *   the command -> wait, forwarding signals -> the child's report -> teardown
+ *   preflight -> prepare -> network -> cgroup (v2; v1: only planned) -> clone
+ *   (child: child.c) -> uid/gid maps -> release the child's setup -> v1 cgroup
+ *   creation, or v2 membership -> release the command -> wait, forwarding signals -> the child's
+ * report -> teardown
  *
  * Whatever has been created is undone by release_sandbox on every path out. */
 #define _GNU_SOURCE
@@ -87,28 +88,48 @@ static int network(struct sandbox *sb, ar_error_t *err)
 	return 0;
 }
 
+/* Fail closed, and say how to opt out (once). */
+static int cgroup_failed(ar_error_t *err)
+{
+	if (*err != NULL && strstr((*err)->msg, "--no-cgroups") == NULL) {
+		char *msg =
+		    ar_xasprintf("%s (pass --no-cgroups to run without limits)", (*err)->msg);
+		free((*err)->msg);
+		(*err)->msg = msg;
+	}
+	return -1;
+}
+
+/* Which manager, and on v1 which directories; nothing is created yet. On v2 the
+ * cgroup is made now: its manager may move agentrun itself into a leaf cgroup, which
+ * only works while no child shares agentrun's cgroup. On v1 it is made after the
+ * clone (cgroup_late), while the child builds its root on the other CPU. */
 static int cgroup(struct sandbox *sb, ar_error_t *err)
 {
 	if (sb->o->no_cgroups)
 		return 0;
 	snprintf(sb->cgroup_name, sizeof(sb->cgroup_name), "agentrun-%s-%d", sb->p->name,
 		 (int)getpid());
-	if (ar_cgroup_create(sb->p, sb->cgroup_name, &sb->cg, err) == -1) {
-		/* fail closed, and say how to opt out (once) */
-		if (*err != NULL && strstr((*err)->msg, "--no-cgroups") == NULL) {
-			char *msg = ar_xasprintf("%s (pass --no-cgroups to run without limits)",
-						 (*err)->msg);
-			free((*err)->msg);
-			(*err)->msg = msg;
-		}
-		return -1;
-	}
-	/* on v1 the child moves itself in: no RCU grace period on the way (cgroup.h) */
+	if (ar_cgroup_plan(sb->p, sb->cgroup_name, &sb->cg, err) == -1)
+		return cgroup_failed(err);
+	sb->child_enters_cgroup = ar_cgroup_self_entry(sb->cg);
+	if (!sb->child_enters_cgroup && ar_cgroup_make(sb->cg, sb->p, err) == -1)
+		return cgroup_failed(err);
+	return 0;
+}
+
+/* v1: create the cgroups now, and open the files through which the child moves itself
+ * in (no RCU grace period on the way, cgroup.h); release_command hands them over. */
+static int cgroup_late(struct sandbox *sb, ar_error_t *err)
+{
+	if (sb->cg == NULL || !sb->child_enters_cgroup)
+		return 0;
+	if (ar_cgroup_make(sb->cg, sb->p, err) == -1)
+		return cgroup_failed(err);
 	int n = ar_cgroup_open_self(sb->cg, sb->cg_self, AR_ARRAY_SIZE(sb->cg_self), err);
 	if (n == -1)
 		return -1;
 	sb->n_cg_self = (size_t)n;
-	sb->child_enters_cgroup = n > 0;
 	return 0;
 }
 
@@ -155,12 +176,11 @@ static int spawn(struct sandbox *sb, ar_error_t *err)
 	sb->pid = pid;
 	close_fd(&sb->release[0]);
 	close_fd(&sb->report[1]);
-	close_cgroup_self(sb); /* the child's now */
 	return 0;
 }
 
-/* Unless the child moves itself in (v1: right after the first release, without the
- * global threadgroup lock a move by another process takes; see cgroup.h). */
+/* Unless the child moves itself in (v1: after the second release, before it forks the
+ * command, without the global threadgroup lock a move by another process takes). */
 static int enter_cgroup(struct sandbox *sb, ar_error_t *err)
 {
 	if (sb->cg == NULL || sb->child_enters_cgroup)
@@ -168,18 +188,35 @@ static int enter_cgroup(struct sandbox *sb, ar_error_t *err)
 	return ar_cgroup_enter(sb->cg, sb->pid, err);
 }
 
-/* The child proceeds in two stages: 'm' once the uid/gid maps exist (on cgroup v1 it
- * moves itself into the cgroup, then builds its root, on the other CPU, while on v2
- * this side moves it in, which waits for an RCU grace period), 'c' once it is in the
- * cgroup (it forks the command, which must start there). A child that died already is
+/* The child proceeds in two stages: 'm' once the uid/gid maps exist (it builds its
+ * root meanwhile, on the other CPU, while this side makes the cgroup: on v1 creates it,
+ * on v2 moves the child in, which waits for an RCU grace period), 'c' once the cgroup
+ * is ready, with, on v1, the `tasks` files through which the child moves itself in
+ * before it forks the command, which must start there. A child that died already is
  * reaped by wait_sandbox and its report says why. */
 static int release(struct sandbox *sb, char stage, ar_error_t *err)
 {
-	ssize_t n = TEMP_FAILURE_RETRY(send(sb->release[1], &stage, 1, MSG_NOSIGNAL));
+	char ctl[CMSG_SPACE(sizeof(sb->cg_self))] = {0};
+	struct iovec iov = {.iov_base = &stage, .iov_len = 1};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+
+	if (stage == SANDBOX_RELEASE_COMMAND && sb->n_cg_self > 0) {
+		size_t len = sb->n_cg_self * sizeof(int);
+		msg.msg_control = ctl;
+		msg.msg_controllen = CMSG_SPACE(len);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(len);
+		memcpy(CMSG_DATA(c), sb->cg_self, len);
+	}
+	ssize_t n = TEMP_FAILURE_RETRY(sendmsg(sb->release[1], &msg, MSG_NOSIGNAL));
 	if (n == -1 && errno != EPIPE && errno != ECONNRESET)
 		return ar_error_make(err, errno, "release the sandbox");
-	if (stage == SANDBOX_RELEASE_COMMAND)
+	if (stage == SANDBOX_RELEASE_COMMAND) {
+		close_cgroup_self(sb); /* the child's now */
 		close_fd(&sb->release[1]);
+	}
 	return 0;
 }
 
@@ -276,6 +313,8 @@ int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char 
 	if (sandbox_write_id_maps(&sb, err) == -1)
 		goto fail;
 	if (release_setup(&sb, err) == -1)
+		goto fail;
+	if (cgroup_late(&sb, err) == -1)
 		goto fail;
 	if (enter_cgroup(&sb, err) == -1)
 		goto fail;
