@@ -109,11 +109,14 @@ static int count_listed(const char *dir)
 
 int cg_kill_and_remove(const char *dir, bool use_kill_file, ar_error_t *err)
 {
-	bool kill_file = use_kill_file && cg_exists(dir, "cgroup.kill");
+	bool kill_file;
 	int left = 0, rmdir_errno = 0;
 
-	if (access(dir, F_OK) == -1 && errno == ENOENT)
+	/* rmdir only succeeds on a cgroup without processes (else EBUSY): after a normal
+	 * exit, where the PID namespace's end took every process along, that is all. */
+	if (rmdir(dir) == 0 || errno == ENOENT)
 		return 0;
+	kill_file = use_kill_file && cg_exists(dir, "cgroup.kill");
 	/* cgroup.kill (Linux 5.14) kills everything at once, forks in flight included */
 	if (kill_file && cg_write(dir, "cgroup.kill", "1", NULL) == -1)
 		kill_file = false;
