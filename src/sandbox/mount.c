@@ -216,13 +216,22 @@ static int ensure_mountpoint(int rootfd, const char *path, bool dir, ar_error_t 
 	return fd;
 }
 
+/* mount onto fd (resolved by the caller), for a caller that needs no fd on the result. */
+static int mount_at(int fd, const char *path, const char *src, const char *type,
+		    unsigned long flags, const char *data, ar_error_t *err, const char *what)
+{
+	if (mount(src, fdpath(fd), type, flags, data) == -1)
+		return ar_error_make(err, errno, "%s: mount %s on %s", what, type ? type : src,
+				     path);
+	return 0;
+}
+
 /* mount onto fd, then return a fresh fd on what is now mounted there. */
 static int mount_on(int rootfd, int *fd, const char *path, const char *src, const char *type,
 		    unsigned long flags, const char *data, ar_error_t *err, const char *what)
 {
-	if (mount(src, fdpath(*fd), type, flags, data) == -1)
-		return ar_error_make(err, errno, "%s: mount %s on %s", what, type ? type : src,
-				     path);
+	if (mount_at(*fd, path, src, type, flags, data, err, what) == -1)
+		return -1;
 	close(*fd);
 	*fd = resolve(rootfd, path);
 	if (*fd == -1)
@@ -261,7 +270,7 @@ static int cover_path(int rootfd, const char *target, const char *what, bool rea
 	}
 	if (own != 0 && st.st_dev == own)
 		return 0;
-	return mount_on(rootfd, &fd, target, "tmpfs", "tmpfs",
+	return mount_at(fd, target, "tmpfs", "tmpfs",
 			MS_NOSUID | MS_NODEV | MS_NOEXEC | (readonly ? MS_RDONLY : 0),
 			"mode=0755,size=64k,nr_inodes=1024", err, what);
 }
@@ -397,7 +406,7 @@ static int mount_special(int rootfd, const struct ar_mount_op *op, const char *t
 	ar_autoclose int fd = resolve(rootfd, op->target);
 	if (fd == -1)
 		return ar_error_make(err, errno, "%s: %s", op->what, op->target);
-	return mount_on(rootfd, &fd, op->target, type, type, flags, NULL, err, op->what);
+	return mount_at(fd, op->target, type, type, flags, NULL, err, op->what);
 }
 
 static int ro_self(int rootfd, const struct ar_mount_op *op, ar_error_t *err)
@@ -426,8 +435,8 @@ static int do_op(int rootfd, const struct ar_mount_op *op, int srcfd, const stru
 		fd = resolve(rootfd, op->target);
 		if (fd == -1)
 			return 0; /* a rootfs without /sys: nothing to cover */
-		return mount_special(rootfd, op, "sysfs",
-				     MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, err);
+		return mount_at(fd, op->target, "sysfs", "sysfs",
+				MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err, op->what);
 	case AR_MNT_DEV:
 		return mount_dev(rootfd, op, t, err);
 	case AR_MNT_RO_SELF:
@@ -436,8 +445,8 @@ static int do_op(int rootfd, const struct ar_mount_op *op, int srcfd, const stru
 		fd = ensure_mountpoint(rootfd, op->target, true, err, op->what);
 		if (fd < 0)
 			return -1;
-		return mount_on(rootfd, &fd, op->target, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV,
-				t->tmp, err, op->what);
+		return mount_at(fd, op->target, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV, t->tmp, err,
+				op->what);
 	case AR_MNT_BIND:
 		return mount_bind(rootfd, op, srcfd, err);
 	}
