@@ -20,8 +20,10 @@ enum ar_log_level ar_log_get_level(void)
 void ar_log(enum ar_log_level level, const char *fmt, ...)
 {
 	static const char *const prefix[] = {
-		[AR_LOG_ERROR] = "", [AR_LOG_WARN] = "warning: ",
-		[AR_LOG_INFO] = "",  [AR_LOG_DEBUG] = "debug: ",
+	    [AR_LOG_ERROR] = "",
+	    [AR_LOG_WARN] = "warning: ",
+	    [AR_LOG_INFO] = "",
+	    [AR_LOG_DEBUG] = "debug: ",
 	};
 	va_list ap;
 

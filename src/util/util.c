@@ -166,7 +166,7 @@ int ar_write_file(const char *path, const char *data, size_t len, ar_error_t *er
 	}
 	ar_autofree char *tmp = ar_xasprintf("%s.tmp.%d", path, (int)getpid());
 	ar_autoclose int fd =
-		TEMP_FAILURE_RETRY(open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+	    TEMP_FAILURE_RETRY(open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
 	if (fd == -1)
 		return ar_error_make(err, errno, "create `%s`", tmp);
 	if (ar_write_all(fd, data, len) == -1 || fsync(fd) == -1) {
