@@ -3,12 +3,12 @@
 #ifndef AGENTRUN_CLI_H
 #define AGENTRUN_CLI_H
 
-#define AR_EXIT_OK 0
-#define AR_EXIT_USAGE 2      /* bad input or usage, every subcommand but run */
-#define AR_EXIT_DRIFT 1      /* check: drift found */
+#define AR_EXIT_OK	 0
+#define AR_EXIT_USAGE	 2   /* bad input or usage, every subcommand but run */
+#define AR_EXIT_DRIFT	 1   /* check: drift found */
 #define AR_EXIT_RUN_FAIL 125 /* run: agentrun itself failed */
-#define AR_EXIT_NOEXEC 126   /* run: command not executable */
-#define AR_EXIT_NOENT 127    /* run: command not found */
+#define AR_EXIT_NOEXEC	 126 /* run: command not executable */
+#define AR_EXIT_NOENT	 127 /* run: command not found */
 
 #ifndef AGENTRUN_VERSION
 #define AGENTRUN_VERSION "0.1.0"
@@ -21,8 +21,9 @@ int ar_cmd_check(int argc, char **argv);
 int ar_cmd_audit(int argc, char **argv);
 int ar_cmd_version(int argc, char **argv);
 
-/* "agentrun: SUBCMD: unknown option `--x`; see `agentrun SUBCMD --help`" and the usage exit code. */
+/* "agentrun: SUBCMD: unknown option `--x`; see `agentrun SUBCMD --help`" and the usage exit code.
+ */
 int ar_cli_usage_error(const char *cmd, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 #endif

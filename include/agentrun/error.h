@@ -15,7 +15,7 @@ typedef struct ar_error_s *ar_error_t;
 /* Fill *err (if it is still empty) and return -1. With errno_value != 0 the
  * message gets ": strerror(errno_value)" appended. */
 int ar_error_make(ar_error_t *err, int errno_value, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 /* Prefix the message in *err with context: "CONTEXT: old message". Returns -1. */
 int ar_error_wrap(ar_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Print "agentrun: MSG\n" to stderr and release. Safe on an empty error. */

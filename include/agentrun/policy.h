@@ -12,8 +12,8 @@
 
 #include "agentrun/error.h"
 
-#define AR_POLICY_NAME_MAX 31
-#define AR_DEFAULT_PROXY_PORT 3128
+#define AR_POLICY_NAME_MAX	     31
+#define AR_DEFAULT_PROXY_PORT	     3128
 #define AR_DEFAULT_KUBECONFIG_TARGET "/home/agent/.kube/config"
 
 enum ar_network {
@@ -22,8 +22,8 @@ enum ar_network {
 };
 
 enum ar_sni_mode {
-	AR_SNI_OFF,     /* no ClientHello inspection */
-	AR_SNI_CHECK,   /* when a ClientHello has SNI it must match the CONNECT host */
+	AR_SNI_OFF,	/* no ClientHello inspection */
+	AR_SNI_CHECK,	/* when a ClientHello has SNI it must match the CONNECT host */
 	AR_SNI_REQUIRE, /* a ClientHello with matching SNI is required */
 };
 
@@ -44,11 +44,11 @@ struct ar_byte_budget {
 };
 
 struct ar_limits {
-	int64_t pids;       /* > 0 */
-	int64_t memory;     /* bytes, > 0 */
+	int64_t pids;	    /* > 0 */
+	int64_t memory;	    /* bytes, > 0 */
 	int64_t cpus_milli; /* 1000 = one CPU, > 0 */
 	char *memory_str;   /* as written ("256m"), for messages */
-	char *cpus_str;     /* as written ("1"), for messages */
+	char *cpus_str;	    /* as written ("1"), for messages */
 };
 
 struct ar_proxy_settings {
@@ -66,7 +66,7 @@ struct ar_policy {
 	char *rootfs; /* NULL: read-only view of the host root */
 	char **allowed_hosts;
 	size_t n_allowed_hosts;
-	char *kubeconfig;        /* host path, NULL when absent */
+	char *kubeconfig;	 /* host path, NULL when absent */
 	char *kubeconfig_target; /* default AR_DEFAULT_KUBECONFIG_TARGET */
 	struct ar_mount *mounts;
 	size_t n_mounts;
@@ -75,7 +75,7 @@ struct ar_policy {
 	struct ar_limits limits;
 	char *user; /* as written: "1000", "1000:1000" */
 	uid_t uid;
-	gid_t gid;  /* = uid when the user field has no ":GID" */
+	gid_t gid;	    /* = uid when the user field has no ":GID" */
 	struct ar_env *env; /* sorted by key, keys unique */
 	size_t n_env;
 	char *seccomp; /* "default", "unconfined" or a path to a profile */
@@ -83,7 +83,7 @@ struct ar_policy {
 	struct ar_proxy_settings proxy;
 
 	/* Derived from name. */
-	char net_name[AR_POLICY_NAME_MAX + 16];    /* NAME-net */
+	char net_name[AR_POLICY_NAME_MAX + 16];	   /* NAME-net */
 	char egress_name[AR_POLICY_NAME_MAX + 16]; /* NAME-egress */
 	char proxy_name[AR_POLICY_NAME_MAX + 16];  /* NAME-proxy */
 	char agent_name[AR_POLICY_NAME_MAX + 16];  /* NAME-agent */

@@ -47,7 +47,8 @@ int ar_host_split_port(const char *authority, char *host, size_t hostlen, int *p
 void ar_host_format(const struct ar_host *host, int port, char *buf, size_t buflen);
 
 /* Compile rules; errors name the offending rule (over-broad or embedded wildcard,
- * bad port, bad host). `what` names the source in messages ("--allow", "p.json: allowed_hosts[2]"). */
+ * bad port, bad host). `what` names the source in messages ("--allow", "p.json: allowed_hosts[2]").
+ */
 int ar_rules_compile(char *const *rules, size_t n, const char *what, struct ar_rules **out,
 		     ar_error_t *err);
 /* Pure decision on an already canonical host. */

@@ -13,26 +13,29 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{"run", ar_cmd_run, "launch a command in a sandbox (the default command)"},
-	{"proxy", ar_cmd_proxy, "run the egress proxy on its own"},
-	{"render", ar_cmd_render, "print the policy as docker commands, a script or OCI config"},
-	{"check", ar_cmd_check, "report drift of a container, sandbox or process from a policy"},
-	{"audit", ar_cmd_audit, "summarise a proxy audit log"},
-	{"version", ar_cmd_version, "print the version"},
+    {"run", ar_cmd_run, "launch a command in a sandbox (the default command)"},
+    {"proxy", ar_cmd_proxy, "run the egress proxy on its own"},
+    {"render", ar_cmd_render, "print the policy as docker commands, a script or OCI config"},
+    {"check", ar_cmd_check, "report drift of a container, sandbox or process from a policy"},
+    {"audit", ar_cmd_audit, "summarise a proxy audit log"},
+    {"version", ar_cmd_version, "print the version"},
 };
 
 static void usage(FILE *out)
 {
-	fprintf(out, "Usage: agentrun [run] [--policy FILE] [OPTIONS] -- CMD [ARG...]\n"
-		     "       agentrun COMMAND [OPTIONS]\n\n"
-		     "Run an AI agent's command in a sandbox that can only reach an allow-list of hosts\n"
-		     "through an auditing egress proxy.\n\nCommands:\n");
+	fprintf(
+	    out,
+	    "Usage: agentrun [run] [--policy FILE] [OPTIONS] -- CMD [ARG...]\n"
+	    "       agentrun COMMAND [OPTIONS]\n\n"
+	    "Run an AI agent's command in a sandbox that can only reach an allow-list of hosts\n"
+	    "through an auditing egress proxy.\n\nCommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
-	fprintf(out, "\nSee `agentrun COMMAND --help` for each command's options.\n"
-		     "Exit status: run returns the command's status (128+N on signal N; 125 agentrun\n"
-		     "failed, 126 not executable, 127 not found); check 0 no drift, 1 drift, 2 bad\n"
-		     "input; everything else 0 ok, 2 bad input or usage.\n");
+	fprintf(out,
+		"\nSee `agentrun COMMAND --help` for each command's options.\n"
+		"Exit status: run returns the command's status (128+N on signal N; 125 agentrun\n"
+		"failed, 126 not executable, 127 not found); check 0 no drift, 1 drift, 2 bad\n"
+		"input; everything else 0 ok, 2 bad input or usage.\n");
 }
 
 int ar_cli_usage_error(const char *cmd, int code, const char *fmt, ...)
@@ -65,8 +68,9 @@ int main(int argc, char **argv)
 		return AR_EXIT_USAGE;
 	}
 	if (argv[1][0] != '-') {
-		fprintf(stderr, "agentrun: unknown command `%s`; to run a program, put it after "
-				"`--` (agentrun -- %s); see `agentrun --help`\n",
+		fprintf(stderr,
+			"agentrun: unknown command `%s`; to run a program, put it after "
+			"`--` (agentrun -- %s); see `agentrun --help`\n",
 			argv[1], argv[1]);
 		return AR_EXIT_USAGE;
 	}
