@@ -3,6 +3,7 @@
 # Not a test: prints medians and the ratio of each to agentrun.
 # Needs: scripts/install-deps.sh --bench; a build in build/. Run as root.
 # BENCH_JSON=FILE keeps hyperfine's JSON export (docs/benchmarks.md aggregates runs).
+# AGENTRUN_BEFORE=BINARY adds an older agentrun to the interleaved rounds (before/after).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 AGENTRUN=${AGENTRUN:-$PWD/build/agentrun}
@@ -57,14 +58,16 @@ PY
 # The same three again, interleaved (bwrap, agentrun, agentrun --no-cgroups, bwrap, ...):
 # on a shared machine a burst of load then hits all three alike, where hyperfine's
 # back-to-back blocks can put it on one.
-python3 - "$RUNS" "$AGENTRUN" <<'PY'
+python3 - "$RUNS" "$AGENTRUN" "${AGENTRUN_BEFORE:-}" <<'PY'
 import os, statistics, sys, time
-runs, ar = int(sys.argv[1]), sys.argv[2]
+runs, ar, before = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 cmds = {
     "bwrap": "bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev --tmpfs /tmp --cap-drop ALL /bin/true".split(),
     "agentrun": [ar, "--", "/bin/true"],
     "agentrun --no-cgroups": [ar, "--no-cgroups", "--", "/bin/true"],
 }
+if before:
+    cmds["agentrun (before)"] = [before, "--", "/bin/true"]
 null = os.open("/dev/null", os.O_RDWR)
 t = {k: [] for k in cmds}
 for i in range(runs + 5):
@@ -78,5 +81,7 @@ for i in range(runs + 5):
             t[k].append((time.perf_counter() - t0) * 1e3)
 m = {k: statistics.median(v) for k, v in t.items()}
 print(f"interleaved, {runs} rounds: " + ", ".join(f"{k} {v:.2f} ms" for k, v in m.items()))
-print(f"  agentrun/bwrap {m['agentrun'] / m['bwrap']:.2f} interleaved")
+print(f"  agentrun/bwrap {m['agentrun'] / m['bwrap']:.2f} interleaved (load {os.getloadavg()[0]:.1f})")
+if before:
+    print(f"  agentrun (before)/bwrap {m['agentrun (before)'] / m['bwrap']:.2f} interleaved")
 PY
