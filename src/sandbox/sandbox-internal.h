@@ -22,8 +22,10 @@ struct sandbox {
 	struct ar_mount_plan plan;
 	struct ar_seccomp *seccomp; /* NULL: unconfined */
 	struct ar_cgroup *cg;	    /* NULL: --no-cgroups */
-	/* v1: the cgroup files through which the child moves itself in (see
-	 * ar_cgroup_open_self); else the parent moves it (ar_cgroup_enter) */
+	/* v1: the cgroups are made after the clone (ar_cgroup_make), and the files
+	 * through which the child moves itself in (ar_cgroup_open_self) reach it with
+	 * the command go-ahead; else (v2) made before the clone and the parent moves it
+	 * (ar_cgroup_enter) */
 	bool child_enters_cgroup;
 	int cg_self[4];
 	size_t n_cg_self;
@@ -41,7 +43,8 @@ struct sandbox {
 };
 
 /* The bytes the parent sends the child: go on with the setup (the uid/gid maps are
- * written), go on with the command (the child is in the cgroup). */
+ * written), go on with the command (the cgroup is ready: on v2 the child is in it, on
+ * v1 the byte carries the `tasks` files, SCM_RIGHTS, for the child to move itself). */
 #define SANDBOX_RELEASE_SETUP	'm'
 #define SANDBOX_RELEASE_COMMAND 'c'
 
