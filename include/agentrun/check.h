@@ -99,6 +99,15 @@ struct ar_docker_facts {
 	char *user;	     /* Config.User, "" when unset */
 	char **env;	     /* Config.Env, "KEY=VALUE" */
 	char **tmpfs;	     /* HostConfig.Tmpfs keys (targets) */
+	/* Host access; each list empty for docker's null, [] and {} alike. */
+	char **devices;		    /* HostConfig.Devices as --device: "/dev/sda", "A:B:PERMS" */
+	char **device_cgroup_rules; /* "b *:* rwm" */
+	char **group_add;	    /* HostConfig.GroupAdd: "disk", "0" */
+	char **sysctls;		    /* HostConfig.Sysctls as "KEY=VALUE", sorted */
+	char *cgroupns_mode;	    /* "host", "private", "" when unset (older docker) */
+	bool oom_kill_disable;
+	int masked_paths;   /* HostConfig.MaskedPaths entries; -1 absent or null (default) */
+	int readonly_paths; /* same for ReadonlyPaths; [] (0) is systempaths=unconfined */
 	struct ar_docker_mount *mounts;
 	size_t n_mounts;
 };

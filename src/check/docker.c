@@ -117,6 +117,17 @@ static void check_apparmor(const struct ctx *c)
 		    "remove --security-opt apparmor=unconfined (and --privileged)");
 }
 
+/* --security-opt systempaths=unconfined unmasks /proc and /sys. The docker CLI turns it
+ * into empty MaskedPaths and ReadonlyPaths rather than passing it on, so an empty list
+ * (not an absent or null one: that is docker's default) is the same drift. */
+static void check_system_paths(const struct ctx *c)
+{
+	if (has_unconfined(c, "systempaths") || c->d->masked_paths == 0 ||
+	    c->d->readonly_paths == 0)
+		add(c, "system paths", "masked", "unconfined",
+		    "remove --security-opt systempaths=unconfined");
+}
+
 static void check_modes(const struct ctx *c)
 {
 	static const struct {
@@ -135,6 +146,41 @@ static void check_modes(const struct ctx *c)
 			continue;
 		ar_autofree char *fix = ar_xasprintf("remove %s %s", modes[i].flag, v);
 		add(c, modes[i].what, "private", v, fix);
+	}
+}
+
+static void check_cgroupns(const struct ctx *c)
+{
+	if (strcmp(c->d->cgroupns_mode, "host") == 0)
+		add(c, "cgroupns mode", "private", "host", "--cgroupns private");
+}
+
+/* Ways into the host's devices, groups and kernel settings: each must be empty. */
+static void check_host_lists(const struct ctx *c)
+{
+	static const struct {
+		const char *what;
+		size_t off;
+		const char *flag;
+		bool quote; /* values with spaces */
+	} lists[] = {
+	    {"devices", offsetof(struct ar_docker_facts, devices), "--device", false},
+	    {"device cgroup rules", offsetof(struct ar_docker_facts, device_cgroup_rules),
+	     "--device-cgroup-rule", true},
+	    {"group-add", offsetof(struct ar_docker_facts, group_add), "--group-add", false},
+	    {"sysctls", offsetof(struct ar_docker_facts, sysctls), "--sysctl", false},
+	};
+	for (size_t i = 0; i < AR_ARRAY_SIZE(lists); i++) {
+		char *const *sv = *(char **const *)((const char *)c->d + lists[i].off);
+		if (sv[0] == NULL)
+			continue;
+		ar_autobuf struct ar_buf fix = {0};
+		ar_buf_puts(&fix, "remove");
+		for (size_t k = 0; sv[k]; k++)
+			ar_buf_printf(&fix, lists[i].quote ? " %s '%s'" : " %s %s", lists[i].flag,
+				      sv[k]);
+		ar_autofree char *have = strv_join(sv, ",", "none");
+		add(c, lists[i].what, "none", have, fix.data);
 	}
 }
 
@@ -217,6 +263,12 @@ static void check_swap(const struct ctx *c)
 	ar_autofree char *fix =
 	    ar_xasprintf("--memory-swap %s", l->memory_str ? l->memory_str : want);
 	add(c, "memory+swap limit", want, have, fix);
+}
+
+static void check_oom_kill(const struct ctx *c)
+{
+	if (c->d->oom_kill_disable)
+		add(c, "oom-kill-disable", "false", "true", "remove --oom-kill-disable");
 }
 
 struct user_spec {
@@ -449,10 +501,11 @@ static void check_secrets(const struct ctx *c)
 }
 
 static void (*const expectations[])(const struct ctx *) = {
-    check_rootfs,     check_cap_drop,	   check_cap_add,      check_privileged, check_nnp,
-    check_seccomp,    check_apparmor,	   check_modes,	       check_network,	 check_limits,
-    check_swap,	      check_user,	   check_proxy_env,    check_policy_env, check_tmpfs,
-    check_kubeconfig, check_policy_mounts, check_other_mounts, check_secrets,
+    check_rootfs,	 check_cap_drop,     check_cap_add,	 check_privileged, check_nnp,
+    check_seccomp,	 check_apparmor,     check_system_paths, check_modes,	   check_cgroupns,
+    check_host_lists,	 check_network,	     check_limits,	 check_swap,	   check_oom_kill,
+    check_user,		 check_proxy_env,    check_policy_env,	 check_tmpfs,	   check_kubeconfig,
+    check_policy_mounts, check_other_mounts, check_secrets,
 };
 
 void ar_check_docker(const struct ar_policy *p, const struct ar_docker_facts *d,

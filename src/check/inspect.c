@@ -19,12 +19,16 @@ static void cleanup_cjson(cJSON **j)
 #define autocjson __attribute__((cleanup(cleanup_cjson)))
 
 enum kind {
-	K_BOOL, /* bool */
-	K_STR,	/* char *, "" when absent */
-	K_INT,	/* int64_t, 0 when absent */
-	K_STRV, /* char **, array of strings */
-	K_CAPS, /* char **, capability names normalised */
-	K_KEYS, /* char **, the keys of an object, sorted */
+	K_BOOL,	 /* bool */
+	K_STR,	 /* char *, "" when absent */
+	K_INT,	 /* int64_t, 0 when absent */
+	K_COUNT, /* int, the length of an array of strings; -1 when absent or null */
+	/* every kind from here on is a char ** (NULL-terminated, never NULL) */
+	K_STRV,	   /* array of strings */
+	K_CAPS,	   /* capability names normalised */
+	K_KEYS,	   /* the keys of an object, sorted */
+	K_MAP,	   /* "KEY=VALUE" of an object of strings, sorted */
+	K_DEVICES, /* HostConfig.Devices as --device spells them */
 };
 
 static const struct field {
@@ -51,6 +55,14 @@ static const struct field {
 	F("HostConfig", "Memory", K_INT, memory),
 	F("HostConfig", "MemorySwap", K_INT, memory_swap),
 	F("HostConfig", "Tmpfs", K_KEYS, tmpfs),
+	F("HostConfig", "Devices", K_DEVICES, devices),
+	F("HostConfig", "DeviceCgroupRules", K_STRV, device_cgroup_rules),
+	F("HostConfig", "GroupAdd", K_STRV, group_add),
+	F("HostConfig", "Sysctls", K_MAP, sysctls),
+	F("HostConfig", "CgroupnsMode", K_STR, cgroupns_mode),
+	F("HostConfig", "OomKillDisable", K_BOOL, oom_kill_disable),
+	F("HostConfig", "MaskedPaths", K_COUNT, masked_paths),
+	F("HostConfig", "ReadonlyPaths", K_COUNT, readonly_paths),
 	F("Config", "User", K_STR, user),
 	F("Config", "Env", K_STRV, env),
 	F("NetworkSettings", "Networks", K_KEYS, networks),
@@ -89,31 +101,94 @@ static int strcmp_p(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* A device mapping {PathOnHost, PathInContainer, CgroupPermissions} as the --device flag
+ * would spell it: "/dev/sda" for the same path with docker's default "rwm". */
+static char *device_text(const cJSON *e)
+{
+	static const char *const keys[] = {"PathOnHost", "PathInContainer", "CgroupPermissions"};
+	const char *v[3] = {"", "", "rwm"};
+	if (!cJSON_IsObject(e))
+		return NULL;
+	for (size_t i = 0; i < AR_ARRAY_SIZE(keys); i++) {
+		const cJSON *x = cJSON_GetObjectItemCaseSensitive(e, keys[i]);
+		if (x != NULL && !cJSON_IsNull(x) && !cJSON_IsString(x))
+			return NULL;
+		if (cJSON_IsString(x) && x->valuestring[0])
+			v[i] = x->valuestring;
+	}
+	if (v[0][0] == '\0')
+		return NULL;
+	if (strcmp(v[2], "rwm") != 0)
+		return ar_xasprintf("%s:%s:%s", v[0], v[1][0] ? v[1] : v[0], v[2]);
+	if (v[1][0] && strcmp(v[1], v[0]) != 0)
+		return ar_xasprintf("%s:%s", v[0], v[1]);
+	return ar_xstrdup(v[0]);
+}
+
+/* One element of a K_STRV..K_DEVICES field, or NULL when it has the wrong type. */
+static char *element_text(const cJSON *e, enum kind kind)
+{
+	switch (kind) {
+	case K_KEYS:
+		return ar_xstrdup(e->string);
+	case K_MAP:
+		return cJSON_IsString(e) ? ar_xasprintf("%s=%s", e->string, e->valuestring) : NULL;
+	case K_DEVICES:
+		return device_text(e);
+	case K_CAPS:
+		return cJSON_IsString(e) ? normalise_cap(e->valuestring) : NULL;
+	default:
+		return cJSON_IsString(e) ? ar_xstrdup(e->valuestring) : NULL;
+	}
+}
+
+static const char *strv_shape(enum kind kind)
+{
+	switch (kind) {
+	case K_KEYS:
+		return "an object";
+	case K_MAP:
+		return "an object of strings";
+	case K_DEVICES:
+		return "an array of {\"PathOnHost\": ...} objects";
+	default:
+		return "an array of strings";
+	}
+}
+
 static int read_strv(const cJSON *v, enum kind kind, char ***out, const char *where,
 		     ar_error_t *err)
 {
 	size_t n = 0;
 	char **sv;
-	if (kind == K_KEYS ? !cJSON_IsObject(v) : !cJSON_IsArray(v))
-		return ar_error_make(err, 0, "%s: expected %s", where,
-				     kind == K_KEYS ? "an object" : "an array of strings");
+	bool object = kind == K_KEYS || kind == K_MAP;
+	if (object ? !cJSON_IsObject(v) : !cJSON_IsArray(v))
+		return ar_error_make(err, 0, "%s: expected %s", where, strv_shape(kind));
 	sv = strv_new((size_t)cJSON_GetArraySize(v));
 	for (const cJSON *e = v->child; e; e = e->next) {
-		if (kind == K_KEYS) {
-			sv[n++] = ar_xstrdup(e->string);
-			continue;
-		}
-		if (!cJSON_IsString(e)) {
+		sv[n] = element_text(e, kind);
+		if (sv[n++] == NULL) {
 			ar_strv_free(sv);
-			return ar_error_make(err, 0, "%s: expected an array of strings", where);
+			return ar_error_make(err, 0, "%s: expected %s", where, strv_shape(kind));
 		}
-		sv[n++] =
-		    kind == K_CAPS ? normalise_cap(e->valuestring) : ar_xstrdup(e->valuestring);
 	}
-	if (kind == K_KEYS)
+	if (object)
 		qsort(sv, n, sizeof(char *), strcmp_p);
 	ar_strv_free(*out);
 	*out = sv;
+	return 0;
+}
+
+/* MaskedPaths/ReadonlyPaths: only their presence and length matter. */
+static int read_count(const cJSON *v, int *out, const char *where, ar_error_t *err)
+{
+	int n = 0;
+	if (!cJSON_IsArray(v))
+		return ar_error_make(err, 0, "%s: expected an array of strings", where);
+	for (const cJSON *e = v->child; e; e = e->next, n++)
+		if (!cJSON_IsString(e))
+			return ar_error_make(err, 0, "%s: expected an array of strings", where);
+	*out = n;
 	return 0;
 }
 
@@ -143,6 +218,10 @@ static int read_field(const cJSON *v, const struct field *f, struct ar_docker_fa
 		if (!cJSON_IsNumber(v))
 			return ar_error_make(err, 0, "%s: %s: expected a number", origin, where);
 		*(int64_t *)dst = to_i64(v->valuedouble);
+		return 0;
+	case K_COUNT:
+		if (read_count(v, (int *)dst, where, err) < 0)
+			return ar_error_wrap(err, "%s", origin);
 		return 0;
 	default:
 		if (read_strv(v, f->kind, (char ***)dst, where, err) < 0)
@@ -247,6 +326,8 @@ static struct ar_docker_facts *facts_new(void)
 		void *dst = (char *)d + fields[i].off;
 		if (fields[i].kind == K_STR)
 			*(char **)dst = ar_xstrdup("");
+		else if (fields[i].kind == K_COUNT)
+			*(int *)dst = -1;
 		else if (fields[i].kind >= K_STRV)
 			*(char ***)dst = strv_new(0);
 	}

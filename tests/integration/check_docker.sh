@@ -19,6 +19,9 @@ seccomp
 apparmor
 pid mode
 ipc mode
+cgroupns mode
+devices
+group-add
 network mode
 networks
 pids limit
@@ -45,13 +48,13 @@ secret in environment GITHUB_TOKEN
 secret in environment DB_PASSWORD" "$(sed -n 's/^DRIFT \(.*\) expected .* actual .*/\1/p' "$AR_TMP/out")"
 expect_eq "bastion: first finding and its fix" "DRIFT read-only rootfs expected true actual false
   fix: --read-only" "$(head -2 "$AR_TMP/out")"
-expect_eq "bastion: summary line" "bastion vs policy agent: 33 drift finding(s)" "$(tail -1 "$AR_TMP/out")"
-expect_eq "bastion: every finding has a fix line" 33 "$(grep -c '^  fix: ' "$AR_TMP/out")"
+expect_eq "bastion: summary line" "bastion vs policy agent: 36 drift finding(s)" "$(tail -1 "$AR_TMP/out")"
+expect_eq "bastion: every finding has a fix line" 36 "$(grep -c '^  fix: ' "$AR_TMP/out")"
 expect_nomatch "bastion: no secret value printed" "wJalrXUtnFEMI|ghp_notAReal|hunter2" "$(cat "$AR_TMP/out")"
 expect_eq "bastion: nothing on stderr" "" "$(cat "$AR_TMP/err")"
 
 expect_status "bastion --json: exit 1" 1 "$A" check --policy "$P" --inspect "$D/inspect-bastion.json" --json
-expect_eq "bastion --json: subject, policy, count, findings" "bastion agent 33 33 privileged" \
+expect_eq "bastion --json: subject, policy, count, findings" "bastion agent 36 36 privileged" \
 	"$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["subject"], d["policy"], d["drift"], len(d["findings"]), d["findings"][3]["what"])' "$AR_TMP/out")"
 
 # --- a hardened container that follows the policy -----------------------------------
@@ -83,7 +86,7 @@ chmod +x "$AR_TMP/bin/docker"
 expect_status "--container agent-agent: exit 0" 0 env PATH="$AR_TMP/bin:$PATH" "$A" check --policy "$P" --container agent-agent
 expect_eq "--container: verdict" "agent-agent vs policy agent: 0 drift finding(s)" "$(cat "$AR_TMP/out")"
 expect_status "--container bastion: exit 1" 1 env PATH="$AR_TMP/bin:$PATH" "$A" check --policy "$P" --container bastion
-expect_eq "--container bastion: summary" "bastion vs policy agent: 33 drift finding(s)" "$(tail -1 "$AR_TMP/out")"
+expect_eq "--container bastion: summary" "bastion vs policy agent: 36 drift finding(s)" "$(tail -1 "$AR_TMP/out")"
 expect_status "--container unknown: exit 2" 2 env PATH="$AR_TMP/bin:$PATH" "$A" check --policy "$P" --container nope
 expect_eq "--container unknown: docker's first stderr line" \
 	'agentrun: check: --container `nope`: `docker inspect nope` failed (exit 1): Error: No such container: nope' \

@@ -134,6 +134,9 @@ static const struct row bastion_rows[] = {
      "remove --security-opt apparmor=unconfined (and --privileged)"},
     {"pid mode", "private", "host", "remove --pid host"},
     {"ipc mode", "private", "host", "remove --ipc host"},
+    {"cgroupns mode", "private", "host", "--cgroupns private"},
+    {"devices", "none", "/dev/sda", "remove --device /dev/sda"},
+    {"group-add", "none", "docker", "remove --group-add docker"},
     {"network mode", "agent-net", "host",
      "--network agent-net (docker network create --internal agent-net)"},
     {"networks", "agent-net", "host", "only agent-net (docker network disconnect the others)"},
@@ -205,7 +208,7 @@ static void test_bastion_never_prints_secrets(void **state)
 		assert_null(strstr(text.data, values[i]));
 		assert_null(strstr(json.data, values[i]));
 	}
-	assert_non_null(strstr(text.data, "bastion vs policy agent: 33 drift finding(s)\n"));
+	assert_non_null(strstr(text.data, "bastion vs policy agent: 36 drift finding(s)\n"));
 }
 
 static void test_hardened_clean(void **state)
@@ -240,6 +243,14 @@ static void test_reader_fields(void **state)
 	assert_true(d->mounts[0].readonly);
 	assert_string_equal(d->mounts[0].type, "bind");
 	assert_string_equal(ar_check_env_get(d->env, "KUBECONFIG"), "/home/agent/.kube/config");
+	assert_null(d->devices[0]);
+	assert_null(d->device_cgroup_rules[0]);
+	assert_null(d->group_add[0]);
+	assert_null(d->sysctls[0]);
+	assert_string_equal(d->cgroupns_mode, "private");
+	assert_false(d->oom_kill_disable);
+	assert_int_equal(d->masked_paths, 11);
+	assert_int_equal(d->readonly_paths, 5);
 }
 
 static void test_cap_spellings(void **state)
@@ -342,6 +353,148 @@ static void test_security_opt(void **state)
 		{"seccomp", "confined", "unconfined", "remove --security-opt seccomp=unconfined"});
 	VARIANT("HostConfig", "SecurityOpt", "[\"no-new-privileges\", \"apparmor=unconfined\"]",
 		{"apparmor", "confined", "unconfined", NULL});
+}
+
+static void test_system_paths(void **state)
+{
+	static const struct row unconfined = {"system paths", "masked", "unconfined",
+					      "remove --security-opt systempaths=unconfined"};
+	(void)state;
+	/* the option itself (sent by API clients), or what the docker CLI makes of it */
+	VARIANT("HostConfig", "SecurityOpt", "[\"no-new-privileges\", \"systempaths=unconfined\"]",
+		unconfined);
+	VARIANT("HostConfig", "MaskedPaths", "[]", unconfined);
+	VARIANT("HostConfig", "ReadonlyPaths", "[]", unconfined);
+	/* absent (docker before 18.06) and null (docker's default, or privileged) are fine */
+	CLEAN("HostConfig", "MaskedPaths", "null");
+	CLEAN("HostConfig", "MaskedPaths", NULL);
+	CLEAN("HostConfig", "ReadonlyPaths", "null");
+	CLEAN("HostConfig", "ReadonlyPaths", NULL);
+	CLEAN("HostConfig", "MaskedPaths", "[\"/proc/kcore\"]");
+	CLEAN("HostConfig", "SecurityOpt", "[\"no-new-privileges\", \"systempaths=default\"]");
+}
+
+static void test_cgroupns(void **state)
+{
+	(void)state;
+	VARIANT("HostConfig", "CgroupnsMode", "\"host\"",
+		{"cgroupns mode", "private", "host", "--cgroupns private"});
+	CLEAN("HostConfig", "CgroupnsMode", "\"private\"");
+	CLEAN("HostConfig", "CgroupnsMode", "\"\"");
+	CLEAN("HostConfig", "CgroupnsMode", "null");
+	CLEAN("HostConfig", "CgroupnsMode", NULL); /* docker before 20.10 */
+}
+
+/* null, [], {} and absent all mean none; anything in them is drift. */
+static void expect_none_is_clean(const char *key, const char *empty)
+{
+	CLEAN("HostConfig", key, empty);
+	CLEAN("HostConfig", key, "null");
+	CLEAN("HostConfig", key, NULL);
+}
+
+static void test_devices(void **state)
+{
+	(void)state;
+	VARIANT("HostConfig", "Devices",
+		"[{\"PathOnHost\": \"/dev/sda\", \"PathInContainer\": \"/dev/sda\","
+		" \"CgroupPermissions\": \"rwm\"}]",
+		{"devices", "none", "/dev/sda", "remove --device /dev/sda"});
+	VARIANT("HostConfig", "Devices",
+		"[{\"PathOnHost\": \"/dev/fuse\", \"PathInContainer\": \"/dev/fuse\","
+		" \"CgroupPermissions\": \"rwm\"},"
+		" {\"PathOnHost\": \"/dev/sdb\", \"PathInContainer\": \"/dev/xvdb\","
+		" \"CgroupPermissions\": \"r\"},"
+		" {\"PathOnHost\": \"/dev/kvm\", \"PathInContainer\": \"/dev/vm\"},"
+		" {\"PathOnHost\": \"/dev/mem\", \"PathInContainer\": \"\", \"CgroupPermissions\": "
+		"\"\"}]",
+		{"devices", "none", "/dev/fuse,/dev/sdb:/dev/xvdb:r,/dev/kvm:/dev/vm,/dev/mem",
+		 "remove --device /dev/fuse --device /dev/sdb:/dev/xvdb:r --device /dev/kvm:/dev/vm"
+		 " --device /dev/mem"});
+	expect_none_is_clean("Devices", "[]");
+}
+
+static void test_device_cgroup_rules(void **state)
+{
+	(void)state;
+	VARIANT("HostConfig", "DeviceCgroupRules", "[\"b *:* rwm\"]",
+		{"device cgroup rules", "none", "b *:* rwm",
+		 "remove --device-cgroup-rule 'b *:* rwm'"});
+	VARIANT("HostConfig", "DeviceCgroupRules", "[\"c 1:3 mr\", \"a\"]",
+		{"device cgroup rules", "none", "c 1:3 mr,a",
+		 "remove --device-cgroup-rule 'c 1:3 mr' --device-cgroup-rule 'a'"});
+	expect_none_is_clean("DeviceCgroupRules", "[]");
+}
+
+static void test_group_add(void **state)
+{
+	(void)state;
+	VARIANT("HostConfig", "GroupAdd", "[\"disk\", \"docker\", \"0\", \"root\"]",
+		{"group-add", "none", "disk,docker,0,root",
+		 "remove --group-add disk --group-add docker --group-add 0 --group-add root"});
+	VARIANT("HostConfig", "GroupAdd", "[\"audio\"]",
+		{"group-add", "none", "audio", "remove --group-add audio"});
+	expect_none_is_clean("GroupAdd", "[]");
+}
+
+static void test_sysctls(void **state)
+{
+	(void)state;
+	/* an object: sorted by name, with values */
+	VARIANT(
+	    "HostConfig", "Sysctls",
+	    "{\"net.ipv4.ip_unprivileged_port_start\": \"0\", \"kernel.shm_rmid_forced\": \"1\"}",
+	    {"sysctls", "none", "kernel.shm_rmid_forced=1,net.ipv4.ip_unprivileged_port_start=0",
+	     "remove --sysctl kernel.shm_rmid_forced=1 --sysctl "
+	     "net.ipv4.ip_unprivileged_port_start=0"});
+	expect_none_is_clean("Sysctls", "{}");
+}
+
+static void test_oom_kill_disable(void **state)
+{
+	(void)state;
+	VARIANT("HostConfig", "OomKillDisable", "true",
+		{"oom-kill-disable", "false", "true", "remove --oom-kill-disable"});
+	expect_none_is_clean("OomKillDisable", "false");
+}
+
+/* All of them at once come out in table order. */
+static void test_host_access_order(void **state)
+{
+	static const char *const set[][2] = {
+	    {"OomKillDisable", "true"},
+	    {"Sysctls", "{\"kernel.msgmax\": \"65536\"}"},
+	    {"GroupAdd", "[\"disk\"]"},
+	    {"DeviceCgroupRules", "[\"b *:* rwm\"]"},
+	    {"Devices", "[{\"PathOnHost\": \"/dev/sda\"}]"},
+	    {"CgroupnsMode", "\"host\""},
+	    {"MaskedPaths", "[]"},
+	    {"ReadonlyPaths", "[]"},
+	};
+	(void)state;
+	ar_autopolicy struct ar_policy *p = load_policy("policy-agent.json");
+	ar_autofree char *json = hardened_with("HostConfig", "IpcMode", "\"host\"");
+	cJSON *doc = cJSON_Parse(json);
+	cJSON *hc = cJSON_GetObjectItem(cJSON_GetArrayItem(doc, 0), "HostConfig");
+	for (size_t i = 0; i < AR_ARRAY_SIZE(set); i++) { /* Sysctls is not in the fixture */
+		cJSON_DeleteItemFromObjectCaseSensitive(hc, set[i][0]);
+		cJSON_AddItemToObject(hc, set[i][0], cJSON_Parse(set[i][1]));
+	}
+	ar_autofree char *text = cJSON_PrintUnformatted(doc);
+	cJSON_Delete(doc);
+	ar_autodocker_facts struct ar_docker_facts *d = parse_text(text);
+	ar_autofindings struct ar_findings f = {0};
+	ar_check_docker(p, d, &f);
+	expect_rows(&f,
+		    ROWS({"system paths", "masked", "unconfined", NULL},
+			 {"ipc mode", "private", "host", NULL},
+			 {"cgroupns mode", "private", "host", NULL},
+			 {"devices", "none", "/dev/sda", NULL},
+			 {"device cgroup rules", "none", "b *:* rwm", NULL},
+			 {"group-add", "none", "disk", NULL},
+			 {"sysctls", "none", "kernel.msgmax=65536", NULL},
+			 {"oom-kill-disable", "false", "true", NULL}),
+		    8);
 }
 
 static void test_seccomp_unconfined_policy(void **state)
@@ -535,6 +688,34 @@ static void test_bad_input(void **state)
 	    "x.json: Mounts[0].RW: expected true or false");
 	expect_parse_error("{\"HostConfig\": {\"NanoCpus\": true}}",
 			   "x.json: HostConfig.NanoCpus: expected a number");
+	expect_parse_error("{\"HostConfig\": {\"Devices\": \"/dev/sda\"}}",
+			   "x.json: HostConfig.Devices: expected an array of {\"PathOnHost\": ...} "
+			   "objects");
+	expect_parse_error("{\"HostConfig\": {\"Devices\": [{\"PathOnHost\": 1}]}}",
+			   "x.json: HostConfig.Devices: expected an array of {\"PathOnHost\": ...} "
+			   "objects");
+	expect_parse_error("{\"HostConfig\": {\"Devices\": [{\"PathInContainer\": \"/dev/a\"}]}}",
+			   "x.json: HostConfig.Devices: expected an array of {\"PathOnHost\": ...} "
+			   "objects");
+	expect_parse_error("{\"HostConfig\": {\"Devices\": [\"/dev/sda\"]}}",
+			   "x.json: HostConfig.Devices: expected an array of {\"PathOnHost\": ...} "
+			   "objects");
+	expect_parse_error("{\"HostConfig\": {\"Sysctls\": {\"kernel.msgmax\": 1}}}",
+			   "x.json: HostConfig.Sysctls: expected an object of strings");
+	expect_parse_error("{\"HostConfig\": {\"Sysctls\": [\"kernel.msgmax=1\"]}}",
+			   "x.json: HostConfig.Sysctls: expected an object of strings");
+	expect_parse_error("{\"HostConfig\": {\"GroupAdd\": [0]}}",
+			   "x.json: HostConfig.GroupAdd: expected an array of strings");
+	expect_parse_error("{\"HostConfig\": {\"DeviceCgroupRules\": \"a\"}}",
+			   "x.json: HostConfig.DeviceCgroupRules: expected an array of strings");
+	expect_parse_error("{\"HostConfig\": {\"MaskedPaths\": {}}}",
+			   "x.json: HostConfig.MaskedPaths: expected an array of strings");
+	expect_parse_error("{\"HostConfig\": {\"ReadonlyPaths\": [null]}}",
+			   "x.json: HostConfig.ReadonlyPaths: expected an array of strings");
+	expect_parse_error("{\"HostConfig\": {\"CgroupnsMode\": 1}}",
+			   "x.json: HostConfig.CgroupnsMode: expected a string");
+	expect_parse_error("{\"HostConfig\": {\"OomKillDisable\": \"yes\"}}",
+			   "x.json: HostConfig.OomKillDisable: expected true or false");
 }
 
 /* The inspect file is written by whoever made the container: what it says about itself
@@ -591,6 +772,12 @@ static void test_minimal_object(void **state)
 	assert_null(d->env[0]);
 	assert_int_equal(d->pids_limit, 0);
 	assert_int_equal(d->n_mounts, 0);
+	assert_null(d->devices[0]);
+	assert_null(d->group_add[0]);
+	assert_null(d->sysctls[0]);
+	assert_string_equal(d->cgroupns_mode, "");
+	assert_int_equal(d->masked_paths, -1);
+	assert_int_equal(d->readonly_paths, -1);
 }
 
 static void test_classify(void **state)
@@ -708,6 +895,14 @@ int main(void)
 	    cmocka_unit_test(test_swap),
 	    cmocka_unit_test(test_cpu_quota),
 	    cmocka_unit_test(test_security_opt),
+	    cmocka_unit_test(test_system_paths),
+	    cmocka_unit_test(test_cgroupns),
+	    cmocka_unit_test(test_devices),
+	    cmocka_unit_test(test_device_cgroup_rules),
+	    cmocka_unit_test(test_group_add),
+	    cmocka_unit_test(test_sysctls),
+	    cmocka_unit_test(test_oom_kill_disable),
+	    cmocka_unit_test(test_host_access_order),
 	    cmocka_unit_test(test_seccomp_unconfined_policy),
 	    cmocka_unit_test(test_host_modes),
 	    cmocka_unit_test(test_networks),
