@@ -2,6 +2,7 @@
  * this file turns flags into a struct ar_proxy_config and runs the loop. */
 #define _GNU_SOURCE
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,10 @@ static void usage(FILE *out)
 		"  --header-timeout SEC    time to send a request head (default 10; then 408)\n"
 		"  --idle-timeout SEC      idle tunnel / exchange timeout (default 120)\n"
 		"  --keepalive-timeout SEC idle client connection between requests (default 60)\n"
+		"  --max-bytes-out HOST=BYTES  close HOST's tunnels past BYTES sent in all\n"
+		"                          (413 in the audit; repeatable; not with --policy)\n"
+		"  --sni off|check|require a CONNECT's TLS server name must match its host\n"
+		"                          (421 otherwise; not with --policy)\n"
 		"  --dns-files-only        resolve from /etc/hosts only, never query DNS\n"
 		"  -h, --help              show this help\n\n"
 		"SIGHUP reloads --policy without dropping open tunnels; SIGTERM/SIGINT stop and\n"
@@ -52,6 +57,8 @@ enum {
 	OPT_IDLE_TIMEOUT,
 	OPT_KEEPALIVE_TIMEOUT,
 	OPT_DNS_FILES,
+	OPT_MAX_BYTES_OUT,
+	OPT_SNI,
 };
 
 static const struct option options[] = {
@@ -67,6 +74,8 @@ static const struct option options[] = {
     {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
     {"keepalive-timeout", required_argument, NULL, OPT_KEEPALIVE_TIMEOUT},
     {"dns-files-only", no_argument, NULL, OPT_DNS_FILES},
+    {"max-bytes-out", required_argument, NULL, OPT_MAX_BYTES_OUT},
+    {"sni", required_argument, NULL, OPT_SNI},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -90,7 +99,56 @@ struct cli_state {
 	char **allow;
 	size_t n_allow;
 	struct ar_cidr cidrs[64];
+	/* --max-bytes-out and --sni become the proxy section of an in-memory policy,
+	 * read by the policy parser so the flags and the file share one validation */
+	struct ar_buf budgets;
+	const char *sni;
+	struct ar_policy *settings;
 };
+
+/* --max-bytes-out HOST=BYTES: one more `"HOST": BYTES` member. */
+static int add_budget(struct cli_state *st, const char *arg)
+{
+	const char *eq = strrchr(arg, '=');
+	int64_t v;
+	if (eq == NULL || eq == arg || ar_parse_int(eq + 1, 1, INT64_MAX, &v) == -1)
+		return ar_cli_usage_error("proxy", AR_EXIT_USAGE,
+					  "--max-bytes-out `%s`: expected HOST=BYTES", arg);
+	ar_autofree char *host = ar_xstrndup(arg, (size_t)(eq - arg));
+	if (st->budgets.len > 0)
+		ar_buf_putc(&st->budgets, ',');
+	ar_json_quote(&st->budgets, host);
+	ar_buf_printf(&st->budgets, ":%" PRId64, v);
+	return 0;
+}
+
+static int build_settings(struct cli_state *st)
+{
+	ar_auto_error ar_error_t err = NULL;
+	ar_autobuf struct ar_buf json = {0};
+
+	if (st->budgets.len == 0 && st->sni == NULL)
+		return 0;
+	if (st->cfg.policy_path != NULL)
+		return ar_cli_usage_error("proxy", AR_EXIT_USAGE,
+					  "--max-bytes-out and --sni come from the policy's proxy "
+					  "section when --policy is given");
+	ar_buf_printf(&json, "{\"proxy\": {\"max_bytes_out\": {%s}",
+		      st->budgets.data ? st->budgets.data : "");
+	if (st->sni != NULL) {
+		ar_buf_puts(&json, ", \"sni\": ");
+		ar_json_quote(&json, st->sni);
+	}
+	ar_buf_puts(&json, "}}");
+	if (ar_policy_parse(json.data, json.len, "--max-bytes-out/--sni", &st->settings, &err) ==
+	    -1) {
+		ar_error_wrap(&err, "proxy");
+		ar_error_print(&err);
+		return AR_EXIT_USAGE;
+	}
+	st->cfg.policy = st->settings;
+	return 0;
+}
 
 static int set_timeout(struct cli_state *st, int opt, const char *arg)
 {
@@ -155,6 +213,11 @@ static int parse_opt(struct cli_state *st, int opt, const char *arg)
 		return 0;
 	case OPT_DNS_FILES:
 		cfg->dns_files_only = true;
+		return 0;
+	case OPT_MAX_BYTES_OUT:
+		return add_budget(st, arg);
+	case OPT_SNI:
+		st->sni = arg;
 		return 0;
 	default:
 		return set_timeout(st, opt, arg);
@@ -224,6 +287,8 @@ int ar_cmd_proxy(int argc, char **argv)
 			rc = ar_cli_usage_error("proxy", AR_EXIT_USAGE,
 						"--listen ADDR:PORT or --listen-fd N is required");
 	}
+	if (rc == 0)
+		rc = build_settings(&st);
 	if (rc == 0) {
 		st.cfg.allow = st.allow;
 		st.cfg.n_allow = st.n_allow;
@@ -233,5 +298,7 @@ int ar_cmd_proxy(int argc, char **argv)
 		rc = serve(&st);
 	}
 	ar_strv_free(st.allow);
+	ar_buf_free(&st.budgets);
+	ar_policy_free(st.settings);
 	return rc;
 }
