@@ -128,7 +128,7 @@ static void format_cpus(int64_t milli, char *out, size_t size)
 static void hardening(struct ar_render_step *s, const char *pids, const char *memory)
 {
 	args(s, "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
-	     "--pids-limit", pids, "--memory", memory, NULL);
+	     "--cgroupns", "private", "--pids-limit", pids, "--memory", memory, NULL);
 	/* memory-swap equal to memory: no swap, like memory.swap.max = 0 in `run` */
 	args(s, "--memory-swap", memory, NULL);
 }
@@ -218,7 +218,9 @@ static void agent_step(const struct ar_policy *p, const char *image,
 		arg(s, "--tmpfs");
 		argf(s, "%s:rw,nosuid,nodev", p->tmpfs[i]);
 	}
-	args(s, "--cap-drop", "ALL", "--security-opt", "no-new-privileges", NULL);
+	/* --cgroupns private: docker's default is host on cgroup v1 and hybrid hosts */
+	args(s, "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--cgroupns", "private",
+	     NULL);
 	agent_seccomp(p, s);
 	arg(s, "--pids-limit");
 	argf(s, "%" PRId64, p->limits.pids);

@@ -143,10 +143,11 @@ def size(s):
 steps = json.load(open(sys.argv[1]))["steps"]
 argv = [s for s in steps if s["label"] == "agent"][0]["argv"]
 argv = [a for a in argv if a not in sys.argv[2:]]  # flags a test leaves out on purpose
-takes = {"--name", "--network", "--tmpfs", "--cap-drop", "--security-opt", "--pids-limit",
+takes = {"--name", "--network", "--tmpfs", "--cap-drop", "--security-opt", "--cgroupns", "--pids-limit",
          "--memory", "--memory-swap", "--cpus", "--user", "-e", "-v"}
 hc = {"ReadonlyRootfs": False, "Privileged": False, "CapDrop": [], "CapAdd": None,
-      "SecurityOpt": [], "Tmpfs": {}, "PidMode": "", "IpcMode": "private", "UsernsMode": ""}
+      "SecurityOpt": [], "Tmpfs": {}, "PidMode": "", "IpcMode": "private", "UsernsMode": "",
+      "CgroupnsMode": "host"}  # docker's default on cgroup v1 and hybrid hosts
 cfg = {"User": "", "Env": []}
 mounts, nets, name = [], {}, ""
 i = 2
@@ -160,6 +161,7 @@ while argv[i].startswith("-"):
     elif flag == "--tmpfs": hc["Tmpfs"][val.partition(":")[0]] = val.partition(":")[2]
     elif flag == "--cap-drop": hc["CapDrop"].append(val)
     elif flag == "--security-opt": hc["SecurityOpt"].append(val)
+    elif flag == "--cgroupns": hc["CgroupnsMode"] = val
     elif flag == "--pids-limit": hc["PidsLimit"] = int(val)
     elif flag == "--memory": hc["Memory"] = size(val)
     elif flag == "--memory-swap": hc["MemorySwap"] = size(val)
@@ -191,6 +193,11 @@ done
 python3 "$AR_TMP/argv2inspect.py" "$AR_TMP/triage.plan.json" --read-only >"$AR_TMP/rw.inspect.json"
 expect_status "check sees a plan without --read-only" 1 \
 	"$AGENTRUN" check --policy "$AR_TMP/triage.json" --inspect "$AR_TMP/rw.inspect.json"
+# and without --cgroupns private docker would share the host's cgroup namespace (v1 hosts)
+python3 "$AR_TMP/argv2inspect.py" "$AR_TMP/triage.plan.json" --cgroupns private >"$AR_TMP/cgns.inspect.json"
+expect_status "check sees a plan without --cgroupns private" 1 \
+	"$AGENTRUN" check --policy "$AR_TMP/triage.json" --inspect "$AR_TMP/cgns.inspect.json"
+expect_match "the finding is the cgroup namespace" '^DRIFT cgroupns mode expected private actual host' "$(cat "$AR_TMP/out")"
 
 # --- OCI under runc -------------------------------------------------------------------
 oci_prereq() {

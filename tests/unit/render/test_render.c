@@ -46,6 +46,8 @@ static const char *const triage_steps[][80] = {
      "ALL",
      "--security-opt",
      "no-new-privileges",
+     "--cgroupns",
+     "private",
      "--pids-limit",
      "64",
      "--memory",
@@ -91,6 +93,8 @@ static const char *const triage_steps[][80] = {
      "ALL",
      "--security-opt",
      "no-new-privileges",
+     "--cgroupns",
+     "private",
      "--pids-limit",
      "64",
      "--memory",
@@ -209,8 +213,8 @@ static void test_image_flags(void **state)
 	ar_autoplan struct ar_render_plan *plan = build(p, &o);
 	const struct ar_render_step *proxy = &plan->steps[2], *agent = &plan->steps[4];
 
-	assert_string_equal(proxy->argv[24], "reg/agentrun:dev");
-	assert_string_equal(proxy->argv[25], "proxy");
+	assert_string_equal(proxy->argv[26], "reg/agentrun:dev");
+	assert_string_equal(proxy->argv[27], "proxy");
 	/* no command: the image's default, so the image is the last argument */
 	assert_string_equal(agent->argv[agent->argc - 1], "alpine:3.20");
 	assert_int_equal(agent->nowrap_from, agent->argc - 1);
@@ -249,6 +253,8 @@ static void test_network_none(void **state)
 					    "ALL",
 					    "--security-opt",
 					    "no-new-privileges",
+					    "--cgroupns",
+					    "private",
 					    "--security-opt",
 					    "seccomp=/etc/agentrun/strict.json",
 					    "--pids-limit",
