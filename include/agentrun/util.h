@@ -84,6 +84,11 @@ char *ar_buf_steal(struct ar_buf *b);
 void ar_cleanup_bufp(struct ar_buf *b);
 #define ar_autobuf __attribute__((cleanup(ar_cleanup_bufp)))
 
+/* Value of a hex digit, or -1. */
+int ar_hexval(int c);
+/* A copy of s[0..n) with mountinfo's octal escapes (\040 for a space) undone. */
+char *ar_mountinfo_unescape(const char *s, size_t n);
+
 /* POSIX shell quoting: bare when only [A-Za-z0-9_./:=@%+,-] (and non-empty), else '...'. */
 void ar_shell_quote(struct ar_buf *out, const char *s);
 /* A copy safe to print on one line: newline, tab and other control bytes escaped

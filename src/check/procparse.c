@@ -94,24 +94,6 @@ int ar_check_parse_status(const char *text, struct ar_proc_status *out, ar_error
 
 /* ---- /proc/PID/mountinfo ---- */
 
-/* The kernel escapes space, tab, newline and backslash as \ooo. */
-static char *unescape(const char *s, size_t n)
-{
-	char *o = ar_xmalloc(n + 1), *p = o;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] == '\\' && i + 3 < n && s[i + 1] >= '0' && s[i + 1] <= '3' &&
-		    s[i + 2] >= '0' && s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
-			*p++ =
-			    (char)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-			i += 3;
-		} else {
-			*p++ = s[i];
-		}
-	}
-	*p = '\0';
-	return o;
-}
-
 static bool opts_has(const char *opts, const char *opt)
 {
 	size_t n = strlen(opt);
@@ -152,10 +134,10 @@ static int mountinfo_line(const char *line, size_t len, struct ar_mountinfo *m)
 	if (sep + 2 >= n)
 		return -1;
 	ar_autofree char *mopts = ar_xstrndup(f[5], fl[5]);
-	m->root = unescape(f[3], fl[3]);
-	m->target = unescape(f[4], fl[4]);
+	m->root = ar_mountinfo_unescape(f[3], fl[3]);
+	m->target = ar_mountinfo_unescape(f[4], fl[4]);
 	m->fstype = ar_xstrndup(f[sep + 1], fl[sep + 1]);
-	m->source = unescape(f[sep + 2], fl[sep + 2]);
+	m->source = ar_mountinfo_unescape(f[sep + 2], fl[sep + 2]);
 	m->super_opts = sep + 3 < n ? ar_xstrndup(f[sep + 3], fl[sep + 3]) : ar_xstrdup("");
 	m->readonly = opts_has(mopts, "ro") || opts_has(m->super_opts, "ro");
 	return 0;

@@ -25,7 +25,7 @@ static int cerr(ar_error_t *err, const struct ar_policy *p, const char *key, con
 	va_end(ap);
 	ar_autofree char *full =
 	    ar_xasprintf("%s: %s: %s", p->origin ? p->origin : "<policy>", key, msg);
-	ar_autofree char *shown = policy_printable(full, AR_POLICY_MSG_MAX);
+	ar_autofree char *shown = ar_printable(full, AR_POLICY_MSG_MAX);
 	return ar_error_make(err, 0, "%s", shown);
 }
 

@@ -48,7 +48,7 @@ static int perr(struct pctx *c, const char *path, const char *fmt, ...)
 		abort();
 	va_end(ap);
 	ar_autofree char *full = ar_xasprintf("%s: %s: %s", c->origin, path, msg);
-	ar_autofree char *shown = policy_printable(full, AR_POLICY_MSG_MAX);
+	ar_autofree char *shown = ar_printable(full, AR_POLICY_MSG_MAX);
 	return ar_error_make(c->err, 0, "%s", shown);
 }
 

@@ -41,9 +41,6 @@ char *policy_host_canonical(const char *in);
  * characters, not starting with '-'. */
 bool policy_image_valid(const char *s);
 
-/* A copy of a message fit for one terminal line: control characters escaped,
- * cut after about `max` bytes. */
-char *policy_printable(const char *s, size_t max);
 /* Why KEY may not be set in the policy env (agentrun sets it), or NULL. */
 const char *policy_env_reserved(const struct ar_policy *p, const char *key);
 #define AR_POLICY_MSG_MAX 1024

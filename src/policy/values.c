@@ -173,28 +173,6 @@ bool policy_image_valid(const char *s)
 	return true;
 }
 
-char *policy_printable(const char *s, size_t max)
-{
-	struct ar_buf b = {0};
-
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (b.len >= max) {
-			ar_buf_puts(&b, "...");
-			break;
-		}
-		if (*p == '\n')
-			ar_buf_puts(&b, "\\n");
-		else if (*p == '\t')
-			ar_buf_puts(&b, "\\t");
-		else if (*p < 0x20 || *p == 0x7f)
-			ar_buf_printf(&b, "\\x%02x", *p);
-		else
-			ar_buf_putc(&b, (char)*p);
-	}
-	ar_buf_reserve(&b, 0);
-	return ar_buf_steal(&b);
-}
-
 /* Variables agentrun sets itself when the network goes through the proxy. */
 static const char *const proxy_env[] = {"HTTP_PROXY",  "HTTPS_PROXY", "http_proxy",
 					"https_proxy", "NO_PROXY",    "no_proxy"};

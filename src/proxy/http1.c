@@ -26,17 +26,6 @@ static bool is_ows(char c)
 	return c == ' ' || c == '\t';
 }
 
-static int hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static bool span_ieq(const char *buf, struct ar_h1_span s, const char *lit)
 {
 	size_t n = strlen(lit);
@@ -124,7 +113,7 @@ int ar_h1_split_authority(const char *s, size_t len, char *host, size_t host_siz
 		h = s + 1;
 		hlen = (size_t)(close - h);
 		for (size_t i = 0; i < hlen; i++)
-			if (hexval((unsigned char)h[i]) < 0 && h[i] != ':' && h[i] != '.')
+			if (ar_hexval((unsigned char)h[i]) < 0 && h[i] != ':' && h[i] != '.')
 				return -1;
 		rest = (size_t)(close + 1 - s);
 		*is_v6 = true;
@@ -647,7 +636,7 @@ enum {
 
 static int chunk_size_byte(struct ar_h1_chunked *c, unsigned char ch)
 {
-	int h = hexval(ch);
+	int h = ar_hexval(ch);
 	if (h >= 0) {
 		if (++c->digits > 15)
 			return -1; /* sizes past 2^60 are an attack, not a body */

@@ -16,17 +16,6 @@
 #define LABEL_MAX_LEN 63
 #define V6_TEXT_MAX   45 /* INET6_ADDRSTRLEN - 1 */
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static bool is_hex_prefix(const char *s, size_t len)
 {
 	return len >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
@@ -48,7 +37,7 @@ bool ar_rules_ends_in_number(const char *s, size_t len)
 		base = 16;
 	}
 	for (; i < n; i++) {
-		int d = hexval(l[i]);
+		int d = ar_hexval(l[i]);
 		if (d < 0 || d >= base)
 			return false;
 	}
@@ -72,7 +61,7 @@ static int parse_v4_part(const char *s, size_t len, uint64_t *out)
 		return -1;
 	uint64_t v = 0;
 	for (size_t i = 0; i < len; i++) {
-		int d = hexval(s[i]);
+		int d = ar_hexval(s[i]);
 		if (d < 0 || d >= base)
 			return -1;
 		v = v * (uint64_t)base + (uint64_t)d;

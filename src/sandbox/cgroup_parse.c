@@ -83,25 +83,6 @@ int ar_cgroup_parse_proc(const char *text, const char *controller, char **path)
 	return -1;
 }
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo. */
-static char *unescape(const char *s, size_t n)
-{
-	char *out = ar_xmalloc(n + 1), *o = out;
-
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] == '\\' && i + 3 < n && s[i + 1] >= '0' && s[i + 1] <= '3' &&
-		    s[i + 2] >= '0' && s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
-			*o++ =
-			    (char)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-			i += 3;
-		} else {
-			*o++ = s[i];
-		}
-	}
-	*o = '\0';
-	return out;
-}
-
 /* Split a mountinfo line into space-separated fields (at most `max`). */
 static size_t split_fields(const char *line, size_t n, const char **f, size_t *fl, size_t max)
 {
@@ -155,8 +136,8 @@ int ar_cgroup_find_dir(const char *mountinfo, const char *controller, const char
 			continue;
 		if (controller && !words_have(f[sep + 3], fl[sep + 3], ',', controller))
 			continue;
-		ar_autofree char *root = unescape(f[3], fl[3]);
-		ar_autofree char *mnt = unescape(f[4], fl[4]);
+		ar_autofree char *root = ar_mountinfo_unescape(f[3], fl[3]);
+		ar_autofree char *mnt = ar_mountinfo_unescape(f[4], fl[4]);
 		char *d = join_mount(mnt, root, cgpath);
 		if (d) {
 			*dir = d;

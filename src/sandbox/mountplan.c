@@ -165,22 +165,6 @@ void ar_mount_plan_free(struct ar_mount_plan *plan)
 	plan->n_ops = 0;
 }
 
-/* Undo mountinfo's octal escapes (\040 for a space) in place. */
-static void unescape(char *s)
-{
-	char *w = s;
-	for (char *r = s; *r; r++) {
-		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
-		    r[3] >= '0' && r[3] <= '7') {
-			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-			r += 3;
-		} else {
-			*w++ = *r;
-		}
-	}
-	*w = '\0';
-}
-
 int ar_mountinfo_foreach(const char *text, const char *prefix,
 			 int (*fn)(const char *mountpoint, void *data), void *data)
 {
@@ -196,9 +180,9 @@ int ar_mountinfo_foreach(const char *text, const char *prefix,
 		if (len > 0 && (field == NULL || field[0] != '/'))
 			return -1;
 		if (field != NULL) {
-			unescape(field);
-			if (ar_path_under(field, prefix)) {
-				int r = fn(field, data);
+			ar_autofree char *mountpoint = ar_mountinfo_unescape(field, strlen(field));
+			if (ar_path_under(mountpoint, prefix)) {
+				int r = fn(mountpoint, data);
 				if (r != 0)
 					return r;
 			}

@@ -93,3 +93,37 @@ int ar_parse_cpus(const char *s, int64_t *millicpus)
 	*millicpus = v;
 	return 0;
 }
+
+int ar_hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static bool is_octal(char c, char max)
+{
+	return c >= '0' && c <= max;
+}
+
+char *ar_mountinfo_unescape(const char *s, size_t n)
+{
+	char *out = ar_xmalloc(n + 1), *o = out;
+
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '\\' && i + 3 < n && is_octal(s[i + 1], '3') &&
+		    is_octal(s[i + 2], '7') && is_octal(s[i + 3], '7')) {
+			*o++ =
+			    (char)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+			i += 3;
+		} else {
+			*o++ = s[i];
+		}
+	}
+	*o = '\0';
+	return out;
+}

@@ -109,6 +109,19 @@ static void test_parse_cpus(void **state)
 	assert_int_equal(ar_parse_cpus("-1", &v), -1);
 }
 
+static void test_mountinfo_unescape(void **state)
+{
+	ar_autofree char *a = ar_mountinfo_unescape("/a\\040b\\011c\\134d\\012", 21);
+	assert_string_equal(a, "/a b\tc\\d\n");
+	/* not an escape: a digit past octal, or too short at the end */
+	ar_autofree char *b = ar_mountinfo_unescape("/x\\089\\04", 9);
+	assert_string_equal(b, "/x\\089\\04");
+	assert_int_equal(ar_hexval('f'), 15);
+	assert_int_equal(ar_hexval('A'), 10);
+	assert_int_equal(ar_hexval('g'), -1);
+	assert_int_equal(ar_hexval(-3), -1);
+}
+
 static void test_buf(void **state)
 {
 	ar_autobuf struct ar_buf b = {0};
@@ -128,6 +141,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_bytes),
 	    cmocka_unit_test(test_parse_cpus),
 	    cmocka_unit_test(test_buf),
+	    cmocka_unit_test(test_mountinfo_unescape),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
