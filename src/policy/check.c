@@ -17,16 +17,10 @@ static int cerr(ar_error_t *err, const struct ar_policy *p, const char *key, con
 static int cerr(ar_error_t *err, const struct ar_policy *p, const char *key, const char *fmt, ...)
 {
 	va_list ap;
-	ar_autofree char *msg = NULL;
-
 	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		abort();
+	policy_verror(err, p->origin ? p->origin : "<policy>", key, fmt, ap);
 	va_end(ap);
-	ar_autofree char *full =
-	    ar_xasprintf("%s: %s: %s", p->origin ? p->origin : "<policy>", key, msg);
-	ar_autofree char *shown = ar_printable(full, AR_POLICY_MSG_MAX);
-	return ar_error_make(err, 0, "%s", shown);
+	return -1;
 }
 
 static int check_path(ar_error_t *err, const struct ar_policy *p, const char *key, const char *path,

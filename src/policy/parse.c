@@ -41,15 +41,10 @@ static int perr(struct pctx *c, const char *path, const char *fmt, ...)
 static int perr(struct pctx *c, const char *path, const char *fmt, ...)
 {
 	va_list ap;
-	ar_autofree char *msg = NULL;
-
 	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		abort();
+	policy_verror(c->err, c->origin, path, fmt, ap);
 	va_end(ap);
-	ar_autofree char *full = ar_xasprintf("%s: %s: %s", c->origin, path, msg);
-	ar_autofree char *shown = ar_printable(full, AR_POLICY_MSG_MAX);
-	return ar_error_make(c->err, 0, "%s", shown);
+	return -1;
 }
 
 static const char *json_type(const cJSON *v)

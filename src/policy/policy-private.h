@@ -3,6 +3,7 @@
 #ifndef AGENTRUN_POLICY_PRIVATE_H
 #define AGENTRUN_POLICY_PRIVATE_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -44,6 +45,9 @@ bool policy_image_valid(const char *s);
 /* Why KEY may not be set in the policy env (agentrun sets it), or NULL. */
 const char *policy_env_reserved(const struct ar_policy *p, const char *key);
 #define AR_POLICY_MSG_MAX 1024
+/* "ORIGIN: KEY: message" as an error, bounded to AR_POLICY_MSG_MAX. Returns -1. */
+int policy_verror(ar_error_t *err, const char *origin, const char *key, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 
 /* A policy holding the defaults for a policy file (DESIGN §3). */
 struct ar_policy *policy_new(const char *origin);

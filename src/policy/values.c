@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -187,4 +188,14 @@ const char *policy_env_reserved(const struct ar_policy *p, const char *key)
 	if (p->kubeconfig != NULL && strcmp(key, "KUBECONFIG") == 0)
 		return "is set by agentrun to the kubeconfig target when kubeconfig is given";
 	return NULL;
+}
+
+int policy_verror(ar_error_t *err, const char *origin, const char *key, const char *fmt, va_list ap)
+{
+	ar_autofree char *msg = NULL;
+	if (vasprintf(&msg, fmt, ap) < 0)
+		abort();
+	ar_autofree char *full = ar_xasprintf("%s: %s: %s", origin, key, msg);
+	ar_autofree char *shown = ar_printable(full, AR_POLICY_MSG_MAX);
+	return ar_error_make(err, 0, "%s", shown);
 }
