@@ -53,6 +53,11 @@ void ar_check_format_json(struct ar_buf *out, const struct ar_findings *f, const
 /* A variable name that looks like a secret: ends in _KEY, _TOKEN, _SECRET or contains
  * PASSWORD (case-insensitive). */
 bool ar_check_is_secret_name(const char *name);
+/* One "secret in environment NAME" finding per secret-named variable of env
+ * ("KEY=VALUE" entries, NULL-terminated; NULL is none). Names only, never values.
+ * fix_fmt gets the name as its first (and, if it has two %s, second) argument. */
+void ar_findings_add_secrets(struct ar_findings *f, char *const *env, const char *fix_fmt)
+    __attribute__((format(printf, 3, 0)));
 /* A path that must not be mounted into a sandbox: docker.sock, /proc, /sys, /etc, /root,
  * / (and below the four directories), or a path with a .aws, .kube, .ssh, .docker,
  * .azure or .config/gcloud component. */

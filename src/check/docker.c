@@ -486,18 +486,9 @@ static void check_other_mounts(const struct ctx *c)
 /* Names only: the value of a secret is never copied into a finding. */
 static void check_secrets(const struct ctx *c)
 {
-	for (size_t i = 0; c->d->env[i]; i++) {
-		const char *eq = strchr(c->d->env[i], '=');
-		ar_autofree char *name = eq ? ar_xstrndup(c->d->env[i], (size_t)(eq - c->d->env[i]))
-					    : ar_xstrdup(c->d->env[i]);
-		if (!ar_check_is_secret_name(name))
-			continue;
-		ar_autofree char *what = ar_xasprintf("secret in environment %s", name);
-		ar_autofree char *fix = ar_xasprintf("remove -e %s; mount the secret as a "
-						     "read-only file (-v FILE:/run/secrets/%s:ro)",
-						     name, name);
-		add(c, what, "absent", "set", fix);
-	}
+	ar_findings_add_secrets(c->out, c->d->env,
+				"remove -e %s; mount the secret as a read-only file "
+				"(-v FILE:/run/secrets/%s:ro)");
 }
 
 static void (*const expectations[])(const struct ctx *) = {

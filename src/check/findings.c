@@ -177,3 +177,20 @@ const char *ar_check_env_get(char *const *env, const char *key)
 			return env[i] + n + 1;
 	return NULL;
 }
+
+void ar_findings_add_secrets(struct ar_findings *f, char *const *env, const char *fix_fmt)
+{
+	for (size_t i = 0; env && env[i]; i++) {
+		const char *eq = strchr(env[i], '=');
+		ar_autofree char *name =
+		    eq ? ar_xstrndup(env[i], (size_t)(eq - env[i])) : ar_xstrdup(env[i]);
+		if (!ar_check_is_secret_name(name))
+			continue;
+		ar_autofree char *what = ar_xasprintf("secret in environment %s", name);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+		ar_autofree char *fix = ar_xasprintf(fix_fmt, name, name);
+#pragma GCC diagnostic pop
+		ar_findings_add(f, what, "absent", "set", fix);
+	}
+}

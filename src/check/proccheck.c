@@ -338,17 +338,10 @@ static void check_policy_env(const struct ctx *c)
 /* Names only: the value of a secret is never copied into a finding. */
 static void check_secrets(const struct ctx *c)
 {
-	for (size_t i = 0; c->f->env && c->f->env[i]; i++) {
-		const char *eq = strchr(c->f->env[i], '=');
-		ar_autofree char *name = eq ? ar_xstrndup(c->f->env[i], (size_t)(eq - c->f->env[i]))
-					    : ar_xstrdup(c->f->env[i]);
-		if (!ar_check_is_secret_name(name))
-			continue;
-		ar_autofree char *what = ar_xasprintf("secret in environment %s", name);
-		ar_autofree char *fix = ar_xasprintf(
-		    "unset %s; mount the secret read-only as a file (policy \"mounts\")", name);
-		add(c, what, "absent", "set", fix);
-	}
+	/* the name once: the second argument is ignored by this format */
+	ar_findings_add_secrets(
+	    c->out, c->f->env,
+	    "unset %s; mount the secret read-only as a file (policy \"mounts\")");
 }
 
 static void (*const expectations[])(const struct ctx *) = {
