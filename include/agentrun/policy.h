@@ -56,6 +56,11 @@ struct ar_proxy_settings {
 	struct ar_byte_budget *budgets;
 	size_t n_budgets;
 	enum ar_sni_mode sni;
+	/* Ranges a name rule may resolve into (a container host, a kind control plane):
+	 * "172.16.0.0/12", validated with ar_cidr_parse, as written. */
+	char **allow_private;
+	size_t n_allow_private;
+	bool transparent; /* capture proxy-unaware clients and DNS (default true) */
 };
 
 struct ar_policy {

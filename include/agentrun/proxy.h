@@ -14,18 +14,12 @@
 #include <stdint.h>
 
 #include "agentrun/error.h"
+#include "agentrun/rules.h"
 #include "agentrun/util.h"
 
 #define AR_PROXY_MAX_LISTEN 8
 
 struct ar_policy;
-
-/* A CIDR range given with --allow-private. */
-struct ar_cidr {
-	int family; /* AF_INET or AF_INET6 */
-	uint8_t addr[16];
-	int prefix;
-};
 
 struct ar_proxy_config {
 	/* "ADDR:PORT" / "[V6]:PORT" to bind, and/or already bound listening sockets
@@ -88,11 +82,6 @@ void ar_cleanup_proxyp(struct ar_proxy **px);
 #define ar_autoproxy __attribute__((cleanup(ar_cleanup_proxyp)))
 
 /* --- pieces exposed for unit tests --- */
-
-/* "10.0.0.0/8", "fd00::/8", "127.0.0.1" (a host route). Returns 0 or -1. */
-int ar_proxy_cidr_parse(const char *s, struct ar_cidr *out);
-/* Is the address (family AF_INET/AF_INET6, raw bytes) inside the range? */
-bool ar_proxy_cidr_contains(const struct ar_cidr *c, int family, const void *addr);
 
 /* Address classes refused for name rules unless --allow-private covers them. */
 enum ar_addr_class {

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "agentrun/error.h"
 
@@ -66,5 +67,18 @@ bool ar_rules_is_literal(const struct ar_rules *r, size_t i);
 void ar_rules_free(struct ar_rules *r);
 void ar_cleanup_rulesp(struct ar_rules **r);
 #define ar_autorules __attribute__((cleanup(ar_cleanup_rulesp)))
+
+/* A CIDR range (--allow-private, proxy.allow_private): src/rules/cidr.c. */
+struct ar_cidr {
+	int family; /* AF_INET or AF_INET6 */
+	uint8_t addr[16];
+	int prefix;
+};
+/* "10.0.0.0/8", "fd00::/8", "127.0.0.1" (a host route). Returns 0 or -1. */
+int ar_cidr_parse(const char *s, struct ar_cidr *out);
+/* Is the address (family AF_INET/AF_INET6, raw bytes) inside the range? */
+bool ar_cidr_contains(const struct ar_cidr *c, int family, const void *addr);
+/* Do the first `bits` bits of a and net agree? */
+bool ar_addr_prefix_match(const uint8_t *a, const uint8_t *net, int bits);
 
 #endif

@@ -198,7 +198,7 @@ static int parse_opt(struct cli_state *st, int opt, const char *arg)
 		return 0;
 	case OPT_ALLOW_PRIVATE:
 		if (cfg->n_allow_private == AR_ARRAY_SIZE(st->cidrs) ||
-		    ar_proxy_cidr_parse(arg, &st->cidrs[cfg->n_allow_private]) == -1)
+		    ar_cidr_parse(arg, &st->cidrs[cfg->n_allow_private]) == -1)
 			return ar_cli_usage_error("proxy", AR_EXIT_USAGE,
 						  "--allow-private `%s`: expected a CIDR "
 						  "(127.0.0.0/8, fd00::/8, 10.1.2.3)",

@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "agentrun/policy.h"
+#include "agentrun/rules.h"
 #include "agentrun/util.h"
 #include "policy-private.h"
 
@@ -598,10 +599,38 @@ static int x_max_bytes_out(struct pctx *c, const cJSON *v, const char *path, voi
 	return 0;
 }
 
+static int cidr_elem(struct pctx *c, const char *path, const char *s, char **slot)
+{
+	struct ar_cidr cidr;
+	if (ar_cidr_parse(s, &cidr) == -1)
+		return perr(c, path,
+			    "must be an address or CIDR range such as \"172.16.0.0/12\" or "
+			    "\"fd00::/8\", got \"%s\"",
+			    s);
+	*slot = ar_xstrdup(s);
+	return 0;
+}
+
+static int x_allow_private(struct pctx *c, const cJSON *v, const char *path, void *t)
+{
+	return walk_strings(c, v, path, cidr_elem, &c->p->proxy.allow_private,
+			    &c->p->proxy.n_allow_private);
+}
+
+static int x_transparent(struct pctx *c, const cJSON *v, const char *path, void *t)
+{
+	if (!cJSON_IsBool(v))
+		return type_err(c, path, "a boolean", v);
+	c->p->proxy.transparent = cJSON_IsTrue(v);
+	return 0;
+}
+
 static const struct field proxy_fields[] = {
     {"port", x_port},
     {"max_bytes_out", x_max_bytes_out},
     {"sni", x_sni},
+    {"allow_private", x_allow_private},
+    {"transparent", x_transparent},
 };
 
 static int f_proxy(struct pctx *c, const cJSON *v, const char *path, void *t)

@@ -46,6 +46,7 @@ struct ar_policy *policy_new(const char *origin)
 	p->network = AR_NETWORK_NONE;
 	p->proxy.port = AR_DEFAULT_PROXY_PORT;
 	p->proxy.sni = AR_SNI_OFF;
+	p->proxy.transparent = true;
 	return p;
 }
 
@@ -78,6 +79,7 @@ void ar_policy_free(struct ar_policy *p)
 	for (size_t i = 0; i < p->proxy.n_budgets; i++)
 		free(p->proxy.budgets[i].host);
 	free(p->proxy.budgets);
+	ar_strv_free(p->proxy.allow_private);
 	free(p);
 }
 

@@ -9,17 +9,6 @@
 
 #include "agentrun/proxy.h"
 
-static bool prefix_match(const uint8_t *a, const uint8_t *net, int bits)
-{
-	int full = bits / 8, rest = bits % 8;
-	if (memcmp(a, net, (size_t)full) != 0)
-		return false;
-	if (rest == 0)
-		return true;
-	uint8_t mask = (uint8_t)(0xff << (8 - rest));
-	return (a[full] & mask) == (net[full] & mask);
-}
-
 struct range {
 	uint8_t net[16];
 	int bits;
@@ -55,7 +44,7 @@ static const struct range v6_ranges[] = {
 static enum ar_addr_class classify_v4(const uint8_t *a)
 {
 	for (size_t i = 0; i < AR_ARRAY_SIZE(v4_ranges); i++)
-		if (prefix_match(a, v4_ranges[i].net, v4_ranges[i].bits))
+		if (ar_addr_prefix_match(a, v4_ranges[i].net, v4_ranges[i].bits))
 			return v4_ranges[i].cls;
 	return AR_ADDR_PUBLIC;
 }
@@ -72,7 +61,7 @@ enum ar_addr_class ar_proxy_addr_classify(int family, const void *addr)
 	if (memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0)
 		return classify_v4(a + 12);
 	for (size_t i = 0; i < AR_ARRAY_SIZE(v6_ranges); i++)
-		if (prefix_match(a, v6_ranges[i].net, v6_ranges[i].bits))
+		if (ar_addr_prefix_match(a, v6_ranges[i].net, v6_ranges[i].bits))
 			return v6_ranges[i].cls;
 	return AR_ADDR_PUBLIC;
 }
@@ -95,46 +84,4 @@ const char *ar_proxy_addr_class_name(enum ar_addr_class c)
 	if ((size_t)c < AR_ARRAY_SIZE(class_names) && class_names[c])
 		return class_names[c];
 	return "unknown";
-}
-
-int ar_proxy_cidr_parse(const char *s, struct ar_cidr *out)
-{
-	char host[INET6_ADDRSTRLEN + 8];
-	const char *slash = strchr(s, '/');
-	size_t hlen = slash ? (size_t)(slash - s) : strlen(s);
-	if (hlen == 0 || hlen >= sizeof(host))
-		return -1;
-	memcpy(host, s, hlen);
-	host[hlen] = '\0';
-	memset(out, 0, sizeof(*out));
-	if (inet_pton(AF_INET, host, out->addr) == 1)
-		out->family = AF_INET;
-	else if (inet_pton(AF_INET6, host, out->addr) == 1)
-		out->family = AF_INET6;
-	else
-		return -1;
-	int max = out->family == AF_INET ? 32 : 128;
-	out->prefix = max;
-	if (slash) {
-		const char *p = slash + 1;
-		int v = 0;
-		if (*p == '\0' || strlen(p) > 3)
-			return -1;
-		for (; *p; p++) {
-			if (*p < '0' || *p > '9')
-				return -1;
-			v = v * 10 + (*p - '0');
-		}
-		if (v > max)
-			return -1;
-		out->prefix = v;
-	}
-	return 0;
-}
-
-bool ar_proxy_cidr_contains(const struct ar_cidr *c, int family, const void *addr)
-{
-	if (c->family != family)
-		return false;
-	return prefix_match(addr, c->addr, c->prefix);
 }

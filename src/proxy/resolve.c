@@ -150,7 +150,7 @@ static void cand_normalize(struct cand *k)
 static bool allowed_private(const struct ar_proxy *px, const struct cand *k)
 {
 	for (size_t i = 0; i < px->n_allow_private; i++)
-		if (ar_proxy_cidr_contains(&px->allow_private[i], k->family, k->addr))
+		if (ar_cidr_contains(&px->allow_private[i], k->family, k->addr))
 			return true;
 	return false;
 }

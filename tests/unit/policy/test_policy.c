@@ -200,6 +200,31 @@ static void test_numbers_and_spellings(void **state)
 	assert_string_equal(q->egress_name, "abcdefghijklmnopqrstuvwxyz01234-egress");
 }
 
+static void test_proxy_private_and_transparent(void **state)
+{
+	ar_autopolicy struct ar_policy *p =
+	    parse_ok("{\"allowed_hosts\": [\"kind-cp:6443\"], \"proxy\": {\"allow_private\": "
+		     "[\"172.16.0.0/12\", \"fd00::/8\", \"127.0.0.1\"], \"transparent\": false}}");
+	assert_int_equal(p->proxy.n_allow_private, 3);
+	assert_string_equal(p->proxy.allow_private[0], "172.16.0.0/12");
+	assert_string_equal(p->proxy.allow_private[2], "127.0.0.1");
+	assert_null(p->proxy.allow_private[3]);
+	assert_false(p->proxy.transparent);
+	ar_autopolicy struct ar_policy *d = parse_ok("{\"allowed_hosts\": [\"a.example\"]}");
+	assert_int_equal(d->proxy.n_allow_private, 0);
+	assert_true(d->proxy.transparent);
+	expect_err("{\"proxy\": {\"allow_private\": [\"10.0.0.0/33\"]}}",
+		   "p.json: proxy.allow_private[0]: must be an address or CIDR range such as "
+		   "\"172.16.0.0/12\" or \"fd00::/8\", got \"10.0.0.0/33\"");
+	expect_err("{\"proxy\": {\"allow_private\": [\"kind\"]}}",
+		   "p.json: proxy.allow_private[0]: must be an address or CIDR range such as "
+		   "\"172.16.0.0/12\" or \"fd00::/8\", got \"kind\"");
+	expect_err("{\"proxy\": {\"allow_private\": \"10.0.0.0/8\"}}",
+		   "p.json: proxy.allow_private: expected an array of strings, got string");
+	expect_err("{\"proxy\": {\"transparent\": \"yes\"}}",
+		   "p.json: proxy.transparent: expected a boolean, got string");
+}
+
 static void test_unknown_keys(void **state)
 {
 	expect_err("{\"limitz\": {}}", "p.json: limitz: unknown key");
@@ -710,6 +735,7 @@ int main(void)
 	    cmocka_unit_test(test_validate_after_overrides),
 	    cmocka_unit_test(test_shipped_profiles),
 	    cmocka_unit_test(test_embedded_default),
+	    cmocka_unit_test(test_proxy_private_and_transparent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

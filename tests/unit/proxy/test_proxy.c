@@ -79,11 +79,11 @@ static bool contains(const char *cidr, const char *addr)
 {
 	struct ar_cidr c;
 	uint8_t a[16];
-	assert_int_equal(ar_proxy_cidr_parse(cidr, &c), 0);
+	assert_int_equal(ar_cidr_parse(cidr, &c), 0);
 	if (inet_pton(AF_INET, addr, a) == 1)
-		return ar_proxy_cidr_contains(&c, AF_INET, a);
+		return ar_cidr_contains(&c, AF_INET, a);
 	assert_int_equal(inet_pton(AF_INET6, addr, a), 1);
-	return ar_proxy_cidr_contains(&c, AF_INET6, a);
+	return ar_cidr_contains(&c, AF_INET6, a);
 }
 
 static void test_cidr(void **state)
@@ -104,7 +104,7 @@ static void test_cidr(void **state)
 					  "::/129",   "10.0.0.0/", "10.0.0.0/8x",
 					  "10.0.0/8", "host/8",	   "10.0.0.0/-1"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		if (ar_proxy_cidr_parse(bad[i], &c) != -1)
+		if (ar_cidr_parse(bad[i], &c) != -1)
 			fail_msg("`%s` accepted", bad[i]);
 }
 
