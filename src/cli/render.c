@@ -3,11 +3,13 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "agentrun/cli.h"
+#include "agentrun/k8s.h"
 #include "agentrun/policy.h"
 #include "agentrun/render.h"
 #include "agentrun/seccomp.h"
@@ -19,23 +21,30 @@ struct render_args {
 	const char *policy;
 	enum ar_render_format format;
 	struct ar_render_options opts;
+	struct ar_k8s_options k8s;
 };
 
-enum { OPT_PROXY_IMAGE = 256 };
+enum { OPT_PROXY_IMAGE = 256, OPT_NAMESPACE, OPT_NO_NAMESPACE, OPT_RUNTIME_CLASS, OPT_CILIUM };
 
 static const struct option long_options[] = {
     {"policy", required_argument, NULL, 'p'},
     {"format", required_argument, NULL, 'f'},
     {"image", required_argument, NULL, 'i'},
     {"proxy-image", required_argument, NULL, OPT_PROXY_IMAGE},
+    {"namespace", required_argument, NULL, OPT_NAMESPACE},
+    {"no-namespace", no_argument, NULL, OPT_NO_NAMESPACE},
+    {"runtime-class", required_argument, NULL, OPT_RUNTIME_CLASS},
+    {"cilium", no_argument, NULL, OPT_CILIUM},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
 
 static void usage(void)
 {
-	printf("Usage: agentrun render --policy FILE [--format text|json|sh|oci] [--image IMAGE]\n"
-	       "                       [--proxy-image IMAGE] [-- CMD [ARG...]]\n\n"
+	printf("Usage: agentrun render --policy FILE [--format text|json|sh|oci|k8s|k8s-json]\n"
+	       "                       [--image IMAGE] [--proxy-image IMAGE] [-- CMD [ARG...]]\n"
+	       "       k8s only: [--namespace NS] [--no-namespace] [--runtime-class NAME]\n"
+	       "                 [--cilium]\n\n"
 	       "Print the policy as the docker commands that build the same sandbox: an internal\n"
 	       "network, an egress network, the egress proxy container (`agentrun proxy` with the\n"
 	       "allow-list), and the hardened agent container running CMD (the image's default\n"
@@ -46,9 +55,15 @@ static void usage(void)
 	       "                           json: the same plan as argv lists\n"
 	       "                           sh:   a POSIX sh script with up, run, down, audit\n"
 	       "                           oci:  a runtime-spec config.json (needs CMD)\n"
+	       "                           k8s:  Kubernetes objects, a YAML stream\n"
+	       "                           k8s-json: the same objects as a v1/List\n"
 	       "  -i, --image IMAGE        the agent image (default: the policy's `image`)\n"
 	       "      --proxy-image IMAGE  the image with agentrun as its entrypoint\n"
 	       "                           (default: agentrun:%s)\n"
+	       "      --namespace NS       k8s: the namespace (default: the policy name)\n"
+	       "      --no-namespace       k8s: the namespace exists; do not emit it\n"
+	       "      --runtime-class NAME k8s: the agent pod's runtimeClassName (gvisor, kata)\n"
+	       "      --cilium             k8s: also a CiliumNetworkPolicy by name\n"
 	       "  -h, --help               show this help\n\n"
 	       "Exit status: 0 ok, 2 bad input or usage. See docs/render.md.\n",
 	       AGENTRUN_VERSION);
@@ -72,10 +87,11 @@ static int parse_args(int argc, char **argv, struct render_args *a)
 			a->policy = optarg;
 			break;
 		case 'f':
-			if (ar_render_format_parse(optarg, &a->format) < 0)
+			if (ar_render_format_parse(optarg, &a->format) < 0 &&
+			    ar_render_k8s_format_parse(optarg, &a->format) < 0)
 				return ar_cli_usage_error(CMD, AR_EXIT_USAGE,
 							  "--format: unknown format `%s` (text, "
-							  "json, sh, oci)",
+							  "json, sh, oci, k8s, k8s-json)",
 							  optarg);
 			break;
 		case 'i':
@@ -83,6 +99,18 @@ static int parse_args(int argc, char **argv, struct render_args *a)
 			break;
 		case OPT_PROXY_IMAGE:
 			a->opts.proxy_image = optarg;
+			break;
+		case OPT_NAMESPACE:
+			a->k8s.namespace = optarg;
+			break;
+		case OPT_NO_NAMESPACE:
+			a->k8s.no_namespace = true;
+			break;
+		case OPT_RUNTIME_CLASS:
+			a->k8s.runtime_class = optarg;
+			break;
+		case OPT_CILIUM:
+			a->k8s.cilium = true;
 			break;
 		case 'h':
 			usage();
@@ -103,6 +131,12 @@ static int parse_args(int argc, char **argv, struct render_args *a)
 					  "%s does not apply to --format oci (the bundle's rootfs "
 					  "is the image)",
 					  a->opts.image != NULL ? "--image" : "--proxy-image");
+	if (a->format != AR_RENDER_K8S && a->format != AR_RENDER_K8S_JSON &&
+	    (a->k8s.namespace || a->k8s.no_namespace || a->k8s.runtime_class || a->k8s.cilium))
+		return ar_cli_usage_error(CMD, AR_EXIT_USAGE,
+					  "--namespace, --no-namespace, --runtime-class and "
+					  "--cilium apply to --format k8s and k8s-json only");
+	a->k8s.json = a->format == AR_RENDER_K8S_JSON;
 	a->opts.cmd = argv + optind;
 	a->opts.n_cmd = (size_t)(argc - optind);
 	return 0;
@@ -136,6 +170,8 @@ static int render(const struct render_args *a, const struct ar_policy *p, struct
 		const char *origin = owned != NULL ? p->seccomp : "seccomp/default.json";
 		return ar_render_oci(p, &a->opts, text, origin, out, err);
 	}
+	if (a->format == AR_RENDER_K8S || a->format == AR_RENDER_K8S_JSON)
+		return ar_render_k8s(p, &a->opts, &a->k8s, out, err);
 	ar_autoplan struct ar_render_plan *plan = NULL;
 	if (ar_render_plan_build(p, &a->opts, &plan, err) < 0)
 		return -1;
