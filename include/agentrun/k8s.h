@@ -58,8 +58,7 @@ enum ar_k8s_subject {
 
 /* Compare (pure): one finding per broken expectation, in table order. *subject gets the
  * checked object as "Kind/name". Fails when the input has no pod spec to check. */
-int ar_check_k8s(const struct ar_policy *p, const struct cJSON *objects,
-		 enum ar_k8s_subject kind, struct ar_findings *out, char **subject,
-		 ar_error_t *err);
+int ar_check_k8s(const struct ar_policy *p, const struct cJSON *objects, enum ar_k8s_subject kind,
+		 struct ar_findings *out, char **subject, ar_error_t *err);
 
 #endif

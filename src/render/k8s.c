@@ -121,8 +121,9 @@ static void kubeconfig_configmap(struct k8s_ctx *c)
 	char name[AR_POLICY_NAME_MAX + 32];
 	snprintf(name, sizeof(name), "%s-kubeconfig", c->p->name);
 	struct kn *o = k8s_object(c, "v1", "ConfigMap", name, "agent", "kubeconfig");
-	kn_note(o, "Instead of %s from the operator's disk: a kubeconfig that uses the "
-		   "pod's own short-lived token",
+	kn_note(o,
+		"Instead of %s from the operator's disk: a kubeconfig that uses the "
+		"pod's own short-lived token",
 		c->p->kubeconfig);
 	kn_note(o, "(kubectl create token --duration=1h, done by the kubelet).");
 	struct kn *data = kn_map(o, "data");
@@ -194,8 +195,9 @@ static void agent_env(struct k8s_ctx *c, struct kn *container)
 	const struct ar_policy *p = c->p;
 	struct kn *env = kn_list(container, "env");
 	if (p->network == AR_NETWORK_PROXY) {
-		kn_note(env, "network proxy: the proxy Service %s (the NetworkPolicy, not these "
-			     "variables, is what enforces it)",
+		kn_note(env,
+			"network proxy: the proxy Service %s (the NetworkPolicy, not these "
+			"variables, is what enforces it)",
 			p->proxy_name);
 		for (size_t i = 0; i < AR_ARRAY_SIZE(proxy_vars); i++)
 			env_var(env, proxy_vars[i], p->proxy_url);
@@ -216,8 +218,9 @@ static void agent_resources(struct k8s_ctx *c, struct kn *container)
 	struct kn *res = kn_map(container, "resources");
 	kn_note(res, "limits.memory %s, limits.cpus %s; requests = limits (Guaranteed QoS)",
 		c->p->limits.memory_str, c->p->limits.cpus_str);
-	kn_note(res, "limits.pids %" PRId64 ": no pod field; the kubelet's podPidsLimit "
-		     "(a node setting) applies",
+	kn_note(res,
+		"limits.pids %" PRId64 ": no pod field; the kubelet's podPidsLimit "
+		"(a node setting) applies",
 		c->p->limits.pids);
 	static const char *const kinds[] = {"limits", "requests"};
 	for (size_t i = 0; i < AR_ARRAY_SIZE(kinds); i++) {
@@ -248,7 +251,8 @@ static void tmpfs_volumes(struct k8s_ctx *c, struct kn *vols, struct kn *mounts)
 		snprintf(name, sizeof(name), "tmpfs-%zu", i);
 		struct kn *v = kn_map(vols, NULL);
 		kn_note(kn_str(v, "name", name),
-			"tmpfs %s: memory-backed, counted against the memory limit", c->p->tmpfs[i]);
+			"tmpfs %s: memory-backed, counted against the memory limit",
+			c->p->tmpfs[i]);
 		struct kn *ed = kn_map(v, "emptyDir");
 		kn_str(ed, "medium", "Memory");
 		kn_str(ed, "sizeLimit", size);
@@ -386,8 +390,8 @@ static int k8s_setup(struct k8s_ctx *c, ar_error_t *err)
 				     "%s: `image` is not set: the Job needs an agent image; set "
 				     "`image` in the policy or pass --image",
 				     c->p->origin);
-	c->proxy_image = c->o->proxy_image != NULL ? c->o->proxy_image
-						   : "agentrun:" AGENTRUN_VERSION;
+	c->proxy_image =
+	    c->o->proxy_image != NULL ? c->o->proxy_image : "agentrun:" AGENTRUN_VERSION;
 	c->ns = c->k->namespace != NULL ? c->k->namespace : c->p->name;
 	if (check_dns_label("--namespace", c->ns, err) < 0)
 		return -1;

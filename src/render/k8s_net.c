@@ -19,6 +19,15 @@ static const char *const private4[] = {"10.0.0.0/8",	 "100.64.0.0/10", "127.0.0.
 				       "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16"};
 static const char *const private6[] = {"fc00::/7", "fe80::/10", "::1/128"};
 
+/* proxy.allow_private takes bare addresses too; ipBlock and toCIDR want a prefix. */
+static void cidr_item(struct kn *parent, const char *key, const char *range)
+{
+	if (strchr(range, '/') != NULL)
+		kn_str(parent, key, range);
+	else
+		kn_strf(parent, key, "%s/%d", range, strchr(range, ':') != NULL ? 128 : 32);
+}
+
 static const char *const sni_values[] = {
     [AR_SNI_OFF] = NULL,
     [AR_SNI_CHECK] = "check",
@@ -145,8 +154,8 @@ static void proxy_deployment(struct k8s_ctx *c)
 
 static void proxy_service(struct k8s_ctx *c)
 {
-	struct kn *o = k8s_object(c, "v1", "Service", c->p->proxy_name, "proxy",
-				  "network proxy, proxy.port");
+	struct kn *o =
+	    k8s_object(c, "v1", "Service", c->p->proxy_name, "proxy", "network proxy, proxy.port");
 	kn_note(o, "The agent's HTTP(S)_PROXY is %s: this Service's name.", c->p->proxy_url);
 	struct kn *spec = kn_map(o, "spec");
 	kn_str(spec, "type", "ClusterIP");
@@ -183,8 +192,7 @@ static void dns_rule(struct kn *egress)
 	}
 }
 
-static void peer_rule(struct kn *list, const struct ar_policy *p, const char *component,
-		      int port)
+static void peer_rule(struct kn *list, const struct ar_policy *p, const char *component, int port)
 {
 	struct kn *rule = kn_map(list, NULL);
 	struct kn *peers = kn_list(rule, strcmp(component, "agent") == 0 ? "from" : "to");
@@ -198,7 +206,8 @@ static void peer_rule(struct kn *list, const struct ar_policy *p, const char *co
 static struct kn *netpol(struct k8s_ctx *c, const char *name, const char *component,
 			 const char *from, bool ingress, bool egress)
 {
-	struct kn *o = k8s_object(c, "networking.k8s.io/v1", "NetworkPolicy", name, component, from);
+	struct kn *o =
+	    k8s_object(c, "networking.k8s.io/v1", "NetworkPolicy", name, component, from);
 	struct kn *spec = kn_map(o, "spec");
 	k8s_selector_labels(kn_map(kn_map(spec, "podSelector"), "matchLabels"), c->p, component);
 	struct kn *types = kn_list(spec, "policyTypes");
@@ -241,8 +250,8 @@ static void proxy_policy(struct k8s_ctx *c)
 	char name[AR_POLICY_NAME_MAX + 32];
 	snprintf(name, sizeof(name), "%s-proxy", p->name);
 	bool egress = !c->k->cilium;
-	struct kn *spec = netpol(c, name, "proxy", "network proxy, proxy.allow_private", true,
-				 egress);
+	struct kn *spec =
+	    netpol(c, name, "proxy", "network proxy, proxy.allow_private", true, egress);
 	peer_rule(kn_list(spec, "ingress"), p, "agent", p->proxy.port);
 	if (!egress) {
 		kn_note(spec, "--cilium: the proxy's egress is the CiliumNetworkPolicy alone "
@@ -261,7 +270,7 @@ static void proxy_policy(struct k8s_ctx *c)
 		if (i == 0)
 			kn_note(r, "proxy.allow_private");
 		struct kn *blk = kn_map(kn_map(kn_list(r, "to"), NULL), "ipBlock");
-		kn_str(blk, "cidr", p->proxy.allow_private[i]);
+		cidr_item(blk, "cidr", p->proxy.allow_private[i]);
 	}
 	dns_rule(list);
 }
@@ -360,7 +369,7 @@ void k8s_cilium_policy(struct k8s_ctx *c)
 	for (size_t i = 0; i < p->proxy.n_allow_private; i++) {
 		struct kn *rule = kn_map(egress, NULL);
 		kn_note(rule, "proxy.allow_private %s", p->proxy.allow_private[i]);
-		kn_str(kn_list(rule, "toCIDR"), NULL, p->proxy.allow_private[i]);
+		cidr_item(kn_list(rule, "toCIDR"), NULL, p->proxy.allow_private[i]);
 	}
 	struct kn *deny = kn_map(kn_list(spec, "egressDeny"), NULL);
 	kn_note(deny, "the metadata service, whatever a name resolves to");

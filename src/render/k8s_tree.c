@@ -197,7 +197,8 @@ static void yaml_entries(const struct kn *n, int indent, bool first_inline, stru
 		bool inline_here = first_inline && i == 0;
 		if (!inline_here) {
 			yaml_comment(k->comment, indent, out);
-			/* a list item's map starts on the dash line: its first comment goes first */
+			/* a list item's map starts on the dash line: its first comment goes first
+			 */
 			if (n->type == KN_LIST && k->type == KN_MAP && k->n > 0)
 				yaml_comment(k->kids[0]->comment, indent, out);
 			yaml_indent(indent, out);

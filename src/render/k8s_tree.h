@@ -14,11 +14,11 @@ enum kn_type { KN_MAP, KN_LIST, KN_STR, KN_INT, KN_BOOL };
 
 struct kn {
 	enum kn_type type;
-	char *key;	/* set inside maps, NULL inside lists */
-	char *str;	/* KN_STR */
-	int64_t num;	/* KN_INT */
-	bool b;		/* KN_BOOL */
-	char *comment;	/* "# ..." line(s) printed before the entry in YAML */
+	char *key;     /* set inside maps, NULL inside lists */
+	char *str;     /* KN_STR */
+	int64_t num;   /* KN_INT */
+	bool b;	       /* KN_BOOL */
+	char *comment; /* "# ..." line(s) printed before the entry in YAML */
 	struct kn **kids;
 	size_t n;
 };
