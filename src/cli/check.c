@@ -2,6 +2,7 @@
  * drift of a docker container or of a process from a policy. Exit 0 no drift, 1 drift,
  * 2 bad input. The work is in src/check/. */
 #define _GNU_SOURCE
+#include <cjson/cJSON.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 
 #include "agentrun/check.h"
 #include "agentrun/cli.h"
+#include "agentrun/k8s.h"
 #include "agentrun/policy.h"
 #include "agentrun/util.h"
 
@@ -19,14 +21,16 @@ struct check_opts {
 	const char *container;
 	const char *pid_text;
 	pid_t pid;
+	const char *pod;
+	const char *manifest;
 	bool json;
 };
 
 static void usage(void)
 {
 	printf(
-	    "Usage: agentrun check --policy FILE (--inspect FILE | --container NAME | --pid PID)"
-	    " [--json]\n\n"
+	    "Usage: agentrun check --policy FILE (--inspect FILE | --container NAME | --pid PID\n"
+	    "                      | --pod FILE | --manifest FILE) [--json]\n\n"
 	    "Compare what is running with a policy and print one finding per drift:\n"
 	    "  DRIFT read-only rootfs expected true actual false\n"
 	    "    fix: --read-only\n"
@@ -36,6 +40,9 @@ static void usage(void)
 	    "  --container NAME   run `docker inspect NAME` and check that container\n"
 	    "  --pid PID          check a running process from /proc (needs root for\n"
 	    "                     another user's process)\n"
+	    "  --pod FILE         saved `kubectl get pod NAME -o json` (- = stdin)\n"
+	    "  --manifest FILE    Kubernetes objects before they are applied: YAML or JSON\n"
+	    "                     (agentrun render --format k8s, or written by hand)\n"
 	    "  --json             print {\"subject\", \"policy\", \"drift\", \"findings\": [...]}\n"
 	    "  -h, --help         this help\n\n"
 	    "Secrets in the environment are named, never printed.\n"
@@ -52,6 +59,8 @@ static int parse_opts(int argc, char **argv, struct check_opts *o)
 	    {"inspect", required_argument, NULL, 'i'},
 	    {"container", required_argument, NULL, 'c'},
 	    {"pid", required_argument, NULL, 'P'},
+	    {"pod", required_argument, NULL, 'o'},
+	    {"manifest", required_argument, NULL, 'm'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -73,6 +82,12 @@ static int parse_opts(int argc, char **argv, struct check_opts *o)
 		case 'P':
 			o->pid_text = optarg;
 			break;
+		case 'o':
+			o->pod = optarg;
+			break;
+		case 'm':
+			o->manifest = optarg;
+			break;
 		case 'j':
 			o->json = true;
 			break;
@@ -89,8 +104,11 @@ static int parse_opts(int argc, char **argv, struct check_opts *o)
 		return bad("unexpected argument `%s`", argv[optind]);
 	if (o->policy == NULL)
 		return bad("%s", "missing --policy FILE");
-	if ((o->inspect != NULL) + (o->container != NULL) + (o->pid_text != NULL) != 1)
-		return bad("%s", "give exactly one of --inspect FILE, --container NAME, --pid PID");
+	if ((o->inspect != NULL) + (o->container != NULL) + (o->pid_text != NULL) +
+		(o->pod != NULL) + (o->manifest != NULL) !=
+	    1)
+		return bad("%s", "give exactly one of --inspect FILE, --container NAME, --pid PID, "
+				 "--pod FILE, --manifest FILE");
 	if (o->container && o->container[0] == '\0')
 		return bad("%s", "--container: empty name");
 	int64_t pid;
@@ -137,6 +155,24 @@ static int proc_findings(const struct check_opts *o, const struct ar_policy *p,
 	return 0;
 }
 
+/* A pod's JSON or a manifest, read into objects and checked (docs/k8s.md). */
+static int k8s_findings(const struct check_opts *o, const struct ar_policy *p,
+			struct ar_findings *out, char **subject, ar_error_t *err)
+{
+	const char *flag = o->pod ? "--pod" : "--manifest";
+	const char *path = o->pod ? o->pod : o->manifest;
+	ar_autofree char *data = NULL;
+	size_t len = 0;
+	if (read_input(path, &data, &len, err) < 0)
+		return ar_error_wrap(err, "%s", flag);
+	cJSON *objs = ar_k8s_read_manifest(data, len, path, err);
+	if (objs == NULL)
+		return ar_error_wrap(err, "%s", flag);
+	int r = ar_check_k8s(p, objs, o->pod ? AR_K8S_POD : AR_K8S_MANIFEST, out, subject, err);
+	cJSON_Delete(objs);
+	return r < 0 ? ar_error_wrap(err, "%s `%s`", flag, path) : 0;
+}
+
 int ar_cmd_check(int argc, char **argv)
 {
 	struct check_opts o = {0};
@@ -150,8 +186,9 @@ int ar_cmd_check(int argc, char **argv)
 	if (r != 0)
 		return r > 0 ? AR_EXIT_OK : -r;
 	if (ar_policy_load(o.policy, &p, &err) < 0 ||
-	    (o.pid_text ? proc_findings(&o, p, &findings, &subject, &err)
-			: docker_findings(&o, p, &findings, &subject, &err)) < 0) {
+	    (o.pid_text		     ? proc_findings(&o, p, &findings, &subject, &err)
+	     : (o.pod || o.manifest) ? k8s_findings(&o, p, &findings, &subject, &err)
+				     : docker_findings(&o, p, &findings, &subject, &err)) < 0) {
 		ar_error_wrap(&err, "check");
 		ar_error_print(&err);
 		return AR_EXIT_USAGE;
