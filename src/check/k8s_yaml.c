@@ -500,9 +500,10 @@ static cJSON *sequence(struct yr *y, int indent)
 		while (l->text[off] == ' ')
 			off++;
 		cJSON *v;
-		if (l->text[off] == '\0') {
+		if (l->text[off] == '\0' || l->text[off] == '|' || l->text[off] == '>') {
+			/* a block scalar's lines need only be more indented than the dash */
 			y->pos++;
-			v = value(y, indent, "", l->no);
+			v = value(y, indent, l->text + off, l->no);
 		} else {
 			/* "- key: v": the item is the node that starts at the content's column */
 			l->indent += (int)off;

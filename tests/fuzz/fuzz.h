@@ -34,6 +34,7 @@ void ar_fuzz_host(const uint8_t *data, size_t size);
 void ar_fuzz_audit(const uint8_t *data, size_t size);
 void ar_fuzz_seccomp(const uint8_t *data, size_t size);
 void ar_fuzz_inspect(const uint8_t *data, size_t size);
+void ar_fuzz_k8s(const uint8_t *data, size_t size);
 void ar_fuzz_procfs(const uint8_t *data, size_t size);
 void ar_fuzz_util(const uint8_t *data, size_t size);
 void ar_fuzz_http1(const uint8_t *data, size_t size);

@@ -135,6 +135,17 @@ static void test_reader_features(void **state)
 	cJSON_Delete(all);
 }
 
+static void test_reader_block_in_seq(void **state)
+{
+	(void)state;
+	cJSON *all = read_text("a:\n- |\n  x\n   y\n- >-\n  p\n  q\n- k: |\n    z\n", "b.yaml");
+	cJSON *a = cJSON_GetObjectItem(cJSON_GetArrayItem(all, 0), "a");
+	assert_string_equal(cJSON_GetArrayItem(a, 0)->valuestring, "x\n y\n");
+	assert_string_equal(cJSON_GetArrayItem(a, 1)->valuestring, "p q");
+	assert_string_equal(k8s_str(cJSON_GetArrayItem(a, 2), "k"), "z\n");
+	cJSON_Delete(all);
+}
+
 static void test_reader_json(void **state)
 {
 	(void)state;
@@ -451,11 +462,17 @@ static void test_pod_needs_pod(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_reader_features), cmocka_unit_test(test_reader_json),
-	    cmocka_unit_test(test_reader_errors),   cmocka_unit_test(test_quantity),
-	    cmocka_unit_test(test_round_trip),	    cmocka_unit_test(test_drift),
-	    cmocka_unit_test(test_netpol_selector), cmocka_unit_test(test_pod_compliant),
-	    cmocka_unit_test(test_pod_bastion),	    cmocka_unit_test(test_pod_needs_pod),
+	    cmocka_unit_test(test_reader_features),
+	    cmocka_unit_test(test_reader_json),
+	    cmocka_unit_test(test_reader_block_in_seq),
+	    cmocka_unit_test(test_reader_errors),
+	    cmocka_unit_test(test_quantity),
+	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_drift),
+	    cmocka_unit_test(test_netpol_selector),
+	    cmocka_unit_test(test_pod_compliant),
+	    cmocka_unit_test(test_pod_bastion),
+	    cmocka_unit_test(test_pod_needs_pod),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
