@@ -9,6 +9,8 @@ build_pkgs=(build-essential cmake pkg-config
 	libcmocka-dev libc-ares-dev)
 test_pkgs=(curl git openssl python3 iproute2 util-linux procps user-mode-linux runc
 	shellcheck clang-format busybox-static clang libclang-rt-14-dev)
+# render --format k8s is validated against the Kubernetes schemas from npm (docs/k8s.md)
+command -v node >/dev/null && command -v npm >/dev/null || test_pkgs+=(nodejs npm)
 bench_pkgs=(hyperfine bubblewrap tinyproxy squid nginx-light wrk firejail)
 
 pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}")

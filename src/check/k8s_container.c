@@ -44,7 +44,9 @@ static void want_bool(const struct cctx *c, const char *field, bool want, const 
 		return;
 	if (v == NULL && dflt == NULL)
 		return; /* absent is the safe default */
-	const char *actual = cJSON_IsBool(v) ? (cJSON_IsTrue(v) ? "true" : "false") : dflt;
+	const char *actual = cJSON_IsBool(v) ? (cJSON_IsTrue(v) ? "true" : "false")
+			     : v == NULL     ? dflt
+					     : "not a boolean";
 	cadd(c, field, want ? "true" : "false", actual, want ? "true" : "false");
 }
 
