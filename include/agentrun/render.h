@@ -19,7 +19,7 @@ enum ar_render_format {
 	AR_RENDER_JSON,
 	AR_RENDER_SH,
 	AR_RENDER_OCI,
-	AR_RENDER_K8S,	    /* include/agentrun/k8s.h */
+	AR_RENDER_K8S, /* include/agentrun/k8s.h */
 	AR_RENDER_K8S_JSON,
 };
 

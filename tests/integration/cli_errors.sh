@@ -56,7 +56,7 @@ error_case "--policy without a value" 2 \
 	"agentrun: render: option \`--policy\` needs a value; see \`agentrun render --help\`" \
 	render --policy
 error_case "bad format" 2 \
-	"agentrun: render: --format: unknown format \`yaml\` (text, json, sh, oci); see \`agentrun render --help\`" \
+	"agentrun: render: --format: unknown format \`yaml\` (text, json, sh, oci, k8s, k8s-json); see \`agentrun render --help\`" \
 	render --policy "$AR_TMP/ok.json" --format yaml
 error_case "oci without a command" 2 \
 	"agentrun: render: --format oci needs the command after \`--\`: an OCI bundle has no image default command" \
