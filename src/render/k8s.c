@@ -116,6 +116,18 @@ static void service_account(struct k8s_ctx *c)
 			   "RoleBinding); nothing is granted here.");
 }
 
+/* Whether the allow-list lets the generated kubeconfig reach the API server. */
+static bool allows_api_server(const struct ar_policy *p)
+{
+	static const char *const rules[] = {"kubernetes.default.svc:443",
+					    "kubernetes.default.svc.cluster.local:443"};
+	for (size_t i = 0; i < p->n_allowed_hosts; i++)
+		for (size_t k = 0; k < AR_ARRAY_SIZE(rules); k++)
+			if (strcmp(p->allowed_hosts[i], rules[k]) == 0)
+				return true;
+	return false;
+}
+
 static void kubeconfig_configmap(struct k8s_ctx *c)
 {
 	char name[AR_POLICY_NAME_MAX + 32];
@@ -126,6 +138,10 @@ static void kubeconfig_configmap(struct k8s_ctx *c)
 		"pod's own short-lived token",
 		c->p->kubeconfig);
 	kn_note(o, "(kubectl create token --duration=1h, done by the kubelet).");
+	if (!allows_api_server(c->p))
+		kn_note(
+		    o, "Its server goes through the proxy: add kubernetes.default.svc:443 to "
+		       "allowed_hosts and the API server's endpoint range to proxy.allow_private.");
 	struct kn *data = kn_map(o, "data");
 	kn_strf(data, "config",
 		"apiVersion: v1\nkind: Config\nclusters:\n- name: in-cluster\n  cluster:\n"
