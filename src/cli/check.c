@@ -1,7 +1,9 @@
-/* agentrun check --policy FILE (--inspect FILE | --container NAME | --pid PID) [--json]:
- * drift of a docker container or of a process from a policy. Exit 0 no drift, 1 drift,
+/* agentrun check --policy FILE (--inspect FILE | --container NAME | --pid PID |
+ * --bundle DIR) [--json]: drift of a docker container, a process or an OCI bundle from
+ * a policy. Exit 0 no drift, 1 drift,
  * 2 bad input. The work is in src/check/. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 #include "agentrun/check.h"
 #include "agentrun/cli.h"
 #include "agentrun/policy.h"
+#include "agentrun/spec.h"
 #include "agentrun/util.h"
 
 struct check_opts {
@@ -18,6 +21,7 @@ struct check_opts {
 	const char *inspect;
 	const char *container;
 	const char *pid_text;
+	const char *bundle; /* --bundle DIR: an OCI bundle's config.json */
 	pid_t pid;
 	bool json;
 };
@@ -25,8 +29,8 @@ struct check_opts {
 static void usage(void)
 {
 	printf(
-	    "Usage: agentrun check --policy FILE (--inspect FILE | --container NAME | --pid PID)"
-	    " [--json]\n\n"
+	    "Usage: agentrun check --policy FILE (--inspect FILE | --container NAME | --pid PID |\n"
+	    "                      --bundle DIR) [--json]\n\n"
 	    "Compare what is running with a policy and print one finding per drift:\n"
 	    "  DRIFT read-only rootfs expected true actual false\n"
 	    "    fix: --read-only\n"
@@ -36,6 +40,7 @@ static void usage(void)
 	    "  --container NAME   run `docker inspect NAME` and check that container\n"
 	    "  --pid PID          check a running process from /proc (needs root for\n"
 	    "                     another user's process)\n"
+	    "  --bundle DIR       check an OCI bundle's DIR/config.json (render --format oci)\n"
 	    "  --json             print {\"subject\", \"policy\", \"drift\", \"findings\": [...]}\n"
 	    "  -h, --help         this help\n\n"
 	    "Secrets in the environment are named, never printed.\n"
@@ -52,6 +57,7 @@ static int parse_opts(int argc, char **argv, struct check_opts *o)
 	    {"inspect", required_argument, NULL, 'i'},
 	    {"container", required_argument, NULL, 'c'},
 	    {"pid", required_argument, NULL, 'P'},
+	    {"bundle", required_argument, NULL, 'b'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -73,6 +79,9 @@ static int parse_opts(int argc, char **argv, struct check_opts *o)
 		case 'P':
 			o->pid_text = optarg;
 			break;
+		case 'b':
+			o->bundle = optarg;
+			break;
 		case 'j':
 			o->json = true;
 			break;
@@ -89,8 +98,11 @@ static int parse_opts(int argc, char **argv, struct check_opts *o)
 		return bad("unexpected argument `%s`", argv[optind]);
 	if (o->policy == NULL)
 		return bad("%s", "missing --policy FILE");
-	if ((o->inspect != NULL) + (o->container != NULL) + (o->pid_text != NULL) != 1)
-		return bad("%s", "give exactly one of --inspect FILE, --container NAME, --pid PID");
+	if ((o->inspect != NULL) + (o->container != NULL) + (o->pid_text != NULL) +
+		(o->bundle != NULL) !=
+	    1)
+		return bad("%s", "give exactly one of --inspect FILE, --container NAME, --pid PID, "
+				 "--bundle DIR");
 	if (o->container && o->container[0] == '\0')
 		return bad("%s", "--container: empty name");
 	int64_t pid;
@@ -137,6 +149,30 @@ static int proc_findings(const struct check_opts *o, const struct ar_policy *p,
 	return 0;
 }
 
+static int bundle_findings(const struct check_opts *o, const struct ar_policy *p,
+			   struct ar_findings *out, char **subject, ar_error_t *err)
+{
+	ar_autofree char *path = ar_xasprintf("%s/config.json", o->bundle);
+	ar_autofree char *data = NULL, *owned = NULL, *policy = NULL;
+	size_t len = 0;
+	ar_autospec struct ar_spec *sp = NULL;
+	const char *text, *origin;
+	if (ar_read_file(path, 0, &data, &len, err) < 0)
+		return ar_error_wrap(err, "--bundle");
+	if (ar_spec_build(p, NULL, &sp, err) < 0 ||
+	    ar_spec_seccomp_text(sp, &owned, &text, &origin, err) < 0)
+		return -1;
+	policy = realpath(o->policy, NULL);
+	if (policy == NULL)
+		return ar_error_make(err, errno, "resolve `%s`", o->policy);
+	struct ar_check_bundle_opts bo = {
+	    .origin = path, .policy_path = policy, .seccomp_json = text, .seccomp_origin = origin};
+	if (ar_check_bundle(sp, data, len, &bo, out, err) < 0)
+		return ar_error_wrap(err, "--bundle");
+	*subject = ar_xasprintf("bundle %s", o->bundle);
+	return 0;
+}
+
 int ar_cmd_check(int argc, char **argv)
 {
 	struct check_opts o = {0};
@@ -150,8 +186,9 @@ int ar_cmd_check(int argc, char **argv)
 	if (r != 0)
 		return r > 0 ? AR_EXIT_OK : -r;
 	if (ar_policy_load(o.policy, &p, &err) < 0 ||
-	    (o.pid_text ? proc_findings(&o, p, &findings, &subject, &err)
-			: docker_findings(&o, p, &findings, &subject, &err)) < 0) {
+	    (o.bundle	  ? bundle_findings(&o, p, &findings, &subject, &err)
+	     : o.pid_text ? proc_findings(&o, p, &findings, &subject, &err)
+			  : docker_findings(&o, p, &findings, &subject, &err)) < 0) {
 		ar_error_wrap(&err, "check");
 		ar_error_print(&err);
 		return AR_EXIT_USAGE;

@@ -33,8 +33,23 @@ for prof in "$AR_SOURCE_DIR"/profiles/*.json; do
 		"$(jget "$b/config.json" 'sum(len(v) for v in d["process"]["capabilities"].values())')"
 	expect_eq "$name: sysrq-trigger masked" "True" \
 		"$(jget "$b/config.json" '"/proc/sysrq-trigger" in d["linux"]["maskedPaths"]')"
-	# (check --bundle: tests/integration/oci_check.sh)
+	expect_status "check --bundle $name: no drift" 0 "$AGENTRUN" check --policy "$prof" --bundle "$b"
+	expect_eq "check --bundle $name: report" "bundle $b vs policy $name: 0 drift finding(s)" "$(cat "$AR_TMP/out")"
 done
+
+# check --bundle through the CLI: one drifted field, one finding, exit 1; --json
+b="$AR_TMP/b-offline"
+/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["process"]["noNewPrivileges"]=False
+json.dump(d, open(sys.argv[1], "w"))' "$b/config.json"
+expect_status "check --bundle: drift" 1 "$AGENTRUN" check --policy "$AR_SOURCE_DIR/profiles/offline.json" --bundle "$b"
+expect_eq "check --bundle: the finding" "DRIFT no_new_privs expected true actual false" "$(head -1 "$AR_TMP/out")"
+expect_status "check --bundle --json" 1 "$AGENTRUN" check --policy "$AR_SOURCE_DIR/profiles/offline.json" --bundle "$b" --json
+expect_eq "check --bundle --json: drift 1" "1" "$(jget "$AR_TMP/out" 'd["drift"]')"
+expect_status "check --bundle: missing dir" 2 "$AGENTRUN" check --policy "$AR_SOURCE_DIR/profiles/offline.json" --bundle "$AR_TMP/none"
+expect_match "check --bundle: message" "^agentrun: check: --bundle: .*none/config.json" "$(cat "$AR_TMP/err")"
+mkdir -p "$AR_TMP/notoci" && echo '[1]' >"$AR_TMP/notoci/config.json"
+expect_status "check --bundle: not a config" 2 "$AGENTRUN" check --policy "$AR_SOURCE_DIR/profiles/offline.json" --bundle "$AR_TMP/notoci"
+expect_match "check --bundle: not a config message" "not an OCI config" "$(cat "$AR_TMP/err")"
 
 # --rootfs and --netns (a name under /run/agentrun/netns, or a path)
 p="$AR_SOURCE_DIR/profiles/offline.json"
