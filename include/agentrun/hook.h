@@ -22,15 +22,15 @@ struct ar_oci_state {
 	char *oci_version;
 	char *id;	    /* checked: [A-Za-z0-9_.+-], not "." or "..", at most AR_HOOK_ID_MAX */
 	char *status;	    /* "creating", "created", "running", "stopped" */
-	pid_t pid;	    /* 0 when absent or 0 (poststop: the process is gone) */
+	pid_t pid;	    /* 0 when absent, 0 or -1 (poststop: the process is gone) */
 	char *bundle;	    /* absolute path */
 	char **annotations; /* key, value, key, value, ..., NULL */
 	size_t n_annotations;
 };
 
 /* Parse state JSON (pure). ociVersion, id, status and bundle are required, pid must be
- * an integer from 0 (no process) to the kernel's pid limit, annotations an object of strings.
- * Errors name the field: "state: pid: expected a positive integer". */
+ * an integer from -1 or 0 (no process: runsc, runc) to the kernel's pid limit,
+ * annotations an object of strings. Errors name the field: "state: id: missing". */
 int ar_oci_state_parse(const char *json, size_t len, struct ar_oci_state **out, ar_error_t *err);
 void ar_oci_state_free(struct ar_oci_state *s);
 void ar_cleanup_oci_statep(struct ar_oci_state **s);

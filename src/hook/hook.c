@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -79,6 +80,21 @@ static void record_text(struct ar_buf *b, const struct ar_oci_state *s, const ch
 		      p->network == AR_NETWORK_PROXY ? "proxy" : "none");
 }
 
+/* A record whose container process is gone: its runtime failed after create-runtime
+ * and never ran poststop (podman does that when runc fails to start the process). */
+static bool record_stale(const char *path)
+{
+	ar_autofree char *text = NULL;
+	ar_auto_error ar_error_t ignored = NULL;
+	int pid = 0;
+	if (ar_read_file(path, 64 * 1024, &text, NULL, &ignored) < 0)
+		return false;
+	const char *at = strstr(text, "\"pid\": ");
+	if (at == NULL || sscanf(at + 7, "%d", &pid) != 1 || pid <= 0)
+		return false;
+	return kill(pid, 0) == -1 && errno == ESRCH;
+}
+
 int ar_hook_record_create(const char *dir, const struct ar_oci_state *s, const char *policy_path,
 			  const struct ar_policy *p, ar_error_t *err)
 {
@@ -94,11 +110,16 @@ int ar_hook_record_create(const char *dir, const struct ar_oci_state *s, const c
 		return -1;
 	int rc = link(tmp, path);
 	int e = errno;
+	if (rc == -1 && e == EEXIST && record_stale(path)) {
+		/* replaced whole: the stale one or this one, never a mix */
+		rc = rename(tmp, path);
+		e = errno;
+	}
 	unlink(tmp);
 	if (rc == -1 && e == EEXIST)
 		return ar_error_make(err, 0,
-				     "container `%s` is already recorded (%s): a second "
-				     "create-runtime for the same id",
+				     "container `%s` is already recorded (%s) and its process "
+				     "lives: a second create-runtime for the same id",
 				     s->id, path);
 	if (rc == -1)
 		return ar_error_make(err, e, "create `%s`", path);

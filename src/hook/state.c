@@ -54,11 +54,11 @@ static int get_pid(const cJSON *root, pid_t *out, ar_error_t *err)
 	if (v == NULL || cJSON_IsNull(v))
 		return 0;
 	double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
-	/* runc writes 0 for a container whose process is gone (poststop) */
-	if (!(d >= 0 && d <= PID_MAX) || d != floor(d))
-		return ar_error_make(err, 0, "state: pid: expected a process id (0 to %d)",
+	/* a container whose process is gone (poststop): runc writes 0, runsc -1 */
+	if (!(d >= -1 && d <= PID_MAX) || d != floor(d))
+		return ar_error_make(err, 0, "state: pid: expected a process id (-1 to %d)",
 				     PID_MAX);
-	*out = (pid_t)d;
+	*out = d > 0 ? (pid_t)d : 0;
 	return 0;
 }
 

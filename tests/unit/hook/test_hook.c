@@ -47,6 +47,11 @@ static void test_state(void **st)
 		  " \"bundle\": \"/b\"}");
 	assert_int_equal(z->pid, 0);
 	assert_int_equal(z->n_annotations, 0);
+	/* runsc's poststop says -1 */
+	ar_autooci_state struct ar_oci_state *m = state(
+	    "{\"ociVersion\": \"1.0.2-dev\", \"id\": \"a\", \"status\": \"stopped\", \"pid\": -1,"
+	    " \"bundle\": \"/b\"}");
+	assert_int_equal(m->pid, 0);
 }
 
 static void test_state_errors(void **st)
@@ -70,13 +75,13 @@ static void test_state_errors(void **st)
 	     "state: bundle: expected an absolute path"},
 	    {"{\"ociVersion\": \"1\", \"id\": \"a\", \"status\": \"s\", \"bundle\": \"/b\","
 	     " \"pid\": -3}",
-	     "state: pid: expected a process id (0 to 4194304)"},
+	     "state: pid: expected a process id (-1 to 4194304)"},
 	    {"{\"ociVersion\": \"1\", \"id\": \"a\", \"status\": \"s\", \"bundle\": \"/b\","
 	     " \"pid\": 1.5}",
-	     "state: pid: expected a process id (0 to 4194304)"},
+	     "state: pid: expected a process id (-1 to 4194304)"},
 	    {"{\"ociVersion\": \"1\", \"id\": \"a\", \"status\": \"s\", \"bundle\": \"/b\","
 	     " \"pid\": \"12\"}",
-	     "state: pid: expected a process id (0 to 4194304)"},
+	     "state: pid: expected a process id (-1 to 4194304)"},
 	    {"{\"ociVersion\": \"1\", \"id\": \"../x\", \"status\": \"s\", \"bundle\": \"/b\"}",
 	     "state: id: `../x` is not a container id (letters, digits, `_.+-`, at most 1024)"},
 	    {"{\"ociVersion\": \"1\", \"id\": \"..\", \"status\": \"s\", \"bundle\": \"/b\"}",
@@ -119,25 +124,39 @@ static void test_records(void **st)
 	assert_non_null(mkdtemp(tmpl));
 	ar_autofree char *dir = ar_xasprintf("%s/hooks", tmpl);
 	ar_autopolicy struct ar_policy *p = policy("none");
-	ar_autooci_state struct ar_oci_state *s = state(
-	    "{\"ociVersion\": \"1.0.2\", \"id\": \"c1\", \"status\": \"creating\", \"pid\": 77,"
-	    " \"bundle\": \"/srv/b\"}");
+	ar_autooci_state struct ar_oci_state *s =
+	    state("{\"ociVersion\": \"1.0.2\", \"id\": \"c1\", \"status\": \"creating\", \"pid\": "
+		  "4194000,"
+		  " \"bundle\": \"/srv/b\"}");
 	ar_auto_error ar_error_t err = NULL;
 	assert_int_equal(ar_hook_record_create(dir, s, "/etc/p.json", p, &err), 0);
 	ar_autofree char *path = ar_xasprintf("%s/c1", dir);
 	ar_autofree char *text = NULL;
 	assert_int_equal(ar_read_file(path, 0, &text, NULL, &err), 0);
 	assert_string_equal(text,
-			    "{\"id\": \"c1\", \"pid\": 77, \"bundle\": \"/srv/b\", \"policy\":"
+			    "{\"id\": \"c1\", \"pid\": 4194000, \"bundle\": \"/srv/b\", \"policy\":"
 			    " \"/etc/p.json\", \"name\": \"t\", \"network\": \"none\"}\n");
 
-	/* a second create for the same id: refused, the first record untouched */
+	/* the recorded process (4194000) is gone: a stale record, replaced */
+	ar_autofree char *live_json = ar_xasprintf(
+	    "{\"ociVersion\": \"1.0.2\", \"id\": \"c1\", \"status\": \"creating\", \"pid\": %d,"
+	    " \"bundle\": \"/srv/b\"}",
+	    (int)getpid());
+	ar_autooci_state struct ar_oci_state *live = state(live_json);
+	assert_int_equal(ar_hook_record_create(dir, live, "/etc/p.json", p, &err), 0);
+	ar_autofree char *replaced = NULL;
+	assert_int_equal(ar_read_file(path, 0, &replaced, NULL, &err), 0);
+	assert_non_null(strstr(replaced, "\"pid\": "));
+	assert_null(strstr(replaced, "4194000"));
+
+	/* a second create while the first container's process lives: refused, the first
+	 * record untouched */
 	assert_int_equal(ar_hook_record_create(dir, s, "/etc/other.json", p, &err), -1);
 	assert_non_null(strstr(err->msg, "container `c1` is already recorded"));
 	ar_autofree char *again = NULL;
 	ar_auto_error ar_error_t e2 = NULL;
 	assert_int_equal(ar_read_file(path, 0, &again, NULL, &e2), 0);
-	assert_string_equal(again, text);
+	assert_string_equal(again, replaced);
 
 	bool existed = false;
 	assert_int_equal(ar_hook_record_remove(dir, "c1", &existed, &e2), 0);
