@@ -82,13 +82,24 @@ static int parse_args(int argc, char **argv, enum stage *stage, const char **pol
 				  "unknown stage `%s` (create-runtime, poststop)", argv[optind]);
 }
 
+/* fd 0 itself, not /dev/stdin: a runtime may run the hook where /dev has no such link
+ * (crun in a minimal VM does). */
 static int read_state(struct ar_oci_state **st, ar_error_t *err)
 {
-	ar_autofree char *data = NULL;
-	size_t len = 0;
-	if (ar_read_file("/dev/stdin", AR_HOOK_STATE_MAX, &data, &len, err) < 0)
-		return ar_error_wrap(err, "state (stdin)");
-	return ar_oci_state_parse(data, len, st, err);
+	ar_autobuf struct ar_buf b = {0};
+	char chunk[4096];
+	for (;;) {
+		ssize_t n = TEMP_FAILURE_RETRY(read(STDIN_FILENO, chunk, sizeof(chunk)));
+		if (n == -1)
+			return ar_error_make(err, errno, "state (stdin): read");
+		if (n == 0)
+			break;
+		if (b.len + (size_t)n > AR_HOOK_STATE_MAX)
+			return ar_error_make(err, 0, "state (stdin): larger than %d bytes",
+					     AR_HOOK_STATE_MAX);
+		ar_buf_append(&b, chunk, (size_t)n);
+	}
+	return ar_oci_state_parse(b.data ? b.data : "", b.len, st, err);
 }
 
 /* --policy, else the annotation; loaded, with its path made absolute for the record. */
