@@ -10,12 +10,12 @@
 #include <string.h>
 
 #include "agentrun/render.h"
-#include "agentrun/spec.h"
 #include "agentrun/util.h"
 
-#define PROXY_MEMORY "128m"
-#define PROXY_PIDS   "64"
-#define PROXY_USER   "65534:65534"
+#define PROXY_MEMORY  "128m"
+#define PROXY_PIDS    "64"
+#define PROXY_USER    "65534:65534"
+#define NO_PROXY_LIST "localhost,127.0.0.1"
 
 static const struct {
 	const char *name;
@@ -159,15 +159,17 @@ static void proxy_step(const struct ar_policy *p, const char *proxy_image,
 
 static void agent_env(const struct ar_policy *p, struct ar_render_step *s)
 {
-	/* the spec's variable names; the URL is docker's view (NAME-proxy) */
+	static const char *const proxy_vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
+						 "https_proxy"};
+	static const char *const no_proxy_vars[] = {"NO_PROXY", "no_proxy"};
 	if (p->network == AR_NETWORK_PROXY) {
-		for (size_t i = 0; i < AR_SPEC_N_PROXY_VARS; i++) {
+		for (size_t i = 0; i < AR_ARRAY_SIZE(proxy_vars); i++) {
 			arg(s, "-e");
-			argf(s, "%s=%s", ar_spec_proxy_vars[i], p->proxy_url);
+			argf(s, "%s=%s", proxy_vars[i], p->proxy_url);
 		}
-		for (size_t i = 0; i < AR_SPEC_N_NO_PROXY_VARS; i++) {
+		for (size_t i = 0; i < AR_ARRAY_SIZE(no_proxy_vars); i++) {
 			arg(s, "-e");
-			argf(s, "%s=%s", ar_spec_no_proxy_vars[i], AR_SPEC_NO_PROXY);
+			argf(s, "%s=%s", no_proxy_vars[i], NO_PROXY_LIST);
 		}
 	}
 	/* p->env is kept sorted by key by the policy reader */
