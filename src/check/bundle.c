@@ -74,6 +74,8 @@ static const struct {
     {"memory+swap limit", "linux.resources.memory.swap"},
     {"cpu quota", "linux.resources.cpu.quota"},
     {"cpu period", "linux.resources.cpu.period"},
+    /* deny-all: an allow rule opens a host device node to the container */
+    {"device cgroup rules", "linux.resources.devices"},
     {"seccomp", "linux.seccomp"},
 };
 
@@ -115,6 +117,27 @@ static void check_caps(struct bctx *c)
 		cJSON *none = cJSON_CreateArray();
 		add(c, what, none, set, field);
 		cJSON_Delete(none);
+	}
+}
+
+/* Host access a config can add that the policy never does: each present and non-empty
+ * is one finding (docker's --device, --group-add, --sysctl). */
+static const struct {
+	const char *what, *path, *fix;
+} host_access[] = {
+    {"devices", "linux.devices", "remove linux.devices from config.json"},
+    {"group-add", "process.user.additionalGids", "remove process.user.additionalGids"},
+    {"sysctls", "linux.sysctl", "remove linux.sysctl from config.json"},
+};
+
+static void check_host_access(struct bctx *c)
+{
+	for (size_t i = 0; i < AR_ARRAY_SIZE(host_access); i++) {
+		const cJSON *h = at(c->have, host_access[i].path);
+		if (h == NULL || cJSON_IsNull(h) || cJSON_GetArraySize(h) == 0)
+			continue;
+		ar_autofree char *a = show(h);
+		ar_findings_add(c->out, host_access[i].what, "none", a, host_access[i].fix);
 	}
 }
 
@@ -371,6 +394,7 @@ int ar_check_bundle(const struct ar_spec *sp, const char *json, size_t len,
 	    .want = want, .have = have, .out = out, .proxy = sp->net.mode == AR_NETWORK_PROXY};
 	check_user(&c);
 	check_caps(&c);
+	check_host_access(&c);
 	check_scalars(&c);
 	check_env(&c);
 	check_mounts(&c);

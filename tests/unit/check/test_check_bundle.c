@@ -203,6 +203,35 @@ static void d_ns_host(cJSON *r)
 						      "network") == 0)
 	    cJSON_AddStringToObject(ns, "path", "/proc/1/ns/net");
 }
+static void d_devices(cJSON *r)
+{
+	cJSON *rule = cJSON_CreateObject();
+	cJSON_AddTrueToObject(rule, "allow");
+	cJSON_AddStringToObject(rule, "type", "b");
+	cJSON_AddStringToObject(rule, "access", "rwm");
+	cJSON_AddItemToArray(at(r, "linux.resources.devices"), rule);
+}
+static void d_device_node(cJSON *r)
+{
+	cJSON *dev = cJSON_CreateObject();
+	cJSON_AddStringToObject(dev, "path", "/dev/sda");
+	cJSON_AddStringToObject(dev, "type", "b");
+	cJSON *list = cJSON_CreateArray();
+	cJSON_AddItemToArray(list, dev);
+	cJSON_AddItemToObject(at(r, "linux"), "devices", list);
+}
+static void d_gids(cJSON *r)
+{
+	cJSON *gids = cJSON_CreateArray();
+	cJSON_AddItemToArray(gids, cJSON_CreateNumber(0));
+	cJSON_AddItemToObject(at(r, "process.user"), "additionalGids", gids);
+}
+static void d_sysctl(cJSON *r)
+{
+	cJSON *sysctl = cJSON_CreateObject();
+	cJSON_AddStringToObject(sysctl, "kernel.msgmax", "65536");
+	cJSON_AddItemToObject(at(r, "linux"), "sysctl", sysctl);
+}
 static void d_hook(cJSON *r)
 {
 	cJSON_DeleteItemFromObject(at(r, "hooks"), "poststop");
@@ -239,6 +268,10 @@ static const struct {
     {d_readonly, "read-only path /proc/sys"},
     {d_ns_pid, "namespace pid"},
     {d_ns_host, "namespace network"},
+    {d_devices, "device cgroup rules"},
+    {d_device_node, "devices"},
+    {d_gids, "group-add"},
+    {d_sysctl, "sysctls"},
     {d_hook, "hook poststop"},
     {d_hook_policy, "hook createRuntime"},
 };
