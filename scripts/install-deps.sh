@@ -8,7 +8,8 @@ build_pkgs=(build-essential cmake pkg-config
 	libseccomp-dev libcap-dev libcjson-dev libnl-3-dev libnl-route-3-dev
 	libcmocka-dev libc-ares-dev)
 test_pkgs=(curl git openssl python3 iproute2 util-linux procps user-mode-linux runc
-	shellcheck clang-format busybox-static clang libclang-rt-14-dev)
+	shellcheck clang-format busybox-static clang libclang-rt-14-dev
+	crun podman runsc golang-github-opencontainers-specs-dev python3-jsonschema)
 # render --format k8s is validated against the Kubernetes schemas from npm (docs/k8s.md)
 command -v node >/dev/null && command -v npm >/dev/null || test_pkgs+=(nodejs npm)
 bench_pkgs=(hyperfine bubblewrap tinyproxy squid nginx-light wrk firejail)

@@ -220,4 +220,21 @@ const char *ar_check_ns_name(enum ar_ns_kind k);
 void ar_check_proc(const struct ar_policy *p, const struct ar_proc_facts *f,
 		   struct ar_findings *out);
 
+/* ---- OCI bundles (src/check/bundle.c) ---- */
+
+struct ar_spec;
+struct ar_check_bundle_opts {
+	const char *origin;	    /* "DIR/config.json", for messages */
+	const char *policy_path;    /* absolute: the hooks' --policy; NULL expects no hooks */
+	const char *seccomp_json;   /* the spec's profile text (ar_spec_seccomp_text) */
+	const char *seccomp_origin; /* names it in messages */
+};
+/* Compare a config.json with what `render --format oci` writes for the spec (pure):
+ * user, capabilities, no_new_privs, read-only root, limits, seccomp, env (and secrets
+ * in it), mounts (missing, different, extra, sensitive), masked and read-only paths,
+ * namespaces (a prepared netns under /run/agentrun/netns is fine), hooks. One finding
+ * per drifted field. Fails only on input that is not an OCI config. */
+int ar_check_bundle(const struct ar_spec *sp, const char *json, size_t len,
+		    const struct ar_check_bundle_opts *o, struct ar_findings *out, ar_error_t *err);
+
 #endif

@@ -51,6 +51,11 @@ struct ar_render_options {
 	const char *proxy_image; /* NULL = "agentrun:" AGENTRUN_VERSION */
 	char *const *cmd;	 /* the command after `--`; n_cmd 0 = the image's default */
 	size_t n_cmd;
+	/* --format oci */
+	const char *rootfs;	 /* root.path (default: the policy's rootfs, else "rootfs") */
+	const char *netns;	 /* a prepared netns path for linux.namespaces (no hooks then) */
+	const char *hook_path;	 /* absolute path of agentrun for hooks; NULL: no hooks */
+	const char *policy_path; /* absolute policy path for the hooks and the annotation */
 };
 
 /* Parse "text", "json", "sh" or "oci". Returns 0 or -1 (the caller names the flag). */
@@ -74,11 +79,17 @@ void ar_render_print_json(const struct ar_render_plan *plan, struct ar_buf *out)
 void ar_render_print_sh(const struct ar_policy *p, const struct ar_render_plan *plan,
 			struct ar_buf *out);
 
-/* An OCI runtime-spec config.json with the policy's limits. seccomp_json is the
- * policy's seccomp profile text (runtime-spec or docker format; NULL for
- * "unconfined"), seccomp_origin names it in messages. A command is required (a bundle
- * has no image default). The rootfs is the policy's `rootfs` or "rootfs" in the bundle. */
-int ar_render_oci(const struct ar_policy *p, const struct ar_render_options *o,
+/* The annotation naming the policy in a rendered config.json; podman's hooks.d JSON
+ * (hooks/agentrun.json) matches on it. */
+#define AR_OCI_POLICY_ANNOTATION "io.agentrun.policy"
+
+struct ar_spec;
+/* An OCI runtime-spec config.json of the agent spec. seccomp_json is the spec's
+ * seccomp profile text (runtime-spec or docker format; NULL for "unconfined"),
+ * seccomp_origin names it in messages. A command is required (a bundle has no image
+ * default). The rootfs is o->rootfs, else the policy's `rootfs`, else "rootfs" in the
+ * bundle. */
+int ar_render_oci(const struct ar_spec *sp, const struct ar_render_options *o,
 		  const char *seccomp_json, const char *seccomp_origin, struct ar_buf *out,
 		  ar_error_t *err);
 

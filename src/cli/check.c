@@ -1,8 +1,10 @@
-/* agentrun check --policy FILE (--inspect FILE | --container NAME | --pid PID) [--json]:
- * drift of a docker container or of a process from a policy. Exit 0 no drift, 1 drift,
+/* agentrun check --policy FILE (--inspect FILE | --container NAME | --pid PID |
+ * --bundle DIR | --pod FILE | --manifest FILE) [--json]: drift of a docker container, a
+ * process, an OCI bundle or Kubernetes objects from a policy. Exit 0 no drift, 1 drift,
  * 2 bad input. The work is in src/check/. */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 #include "agentrun/cli.h"
 #include "agentrun/k8s.h"
 #include "agentrun/policy.h"
+#include "agentrun/spec.h"
 #include "agentrun/util.h"
 
 struct check_opts {
@@ -20,6 +23,7 @@ struct check_opts {
 	const char *inspect;
 	const char *container;
 	const char *pid_text;
+	const char *bundle; /* --bundle DIR: an OCI bundle's config.json */
 	pid_t pid;
 	const char *pod;
 	const char *manifest;
@@ -30,7 +34,7 @@ static void usage(void)
 {
 	printf(
 	    "Usage: agentrun check --policy FILE (--inspect FILE | --container NAME | --pid PID\n"
-	    "                      | --pod FILE | --manifest FILE) [--json]\n\n"
+	    "                      | --bundle DIR | --pod FILE | --manifest FILE) [--json]\n\n"
 	    "Compare what is running with a policy and print one finding per drift:\n"
 	    "  DRIFT read-only rootfs expected true actual false\n"
 	    "    fix: --read-only\n"
@@ -43,6 +47,7 @@ static void usage(void)
 	    "  --pod FILE         saved `kubectl get pod NAME -o json` (- = stdin)\n"
 	    "  --manifest FILE    Kubernetes objects before they are applied: YAML or JSON\n"
 	    "                     (agentrun render --format k8s, or written by hand)\n"
+	    "  --bundle DIR       check an OCI bundle's DIR/config.json (render --format oci)\n"
 	    "  --json             print {\"subject\", \"policy\", \"drift\", \"findings\": [...]}\n"
 	    "  -h, --help         this help\n\n"
 	    "Secrets in the environment are named, never printed.\n"
@@ -61,6 +66,7 @@ static int parse_opts(int argc, char **argv, struct check_opts *o)
 	    {"pid", required_argument, NULL, 'P'},
 	    {"pod", required_argument, NULL, 'o'},
 	    {"manifest", required_argument, NULL, 'm'},
+	    {"bundle", required_argument, NULL, 'b'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -88,6 +94,9 @@ static int parse_opts(int argc, char **argv, struct check_opts *o)
 		case 'm':
 			o->manifest = optarg;
 			break;
+		case 'b':
+			o->bundle = optarg;
+			break;
 		case 'j':
 			o->json = true;
 			break;
@@ -105,10 +114,10 @@ static int parse_opts(int argc, char **argv, struct check_opts *o)
 	if (o->policy == NULL)
 		return bad("%s", "missing --policy FILE");
 	if ((o->inspect != NULL) + (o->container != NULL) + (o->pid_text != NULL) +
-		(o->pod != NULL) + (o->manifest != NULL) !=
+		(o->bundle != NULL) + (o->pod != NULL) + (o->manifest != NULL) !=
 	    1)
 		return bad("%s", "give exactly one of --inspect FILE, --container NAME, --pid PID, "
-				 "--pod FILE, --manifest FILE");
+				 "--bundle DIR, --pod FILE, --manifest FILE");
 	if (o->container && o->container[0] == '\0')
 		return bad("%s", "--container: empty name");
 	int64_t pid;
@@ -173,6 +182,43 @@ static int k8s_findings(const struct check_opts *o, const struct ar_policy *p,
 	return r < 0 ? ar_error_wrap(err, "%s `%s`", flag, path) : 0;
 }
 
+static int bundle_findings(const struct check_opts *o, const struct ar_policy *p,
+			   struct ar_findings *out, char **subject, ar_error_t *err)
+{
+	ar_autofree char *path = ar_xasprintf("%s/config.json", o->bundle);
+	ar_autofree char *data = NULL, *owned = NULL, *policy = NULL;
+	size_t len = 0;
+	ar_autospec struct ar_spec *sp = NULL;
+	const char *text, *origin;
+	if (ar_read_file(path, 0, &data, &len, err) < 0)
+		return ar_error_wrap(err, "--bundle");
+	if (ar_spec_build(p, NULL, &sp, err) < 0 ||
+	    ar_spec_seccomp_text(sp, &owned, &text, &origin, err) < 0)
+		return -1;
+	policy = realpath(o->policy, NULL);
+	if (policy == NULL)
+		return ar_error_make(err, errno, "resolve `%s`", o->policy);
+	struct ar_check_bundle_opts bo = {
+	    .origin = path, .policy_path = policy, .seccomp_json = text, .seccomp_origin = origin};
+	if (ar_check_bundle(sp, data, len, &bo, out, err) < 0)
+		return ar_error_wrap(err, "--bundle");
+	*subject = ar_xasprintf("bundle %s", o->bundle);
+	return 0;
+}
+
+/* The one source the options name. */
+static int source_findings(const struct check_opts *o, const struct ar_policy *p,
+			   struct ar_findings *out, char **subject, ar_error_t *err)
+{
+	if (o->bundle)
+		return bundle_findings(o, p, out, subject, err);
+	if (o->pod || o->manifest)
+		return k8s_findings(o, p, out, subject, err);
+	if (o->pid_text)
+		return proc_findings(o, p, out, subject, err);
+	return docker_findings(o, p, out, subject, err);
+}
+
 int ar_cmd_check(int argc, char **argv)
 {
 	struct check_opts o = {0};
@@ -186,9 +232,7 @@ int ar_cmd_check(int argc, char **argv)
 	if (r != 0)
 		return r > 0 ? AR_EXIT_OK : -r;
 	if (ar_policy_load(o.policy, &p, &err) < 0 ||
-	    (o.pid_text		     ? proc_findings(&o, p, &findings, &subject, &err)
-	     : (o.pod || o.manifest) ? k8s_findings(&o, p, &findings, &subject, &err)
-				     : docker_findings(&o, p, &findings, &subject, &err)) < 0) {
+	    source_findings(&o, p, &findings, &subject, &err) < 0) {
 		ar_error_wrap(&err, "check");
 		ar_error_print(&err);
 		return AR_EXIT_USAGE;

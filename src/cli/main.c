@@ -18,6 +18,7 @@ static const struct command commands[] = {
     {"render", ar_cmd_render, "print the policy as docker commands, a script or OCI config"},
     {"check", ar_cmd_check, "report drift of a container, sandbox or process from a policy"},
     {"audit", ar_cmd_audit, "summarise a proxy audit log"},
+    {"hook", ar_cmd_hook, "the OCI hook (create-runtime, poststop) for runc, crun, podman"},
     {"version", ar_cmd_version, "print the version"},
 };
 

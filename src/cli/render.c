@@ -5,14 +5,16 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agentrun/cli.h"
 #include "agentrun/k8s.h"
 #include "agentrun/policy.h"
 #include "agentrun/render.h"
-#include "agentrun/seccomp.h"
+#include "agentrun/spec.h"
 #include "agentrun/util.h"
 
 #define CMD "render"
@@ -22,9 +24,23 @@ struct render_args {
 	enum ar_render_format format;
 	struct ar_render_options opts;
 	struct ar_k8s_options k8s;
+	const char *bundle; /* --bundle DIR: write DIR/config.json */
+	const char *netns;  /* --netns as given */
 };
 
-enum { OPT_PROXY_IMAGE = 256, OPT_NAMESPACE, OPT_NO_NAMESPACE, OPT_RUNTIME_CLASS, OPT_CILIUM };
+enum {
+	OPT_PROXY_IMAGE = 256,
+	OPT_NAMESPACE,
+	OPT_NO_NAMESPACE,
+	OPT_RUNTIME_CLASS,
+	OPT_CILIUM,
+	OPT_ROOTFS,
+	OPT_BUNDLE,
+	OPT_NETNS
+};
+
+/* Where `agentrun net up --name N` bind-mounts a prepared netns. */
+#define NETNS_DIR "/run/agentrun/netns"
 
 static const struct option long_options[] = {
     {"policy", required_argument, NULL, 'p'},
@@ -35,6 +51,9 @@ static const struct option long_options[] = {
     {"no-namespace", no_argument, NULL, OPT_NO_NAMESPACE},
     {"runtime-class", required_argument, NULL, OPT_RUNTIME_CLASS},
     {"cilium", no_argument, NULL, OPT_CILIUM},
+    {"rootfs", required_argument, NULL, OPT_ROOTFS},
+    {"bundle", required_argument, NULL, OPT_BUNDLE},
+    {"netns", required_argument, NULL, OPT_NETNS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -43,6 +62,7 @@ static void usage(void)
 {
 	printf("Usage: agentrun render --policy FILE [--format text|json|sh|oci|k8s|k8s-json]\n"
 	       "                       [--image IMAGE] [--proxy-image IMAGE] [-- CMD [ARG...]]\n"
+	       "       oci only: [--rootfs DIR] [--bundle DIR] [--netns NAME|PATH]\n"
 	       "       k8s only: [--namespace NS] [--no-namespace] [--runtime-class NAME]\n"
 	       "                 [--cilium]\n\n"
 	       "Print the policy as the docker commands that build the same sandbox: an internal\n"
@@ -64,6 +84,12 @@ static void usage(void)
 	       "      --no-namespace       k8s: the namespace exists; do not emit it\n"
 	       "      --runtime-class NAME k8s: the agent pod's runtimeClassName (gvisor, kata)\n"
 	       "      --cilium             k8s: also a CiliumNetworkPolicy by name\n"
+	       "      --rootfs DIR         oci: root.path (default: the policy's rootfs, else\n"
+	       "                           rootfs in the bundle)\n"
+	       "      --bundle DIR         oci: write DIR/config.json (atomically) instead of\n"
+	       "                           printing it; DIR is created if missing\n"
+	       "      --netns NAME|PATH    oci: join a prepared netns (" NETNS_DIR "/NAME)\n"
+	       "                           instead of a fresh one wired by the hook\n"
 	       "  -h, --help               show this help\n\n"
 	       "Exit status: 0 ok, 2 bad input or usage. See docs/render.md.\n",
 	       AGENTRUN_VERSION);
@@ -112,6 +138,15 @@ static int parse_args(int argc, char **argv, struct render_args *a)
 		case OPT_CILIUM:
 			a->k8s.cilium = true;
 			break;
+		case OPT_ROOTFS:
+			a->opts.rootfs = optarg;
+			break;
+		case OPT_BUNDLE:
+			a->bundle = optarg;
+			break;
+		case OPT_NETNS:
+			a->netns = optarg;
+			break;
 		case 'h':
 			usage();
 			return 1;
@@ -137,41 +172,76 @@ static int parse_args(int argc, char **argv, struct render_args *a)
 					  "--namespace, --no-namespace, --runtime-class and "
 					  "--cilium apply to --format k8s and k8s-json only");
 	a->k8s.json = a->format == AR_RENDER_K8S_JSON;
+	if (a->format != AR_RENDER_OCI && (a->opts.rootfs || a->bundle || a->netns))
+		return ar_cli_usage_error(CMD, AR_EXIT_USAGE, "%s needs --format oci",
+					  a->opts.rootfs ? "--rootfs"
+					  : a->bundle	 ? "--bundle"
+							 : "--netns");
 	a->opts.cmd = argv + optind;
 	a->opts.n_cmd = (size_t)(argc - optind);
 	return 0;
 }
 
-/* The seccomp profile text for the OCI config: embedded, none, or the policy's file. */
-static int seccomp_text(const struct ar_policy *p, char **owned, const char **text, ar_error_t *err)
+/* --netns NAME (a name `agentrun net up` made) or an absolute PATH. */
+static int netns_path(const char *arg, char **out, ar_error_t *err)
 {
-	*owned = NULL;
-	*text = NULL;
-	if (p->seccomp == NULL || strcmp(p->seccomp, "default") == 0) {
-		*text = ar_seccomp_default_json;
+	if (arg[0] == '/') {
+		*out = ar_xstrdup(arg);
 		return 0;
 	}
-	if (strcmp(p->seccomp, "unconfined") == 0)
-		return 0;
-	if (ar_read_file(p->seccomp, 0, owned, NULL, err) < 0)
-		return ar_error_wrap(err, "%s: seccomp", p->origin);
-	*text = *owned;
+	if (arg[0] == '\0' ||
+	    strspn(arg, "abcdefghijklmnopqrstuvwxyz0123456789-_.") != strlen(arg) || arg[0] == '.')
+		return ar_error_make(err, 0,
+				     "--netns `%s`: not a netns name ([a-z0-9-_.]) or an "
+				     "absolute path",
+				     arg);
+	*out = ar_xasprintf("%s/%s", NETNS_DIR, arg);
 	return 0;
 }
 
-static int render(const struct render_args *a, const struct ar_policy *p, struct ar_buf *out,
+/* Write DIR/config.json: DIR made if missing (not its parents), the file replaced by
+ * rename, so a failure leaves the old one or none. */
+static int write_bundle(const char *dir, const struct ar_buf *out, ar_error_t *err)
+{
+	if (mkdir(dir, 0755) == -1 && errno != EEXIST)
+		return ar_error_make(err, errno, "--bundle: create `%s`", dir);
+	ar_autofree char *path = ar_xasprintf("%s/config.json", dir);
+	if (ar_write_file(path, out->data, out->len, err) < 0)
+		return ar_error_wrap(err, "--bundle");
+	return 0;
+}
+
+static int render_oci(struct render_args *a, const struct ar_policy *p, struct ar_buf *out,
+		      ar_error_t *err)
+{
+	ar_autospec struct ar_spec *sp = NULL;
+	ar_autofree char *owned = NULL, *netns = NULL, *self = NULL, *policy = NULL;
+	const char *text, *origin;
+	if (ar_spec_build(p, NULL, &sp, err) < 0 ||
+	    ar_spec_seccomp_text(sp, &owned, &text, &origin, err) < 0)
+		return -1;
+	if (a->netns != NULL && netns_path(a->netns, &netns, err) < 0)
+		return -1;
+	/* the hooks name this binary and the policy by absolute paths: the runtime runs
+	 * them from its own working directory */
+	self = realpath("/proc/self/exe", NULL);
+	policy = realpath(a->policy, NULL);
+	if (self == NULL || policy == NULL)
+		return ar_error_make(err, errno, "resolve `%s`",
+				     self ? a->policy : "/proc/self/exe");
+	a->opts.netns = netns;
+	a->opts.hook_path = self;
+	a->opts.policy_path = policy;
+	return ar_render_oci(sp, &a->opts, text, origin, out, err);
+}
+
+static int render(struct render_args *a, const struct ar_policy *p, struct ar_buf *out,
 		  ar_error_t *err)
 {
-	if (a->format == AR_RENDER_OCI) {
-		ar_autofree char *owned = NULL;
-		const char *text;
-		if (seccomp_text(p, &owned, &text, err) < 0)
-			return -1;
-		const char *origin = owned != NULL ? p->seccomp : "seccomp/default.json";
-		return ar_render_oci(p, &a->opts, text, origin, out, err);
-	}
 	if (a->format == AR_RENDER_K8S || a->format == AR_RENDER_K8S_JSON)
 		return ar_render_k8s(p, &a->opts, &a->k8s, out, err);
+	if (a->format == AR_RENDER_OCI)
+		return render_oci(a, p, out, err);
 	ar_autoplan struct ar_render_plan *plan = NULL;
 	if (ar_render_plan_build(p, &a->opts, &plan, err) < 0)
 		return -1;
@@ -199,6 +269,13 @@ int ar_cmd_render(int argc, char **argv)
 	}
 	ar_autobuf struct ar_buf out = {0};
 	if (render(&a, p, &out, &err) < 0) {
+		ar_error_wrap(&err, CMD);
+		ar_error_print(&err);
+		return AR_EXIT_USAGE;
+	}
+	if (a.bundle != NULL) {
+		if (write_bundle(a.bundle, &out, &err) == 0)
+			return AR_EXIT_OK;
 		ar_error_wrap(&err, CMD);
 		ar_error_print(&err);
 		return AR_EXIT_USAGE;

@@ -1,27 +1,30 @@
-/* `render --format oci`: the policy as a runtime-spec config.json for runc, crun or
- * runsc, with the limits `run` applies: non-root user, no capabilities,
- * no_new_privs, read-only root, tmpfs scratch, read-only credential binds, fresh
- * namespaces, memory/swap/pids/cpu, runc's masked and read-only paths, seccomp. */
+/* `render --format oci`: the agent spec as a runtime-spec config.json for runc, crun
+ * or runsc, with what `run` applies: non-root user, no capabilities, no_new_privs,
+ * read-only root, tmpfs scratch, read-only credential binds, fresh namespaces,
+ * memory/swap/pids/cpu, the spec's masked and read-only paths, seccomp, and the
+ * `agentrun hook` entries that wire and record the container. Everything about the
+ * sandbox comes from struct ar_spec; this file only knows the OCI spelling. */
 #define _GNU_SOURCE
 #include <string.h>
 
 #include "agentrun/render.h"
+#include "agentrun/spec.h"
 #include "agentrun/util.h"
 
 #include "json_writer.h"
 #include "oci_seccomp.h"
 
 #define OCI_VERSION  "1.0.2"
-#define CPU_PERIOD   100000
 #define NOFILE_LIMIT 1024
-#define DEFAULT_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define HOOK_TIMEOUT 10 /* seconds: the runtime kills a hook that takes longer */
 
 struct oci_mount {
 	const char *destination, *type, *source;
 	const char *options[8];
 };
 
-/* runc's `runc spec` defaults, /dev/shm included. */
+/* What run's fresh proc, minimal /dev and read-only sysfs are in OCI terms: runc's
+ * `runc spec` defaults, /dev/shm included. */
 static const struct oci_mount base_mounts[] = {
     {"/proc", "proc", "proc", {"nosuid", "noexec", "nodev"}},
     {"/dev", "tmpfs", "tmpfs", {"nosuid", "strictatime", "mode=755", "size=65536k"}},
@@ -34,25 +37,6 @@ static const struct oci_mount base_mounts[] = {
     {"/sys", "sysfs", "sysfs", {"nosuid", "noexec", "nodev", "ro"}},
     {"/sys/fs/cgroup", "cgroup", "cgroup", {"nosuid", "noexec", "nodev", "relatime", "ro"}},
 };
-
-static const char *const namespaces[] = {"pid", "network", "ipc", "uts", "mount", "cgroup"};
-
-/* runc's defaults (libcontainer/specconv). */
-static const char *const masked_paths[] = {
-    "/proc/acpi",
-    "/proc/asound",
-    "/proc/kcore",
-    "/proc/keys",
-    "/proc/latency_stats",
-    "/proc/timer_list",
-    "/proc/timer_stats",
-    "/proc/sched_debug",
-    "/proc/scsi",
-    "/sys/firmware",
-    "/sys/devices/virtual/powercap",
-};
-static const char *const readonly_paths[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
-					     "/proc/sysrq-trigger"};
 
 static const char *const cap_sets[] = {"bounding", "effective", "inheritable", "permitted",
 				       "ambient"};
@@ -68,7 +52,7 @@ static void mount_entry(struct jw *w, const char *dst, const char *type, const c
 	ar_jw_close(w, '}');
 }
 
-static void mounts(const struct ar_policy *p, struct jw *w)
+static void mounts(const struct ar_spec *sp, struct jw *w)
 {
 	static const char *const tmpfs_opts[] = {"nosuid", "nodev", "mode=1777"};
 	static const char *const ro_bind[] = {"rbind", "ro", "nosuid", "nodev"};
@@ -82,64 +66,34 @@ static void mounts(const struct ar_policy *p, struct jw *w)
 			n++;
 		mount_entry(w, m->destination, m->type, m->source, m->options, n);
 	}
-	for (size_t i = 0; i < p->n_tmpfs; i++)
-		mount_entry(w, p->tmpfs[i], "tmpfs", "tmpfs", tmpfs_opts,
-			    AR_ARRAY_SIZE(tmpfs_opts));
-	if (p->kubeconfig != NULL)
-		mount_entry(w, p->kubeconfig_target, "bind", p->kubeconfig, ro_bind,
-			    AR_ARRAY_SIZE(ro_bind));
-	for (size_t i = 0; i < p->n_mounts; i++) {
-		const struct ar_mount *m = &p->mounts[i];
-		mount_entry(w, m->target, "bind", m->source, m->readonly ? ro_bind : rw_bind,
-			    AR_ARRAY_SIZE(ro_bind));
+	for (size_t i = 0; i < sp->n_mounts; i++) {
+		const struct ar_spec_mount *m = &sp->mounts[i];
+		if (m->kind == AR_SPEC_MNT_TMPFS)
+			mount_entry(w, m->target, "tmpfs", "tmpfs", tmpfs_opts,
+				    AR_ARRAY_SIZE(tmpfs_opts));
+		else
+			mount_entry(w, m->target, "bind", m->source,
+				    m->readonly ? ro_bind : rw_bind, AR_ARRAY_SIZE(ro_bind));
 	}
 	ar_jw_close(w, ']');
 }
 
-static void env(const struct ar_policy *p, struct jw *w)
-{
-	static const char *const proxy_vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
-						 "https_proxy"};
-	static const char *const no_proxy_vars[] = {"NO_PROXY", "no_proxy"};
-
-	ar_jw_open(w, "env", '[');
-	if (ar_policy_getenv(p, "PATH") == NULL)
-		ar_jw_str(w, NULL, DEFAULT_PATH);
-	if (p->network == AR_NETWORK_PROXY) {
-		for (size_t i = 0; i < AR_ARRAY_SIZE(proxy_vars); i++) {
-			ar_autofree char *v = ar_xasprintf("%s=%s", proxy_vars[i], p->proxy_url);
-			ar_jw_str(w, NULL, v);
-		}
-		for (size_t i = 0; i < AR_ARRAY_SIZE(no_proxy_vars); i++) {
-			ar_autofree char *v =
-			    ar_xasprintf("%s=localhost,127.0.0.1", no_proxy_vars[i]);
-			ar_jw_str(w, NULL, v);
-		}
-	}
-	for (size_t i = 0; i < p->n_env; i++) {
-		ar_autofree char *v = ar_xasprintf("%s=%s", p->env[i].key, p->env[i].value);
-		ar_jw_str(w, NULL, v);
-	}
-	if (p->kubeconfig != NULL) {
-		ar_autofree char *v = ar_xasprintf("KUBECONFIG=%s", p->kubeconfig_target);
-		ar_jw_str(w, NULL, v);
-	}
-	ar_jw_close(w, ']');
-}
-
-static void process(const struct ar_policy *p, const struct ar_render_options *o, struct jw *w)
+static void process(const struct ar_spec *sp, const struct ar_render_options *o, struct jw *w)
 {
 	ar_jw_open(w, "process", '{');
 	ar_jw_bool(w, "terminal", false);
 	ar_jw_open(w, "user", '{');
-	ar_jw_int(w, "uid", p->uid);
-	ar_jw_int(w, "gid", p->gid);
+	ar_jw_int(w, "uid", sp->uid);
+	ar_jw_int(w, "gid", sp->gid);
 	ar_jw_close(w, '}');
 	ar_jw_open(w, "args", '[');
 	for (size_t i = 0; i < o->n_cmd; i++)
 		ar_jw_str(w, NULL, o->cmd[i]);
 	ar_jw_close(w, ']');
-	env(p, w);
+	ar_jw_open(w, "env", '[');
+	for (char **e = sp->env; *e != NULL; e++)
+		ar_jw_str(w, NULL, *e);
+	ar_jw_close(w, ']');
 	ar_jw_str(w, "cwd", "/");
 	ar_jw_open(w, "capabilities", '{');
 	for (size_t i = 0; i < AR_ARRAY_SIZE(cap_sets); i++)
@@ -152,11 +106,11 @@ static void process(const struct ar_policy *p, const struct ar_render_options *o
 	ar_jw_int(w, "soft", NOFILE_LIMIT);
 	ar_jw_close(w, '}');
 	ar_jw_close(w, ']');
-	ar_jw_bool(w, "noNewPrivileges", true);
+	ar_jw_bool(w, "noNewPrivileges", sp->no_new_privs);
 	ar_jw_close(w, '}');
 }
 
-static void resources(const struct ar_policy *p, struct jw *w)
+static void resources(const struct ar_spec_limits *l, struct jw *w)
 {
 	ar_jw_open(w, "resources", '{');
 	/* deny every device node; runc adds the standard ones (null, zero, tty, ...) */
@@ -167,41 +121,85 @@ static void resources(const struct ar_policy *p, struct jw *w)
 	ar_jw_close(w, '}');
 	ar_jw_close(w, ']');
 	ar_jw_open(w, "memory", '{');
-	ar_jw_int(w, "limit", p->limits.memory);
-	/* memory+swap equal to memory: no swap, like memory.swap.max = 0 in `run` */
-	ar_jw_int(w, "swap", p->limits.memory);
+	ar_jw_int(w, "limit", l->memory);
+	ar_jw_int(w, "swap", l->memory_swap);
 	ar_jw_close(w, '}');
 	ar_jw_open(w, "cpu", '{');
-	ar_jw_int(w, "quota", p->limits.cpus_milli * CPU_PERIOD / 1000);
-	ar_jw_int(w, "period", CPU_PERIOD);
+	ar_jw_int(w, "quota", l->cpu_quota);
+	ar_jw_int(w, "period", l->cpu_period);
 	ar_jw_close(w, '}');
 	ar_jw_open(w, "pids", '{');
-	ar_jw_int(w, "limit", p->limits.pids);
+	ar_jw_int(w, "limit", l->pids);
 	ar_jw_close(w, '}');
 	ar_jw_close(w, '}');
 }
 
-static int linux_section(const struct ar_policy *p, const char *seccomp_json,
-			 const char *seccomp_origin, struct jw *w, ar_error_t *err)
+static void namespaces(const struct ar_render_options *o, struct jw *w)
 {
-	ar_jw_open(w, "linux", '{');
-	resources(p, w);
 	ar_jw_open(w, "namespaces", '[');
-	for (size_t i = 0; i < AR_ARRAY_SIZE(namespaces); i++) {
+	for (size_t i = 0; i < ar_spec_n_namespaces; i++) {
+		const char *type = ar_spec_namespaces[i].oci;
 		ar_jw_open(w, NULL, '{');
-		ar_jw_str(w, "type", namespaces[i]);
+		ar_jw_str(w, "type", type);
+		/* a prepared netns (runsc adopts the one it is given) instead of a fresh one */
+		if (o->netns != NULL && strcmp(type, "network") == 0)
+			ar_jw_str(w, "path", o->netns);
 		ar_jw_close(w, '}');
 	}
 	ar_jw_close(w, ']');
-	ar_jw_strv(w, "maskedPaths", masked_paths, AR_ARRAY_SIZE(masked_paths));
-	ar_jw_strv(w, "readonlyPaths", readonly_paths, AR_ARRAY_SIZE(readonly_paths));
+}
+
+static void system_paths(struct jw *w, const char *key, enum ar_spec_path_kind kind)
+{
+	ar_jw_open(w, key, '[');
+	for (size_t i = 0; i < ar_spec_n_system_paths; i++)
+		if (ar_spec_system_paths[i].kind == kind)
+			ar_jw_str(w, NULL, ar_spec_system_paths[i].path);
+	ar_jw_close(w, ']');
+}
+
+static int linux_section(const struct ar_spec *sp, const struct ar_render_options *o,
+			 const char *seccomp_json, const char *seccomp_origin, struct jw *w,
+			 ar_error_t *err)
+{
+	ar_jw_open(w, "linux", '{');
+	resources(&sp->limits, w);
+	namespaces(o, w);
+	system_paths(w, "maskedPaths", AR_SPEC_MASKED);
+	system_paths(w, "readonlyPaths", AR_SPEC_READONLY);
 	if (seccomp_json != NULL && ar_render_oci_seccomp(w, seccomp_json, seccomp_origin, err) < 0)
 		return -1;
 	ar_jw_close(w, '}');
 	return 0;
 }
 
-int ar_render_oci(const struct ar_policy *p, const struct ar_render_options *o,
+/* `agentrun hook STAGE --policy P` at createRuntime (the namespaces exist, the command
+ * has not started: the netns can be wired) and poststop (the container is gone). */
+static void hook_entry(struct jw *w, const char *stage, const char *arg,
+		       const struct ar_render_options *o)
+{
+	ar_jw_open(w, stage, '[');
+	ar_jw_open(w, NULL, '{');
+	ar_jw_str(w, "path", o->hook_path);
+	const char *const args[] = {"agentrun", "hook", arg, "--policy", o->policy_path};
+	ar_jw_strv(w, "args", args, AR_ARRAY_SIZE(args));
+	ar_jw_int(w, "timeout", HOOK_TIMEOUT);
+	ar_jw_close(w, '}');
+	ar_jw_close(w, ']');
+}
+
+/* With a prepared netns (--netns) the network is `agentrun net`'s: no hooks. */
+static void hooks(const struct ar_render_options *o, struct jw *w)
+{
+	if (o->hook_path == NULL || o->policy_path == NULL || o->netns != NULL)
+		return;
+	ar_jw_open(w, "hooks", '{');
+	hook_entry(w, "createRuntime", "create-runtime", o);
+	hook_entry(w, "poststop", "poststop", o);
+	ar_jw_close(w, '}');
+}
+
+int ar_render_oci(const struct ar_spec *sp, const struct ar_render_options *o,
 		  const char *seccomp_json, const char *seccomp_origin, struct ar_buf *out,
 		  ar_error_t *err)
 {
@@ -209,18 +207,25 @@ int ar_render_oci(const struct ar_policy *p, const struct ar_render_options *o,
 		return ar_error_make(err, 0,
 				     "--format oci needs the command after `--`: an OCI bundle "
 				     "has no image default command");
+	const char *rootfs = o->rootfs != NULL ? o->rootfs : sp->rootfs;
 	ar_autobuf struct ar_buf b = {0};
 	struct jw w = {.out = &b};
 	ar_jw_open(&w, NULL, '{');
 	ar_jw_str(&w, "ociVersion", OCI_VERSION);
-	process(p, o, &w);
+	process(sp, o, &w);
 	ar_jw_open(&w, "root", '{');
-	ar_jw_str(&w, "path", p->rootfs != NULL ? p->rootfs : "rootfs");
-	ar_jw_bool(&w, "readonly", true);
+	ar_jw_str(&w, "path", rootfs != NULL ? rootfs : "rootfs");
+	ar_jw_bool(&w, "readonly", sp->readonly_root);
 	ar_jw_close(&w, '}');
-	ar_jw_str(&w, "hostname", p->name);
-	mounts(p, &w);
-	if (linux_section(p, seccomp_json, seccomp_origin, &w, err) < 0)
+	ar_jw_str(&w, "hostname", sp->p->name);
+	mounts(sp, &w);
+	hooks(o, &w);
+	if (o->policy_path != NULL) {
+		ar_jw_open(&w, "annotations", '{');
+		ar_jw_str(&w, AR_OCI_POLICY_ANNOTATION, o->policy_path);
+		ar_jw_close(&w, '}');
+	}
+	if (linux_section(sp, o, seccomp_json, seccomp_origin, &w, err) < 0)
 		return -1;
 	ar_jw_close(&w, '}');
 	ar_buf_append(out, b.data, b.len);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "agentrun/sandbox.h"
+#include "agentrun/spec.h"
 #include "agentrun/util.h"
 
 /* Hidden inside the host root view (DESIGN §6 credentials). The view shows only an
@@ -17,25 +18,6 @@ static const char *const hidden_paths[] = {
     "/etc/gshadow",
     "/etc/kubernetes",
     "/etc/rancher",
-};
-
-/* runc's maskedPaths and readonlyPaths. */
-static const char *const masked_paths[] = {
-    "/proc/acpi",	   "/proc/asound",	  "/proc/kcore",       "/proc/keys",
-    "/proc/latency_stats", "/proc/timer_list",	  "/proc/timer_stats", "/proc/sched_debug",
-    "/proc/scsi",	   "/proc/sysrq-trigger",
-};
-static const char *const readonly_proc_paths[] = {
-    "/proc/bus",
-    "/proc/fs",
-    "/proc/irq",
-    "/proc/sys",
-};
-static const char *const masked_sys_paths[] = {
-    "/sys/firmware",
-    "/sys/devices/virtual/powercap",
-    "/sys/kernel/security",
-    "/sys/kernel/debug",
 };
 
 bool ar_path_under(const char *path, const char *dir)
@@ -57,6 +39,22 @@ static void add(struct ar_mount_plan *plan, enum ar_mount_kind kind, const char 
 	    .readonly = readonly,
 	    .what = what,
 	};
+}
+
+/* Masked and read-only /proc and /sys paths: the spec's table (src/spec/paths.c), the
+ * one list the OCI render and `check --bundle` read too. */
+static void add_system_paths(struct ar_mount_plan *plan, const char *under)
+{
+	for (size_t i = 0; i < ar_spec_n_system_paths; i++) {
+		const struct ar_spec_path *sp = &ar_spec_system_paths[i];
+		if (!ar_path_under(sp->path, under))
+			continue;
+		if (sp->kind == AR_SPEC_MASKED)
+			add(plan, AR_MNT_MASK, NULL, sp->path, true, ar_xstrdup("masked path"));
+		else
+			add(plan, AR_MNT_RO_SELF, NULL, sp->path, true,
+			    ar_xstrdup("read-only path"));
+	}
 }
 
 static bool is_tmpfs_target(const struct ar_policy *p, const char *path)
@@ -135,15 +133,10 @@ int ar_mount_plan_build(const struct ar_policy *p, const char *caller_home,
 	const char *fresh = plan->host_root ? NULL : "rootfs";
 	add(plan, AR_MNT_PROC, NULL, "/proc", false,
 	    fresh ? ar_xasprintf("%s: %s", p->origin, fresh) : ar_xstrdup("/proc"));
-	for (size_t i = 0; i < AR_ARRAY_SIZE(masked_paths); i++)
-		add(plan, AR_MNT_MASK, NULL, masked_paths[i], true, ar_xstrdup("masked path"));
-	for (size_t i = 0; i < AR_ARRAY_SIZE(readonly_proc_paths); i++)
-		add(plan, AR_MNT_RO_SELF, NULL, readonly_proc_paths[i], true,
-		    ar_xstrdup("read-only path"));
+	add_system_paths(plan, "/proc");
 	add(plan, AR_MNT_SYSFS, NULL, "/sys", true,
 	    fresh ? ar_xasprintf("%s: %s", p->origin, fresh) : ar_xstrdup("/sys"));
-	for (size_t i = 0; i < AR_ARRAY_SIZE(masked_sys_paths); i++)
-		add(plan, AR_MNT_MASK, NULL, masked_sys_paths[i], true, ar_xstrdup("masked path"));
+	add_system_paths(plan, "/sys");
 	add(plan, AR_MNT_DEV, NULL, "/dev", false,
 	    fresh ? ar_xasprintf("%s: %s", p->origin, fresh) : ar_xstrdup("/dev"));
 	if (add_policy_mounts(p, plan, err) == -1) {

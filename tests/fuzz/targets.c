@@ -19,6 +19,8 @@ const struct ar_fuzz_target ar_fuzz_targets[] = {
     {"procfs", ar_fuzz_procfs,
      "/proc and cgroup file text (src/check/procparse.c, cgroup_parse.c)"},
     {"util", ar_fuzz_util, "sizes, CPU counts, integers, JSON and shell quoting (src/util)"},
+    {"ocistate", ar_fuzz_ocistate, "OCI state JSON on a hook's stdin (ar_oci_state_parse)"},
+    {"bundle", ar_fuzz_bundle, "OCI config.json (ar_check_bundle, check --bundle)"},
 #ifdef AR_FUZZ_HAVE_PROXY
     {"tls", ar_fuzz_tls, "TLS ClientHello server_name (ar_proxy_client_hello_sni)"},
     {"http1", ar_fuzz_http1, "HTTP/1 heads and chunked bodies (ar_h1_*)"},

@@ -1,0 +1,167 @@
+/* The hook's steps: the container's netns check, the record under /run/agentrun/hooks,
+ * and create-runtime / poststop in order. The record is what poststop (and `agentrun
+ * ps`) find; it is made exclusively, so a second create for one id fails whole. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agentrun/check.h"
+#include "agentrun/hook.h"
+#include "agentrun/util.h"
+
+static int ns_inode(const char *path, ino_t *out, ar_error_t *err)
+{
+	struct stat st;
+	if (stat(path, &st) == -1)
+		return ar_error_make(err, errno, "stat `%s`", path);
+	*out = st.st_ino;
+	return 0;
+}
+
+int ar_hook_check_netns(pid_t pid, ar_error_t *err)
+{
+	char path[64];
+	ar_autofree char *text = NULL;
+	snprintf(path, sizeof(path), "/proc/%d/net/dev", (int)pid);
+	if (ar_read_file(path, 0, &text, NULL, err) < 0)
+		return ar_error_wrap(err, "state: pid %d: not a running process", (int)pid);
+	ino_t mine = 0, theirs = 0;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	if (ns_inode(path, &theirs, err) < 0 || ns_inode("/proc/self/ns/net", &mine, err) < 0)
+		return -1;
+	if (mine == theirs)
+		return ar_error_make(err, 0,
+				     "the container (pid %d) shares the host's network namespace: "
+				     "the policy needs its own (linux.namespaces: network)",
+				     (int)pid);
+	ar_autostrv char **names = ar_check_parse_netdev(text);
+	ar_autobuf struct ar_buf extra = {0};
+	for (size_t i = 0; names[i] != NULL; i++)
+		if (strcmp(names[i], "lo") != 0)
+			ar_buf_printf(&extra, "%s%s", extra.len ? "," : "", names[i]);
+	if (extra.len > 0)
+		return ar_error_make(err, 0,
+				     "the container's network namespace (%s) already has "
+				     "interfaces besides lo: %s; the hook only wires a fresh one",
+				     path, extra.data);
+	return 0;
+}
+
+/* dir and its parent, as root-only directories. */
+static int make_dirs(const char *dir, ar_error_t *err)
+{
+	ar_autofree char *copy = ar_xstrdup(dir);
+	const char *parent = dirname(copy);
+	if (mkdir(parent, 0755) == -1 && errno != EEXIST)
+		return ar_error_make(err, errno, "create `%s`", parent);
+	if (mkdir(dir, 0700) == -1 && errno != EEXIST)
+		return ar_error_make(err, errno, "create `%s`", dir);
+	return 0;
+}
+
+static void record_text(struct ar_buf *b, const struct ar_oci_state *s, const char *policy_path,
+			const struct ar_policy *p)
+{
+	ar_buf_puts(b, "{\"id\": ");
+	ar_json_quote(b, s->id);
+	ar_buf_printf(b, ", \"pid\": %d, \"bundle\": ", (int)s->pid);
+	ar_json_quote(b, s->bundle);
+	ar_buf_puts(b, ", \"policy\": ");
+	ar_json_quote(b, policy_path);
+	ar_buf_puts(b, ", \"name\": ");
+	ar_json_quote(b, p->name);
+	ar_buf_printf(b, ", \"network\": \"%s\"}\n",
+		      p->network == AR_NETWORK_PROXY ? "proxy" : "none");
+}
+
+/* A record whose container process is gone: its runtime failed after create-runtime
+ * and never ran poststop (podman does that when runc fails to start the process). */
+static bool record_stale(const char *path)
+{
+	ar_autofree char *text = NULL;
+	ar_auto_error ar_error_t ignored = NULL;
+	int pid = 0;
+	if (ar_read_file(path, 64 * 1024, &text, NULL, &ignored) < 0)
+		return false;
+	const char *at = strstr(text, "\"pid\": ");
+	if (at == NULL || sscanf(at + 7, "%d", &pid) != 1 || pid <= 0)
+		return false;
+	return kill(pid, 0) == -1 && errno == ESRCH;
+}
+
+int ar_hook_record_create(const char *dir, const struct ar_oci_state *s, const char *policy_path,
+			  const struct ar_policy *p, ar_error_t *err)
+{
+	if (make_dirs(dir, err) < 0)
+		return -1;
+	ar_autofree char *path = ar_xasprintf("%s/%s", dir, s->id);
+	ar_autofree char *tmp = ar_xasprintf("%s/.%s.%d", dir, s->id, (int)getpid());
+	ar_autobuf struct ar_buf b = {0};
+	record_text(&b, s, policy_path, p);
+	/* written whole under a temporary name, then link(2)ed: exclusive like O_EXCL, and
+	 * no reader ever sees half a record */
+	if (ar_write_file(tmp, b.data, b.len, err) < 0)
+		return -1;
+	int rc = link(tmp, path);
+	int e = errno;
+	if (rc == -1 && e == EEXIST && record_stale(path)) {
+		/* replaced whole: the stale one or this one, never a mix */
+		rc = rename(tmp, path);
+		e = errno;
+	}
+	unlink(tmp);
+	if (rc == -1 && e == EEXIST)
+		return ar_error_make(err, 0,
+				     "container `%s` is already recorded (%s) and its process "
+				     "lives: a second create-runtime for the same id",
+				     s->id, path);
+	if (rc == -1)
+		return ar_error_make(err, e, "create `%s`", path);
+	return 0;
+}
+
+int ar_hook_record_remove(const char *dir, const char *id, bool *existed, ar_error_t *err)
+{
+	ar_autofree char *path = ar_xasprintf("%s/%s", dir, id);
+	*existed = true;
+	if (unlink(path) == 0)
+		return 0;
+	if (errno == ENOENT) {
+		*existed = false;
+		return 0;
+	}
+	return ar_error_make(err, errno, "remove `%s`", path);
+}
+
+int ar_hook_create_runtime(const char *dir, const struct ar_oci_state *s, const char *policy_path,
+			   const struct ar_policy *p, ar_error_t *err)
+{
+	if (s->pid <= 0)
+		return ar_error_make(err, 0,
+				     "state: pid: missing (create-runtime needs the container's "
+				     "process)");
+	if (ar_hook_check_netns(s->pid, err) < 0 ||
+	    ar_hook_record_create(dir, s, policy_path, p, err) < 0)
+		return -1;
+	if (hook_wire_network(p, s, err) < 0) {
+		bool existed;
+		ar_auto_error ar_error_t ignored = NULL;
+		/* nothing half-built: the record goes with the failed wiring */
+		ar_hook_record_remove(dir, s->id, &existed, &ignored);
+		return -1;
+	}
+	return 0;
+}
+
+int ar_hook_poststop(const char *dir, const struct ar_oci_state *s, ar_error_t *err)
+{
+	bool existed;
+	/* a runtime calls poststop after a failed create too: no record is fine */
+	return ar_hook_record_remove(dir, s->id, &existed, err);
+}

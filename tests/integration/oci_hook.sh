@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# agentrun hook create-runtime|poststop as a runtime calls it, against real processes in
+# network namespaces this test made: the record under the hook directory, a second
+# create, a netns with an interface, the host's netns, a missing pid, malformed state,
+# no policy, a proxy policy (not wired yet: refused); nothing half-built after any of
+# them. One case uses the real /run/agentrun/hooks.
+# shellcheck source=tests/lib.sh
+source "$(dirname "$0")/../lib.sh"
+need_root
+need_cmd unshare
+need_cmd ip
+
+HOOKS="$AR_TMP/hooks"
+export AGENTRUN_HOOK_DIR="$HOOKS"
+offline="$AR_SOURCE_DIR/profiles/offline.json"
+triage="$AR_SOURCE_DIR/profiles/triage.json"
+
+# state ID PID [EXTRA]: the OCI state JSON a runtime writes.
+state() { printf '{"ociVersion": "1.0.2", "id": "%s", "status": "creating", "pid": %s, "bundle": "/srv/b"%s}' "$1" "$2" "${3:-}"; }
+hook() { # hook STAGE STATE [ARGS...]
+	local stage=$1 st=$2
+	shift 2
+	printf '%s' "$st" | "$AGENTRUN" hook "$stage" "$@"
+}
+left() { find "$HOOKS" -mindepth 1 2>/dev/null | tr '\n' ' '; }
+
+# a process in a fresh netns (only lo), as a runtime leaves it at createRuntime
+unshare -n sleep 60 &
+fresh=$!
+on_exit kill "$fresh"
+# and one whose netns already has an interface
+unshare -n sh -c 'ip link add ar-v0 type veth peer name ar-v1 && exec sleep 60' &
+busy=$!
+on_exit kill "$busy"
+sleep 0.3
+
+id="c-$AR_TAG"
+expect_status "create-runtime: fresh netns" 0 hook create-runtime "$(state "$id" "$fresh")" --policy "$offline"
+expect_eq "the record" "{\"id\": \"$id\", \"pid\": $fresh, \"bundle\": \"/srv/b\", \"policy\": \"$offline\", \"name\": \"offline\", \"network\": \"none\"}" "$(cat "$HOOKS/$id")"
+expect_status "create-runtime: the same id again" 1 hook create-runtime "$(state "$id" "$fresh")" --policy "$offline"
+expect_match "second create: message" "^agentrun: hook: container \`$id\` is already recorded" "$(cat "$AR_TMP/err")"
+expect_eq "second create: first record kept" "$fresh" "$(grep -o '"pid": [0-9]*' "$HOOKS/$id" | cut -d' ' -f2)"
+expect_status "poststop" 0 hook poststop "$(state "$id" 0)" --policy "$offline"
+expect_eq "poststop removed the record" "" "$(left)"
+expect_status "poststop again (no record)" 0 hook poststop "$(state "$id" 0)" --policy "$offline"
+
+# policy from the annotation (podman's hooks.d entries carry no per-container args)
+ann=", \"annotations\": {\"io.agentrun.policy\": \"$offline\"}"
+expect_status "create-runtime: policy from the annotation" 0 hook create-runtime "$(state a1 "$fresh" "$ann")"
+expect_match "annotation: recorded" '"name": "offline"' "$(cat "$HOOKS/a1")"
+expect_status "poststop: policy from the annotation" 0 hook poststop "$(state a1 -1 "$ann")"
+expect_eq "annotation: record removed" "" "$(left)"
+
+# refusals: exit 1, the message the runtime shows, nothing recorded
+expect_status "netns with an interface" 1 hook create-runtime "$(state b1 "$busy")" --policy "$offline"
+expect_match "netns with an interface: message" "^agentrun: hook: the container's network namespace \(/proc/$busy/ns/net\) already has interfaces besides lo: ar-v[01],ar-v[01]" "$(cat "$AR_TMP/err")"
+expect_status "the host's netns" 1 hook create-runtime "$(state b2 $$)" --policy "$offline"
+expect_match "host netns: message" "shares the host's network namespace" "$(cat "$AR_TMP/err")"
+expect_status "missing pid" 1 hook create-runtime '{"ociVersion": "1.0.2", "id": "b3", "status": "creating", "bundle": "/b"}' --policy "$offline"
+expect_eq "missing pid: message" "agentrun: hook: state: pid: missing (create-runtime needs the container's process)" "$(cat "$AR_TMP/err")"
+expect_status "a pid that is gone" 1 hook create-runtime "$(state b4 4194000)" --policy "$offline"
+expect_match "gone pid: message" "^agentrun: hook: state: pid 4194000: not a running process" "$(cat "$AR_TMP/err")"
+expect_status "network proxy (not wired yet)" 1 hook create-runtime "$(state b5 "$fresh")" --policy "$triage"
+expect_eq "network proxy: message" "agentrun: hook: network: proxy wiring is not available in this build" "$(cat "$AR_TMP/err")"
+expect_eq "refusals left nothing" "" "$(left)"
+
+# bad input: exit 2
+expect_status "malformed state" 2 hook create-runtime '{"id": ' --policy "$offline"
+expect_eq "malformed: message" "agentrun: hook: state: not valid JSON" "$(cat "$AR_TMP/err")"
+expect_status "id with a slash" 2 hook create-runtime "$(state ../x "$fresh")" --policy "$offline"
+expect_match "id: message" "state: id: \`../x\` is not a container id" "$(cat "$AR_TMP/err")"
+expect_status "no policy" 2 hook create-runtime "$(state b6 "$fresh")"
+expect_match "no policy: message" "no policy: pass --policy FILE or set the container's annotation io.agentrun.policy" "$(cat "$AR_TMP/err")"
+expect_status "unknown stage" 2 "$AGENTRUN" hook prestart --policy "$offline" </dev/null
+expect_match "unknown stage: message" "unknown stage \`prestart\`" "$(cat "$AR_TMP/err")"
+expect_status "missing policy file" 2 hook create-runtime "$(state b7 "$fresh")" --policy "$AR_TMP/none.json"
+expect_eq "bad input left nothing" "" "$(left)"
+
+# the real directory, once
+unset AGENTRUN_HOOK_DIR
+id="r-$AR_TAG"
+on_exit rm -f "/run/agentrun/hooks/$id"
+expect_status "create-runtime: /run/agentrun/hooks" 0 hook create-runtime "$(state "$id" "$fresh")" --policy "$offline"
+expect_eq "recorded under /run/agentrun/hooks" "yes" "$([ -f "/run/agentrun/hooks/$id" ] && echo yes)"
+expect_eq "the directory is root's alone" "700" "$(stat -c %a /run/agentrun/hooks)"
+expect_status "poststop: /run/agentrun/hooks" 0 hook poststop "$(state "$id" 0)" --policy "$offline"
+expect_eq "removed from /run/agentrun/hooks" "no" "$([ -e "/run/agentrun/hooks/$id" ] && echo yes || echo no)"
+finish

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# gVisor's runsc (Debian's build: ptrace platform, `--network=none`, `--oci-seccomp` so
+# the config's seccomp profile is loaded inside the sandbox) runs bundles rendered by
+# agentrun from network-none variants of the shipped profiles: uid 1000, every Cap* 0
+# and Seccomp 2 as gVisor reports them (its /proc/self/status has no NoNewPrivs line);
+# pids and cpu limits in runsc's cgroups; the hook called at createRuntime and
+# poststop (runsc's poststop state says pid -1); nothing left after delete.
+# shellcheck source=tests/lib.sh
+source "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/integration/oci/lib.sh
+source "$(dirname "$0")/oci/lib.sh"
+need_root
+need_cmd runsc
+oci_need_rootfs_tools
+
+rootfs="$AR_TMP/rootfs"
+oci_rootfs "$rootfs"
+oci_hook_wrapper
+RUNSC=(runsc --root "$AR_TMP/runsc" --network=none --oci-seccomp)
+show='id -u; grep -E "^(Cap|NoNewPrivs|Seccomp:)" /proc/self/status; ls /proc/sys >/dev/null && echo proc-ok'
+
+for prof in offline triage; do
+	oci_policy "$AR_SOURCE_DIR/profiles/$prof.json" "$AR_TMP/$prof.json"
+	id="gv-$prof-$AR_TAG"
+	b="$AR_TMP/b-$prof"
+	oci_bundle "$AR_TMP/$prof.json" "$b" "$rootfs" "$id" /bin/sh -c "$show" || fail "$prof: render"
+	on_exit "${RUNSC[*]}" delete -force "$id"
+	: >"$AR_TMP/hook.log"
+	rc=0
+	(cd "$b" && timeout 120 "${RUNSC[@]}" run "$id" </dev/null >"$AR_TMP/$prof.out" 2>"$AR_TMP/$prof.err") || rc=$?
+	expect_eq "$prof: runsc run (stderr: $(head -c 300 "$AR_TMP/$prof.err"))" 0 "$rc"
+	expect_eq "$prof: what gVisor reports" "1000
+CapInh:	0000000000000000
+CapPrm:	0000000000000000
+CapEff:	0000000000000000
+CapBnd:	0000000000000000
+Seccomp:	2
+proc-ok" "$(grep -v NoNewPrivs "$AR_TMP/$prof.out")"
+	expect_match "$prof: NoNewPrivs 1 or not reported" "^NoNewPrivs:[[:space:]]+(1|not reported)$" \
+		"$(grep NoNewPrivs "$AR_TMP/$prof.out" || echo "NoNewPrivs: not reported")"
+	expect_eq "$prof: hook stages" "create-runtime $id
+poststop $id" "$(cat "$AR_TMP/hook.log")"
+	expect_eq "$prof: no record left" "no" "$([ -e "/run/agentrun/hooks/$id" ] && echo yes || echo no)"
+	expect_eq "$prof: runsc forgot it" "" "$("${RUNSC[@]}" list -quiet 2>/dev/null)"
+done
+
+# create / start / delete: limits in runsc's cgroups, the record as long as the container
+id="gv-life-$AR_TAG"
+b="$AR_TMP/b-life"
+oci_bundle "$AR_TMP/offline.json" "$b" "$rootfs" "$id" /bin/sleep 30 || fail "life: render"
+on_exit "${RUNSC[*]}" delete -force "$id"
+on_exit rm -f "/run/agentrun/hooks/$id"
+: >"$AR_TMP/hook.log"
+(cd "$b" && timeout 120 "${RUNSC[@]}" create "$id" </dev/null >/dev/null 2>"$AR_TMP/life.err") ||
+	fail "runsc create: $(cat "$AR_TMP/life.err")"
+expect_eq "after create: recorded" "yes" "$([ -f "/run/agentrun/hooks/$id" ] && echo yes)"
+"${RUNSC[@]}" start "$id"
+expect_eq "pids limit in runsc's cgroup" "64" "$(cat "/sys/fs/cgroup/pids/$id/pids.max" 2>&1)"
+expect_eq "cpu quota in runsc's cgroup" "100000" "$(cat "/sys/fs/cgroup/cpu/$id/cpu.cfs_quota_us" 2>&1)"
+"${RUNSC[@]}" kill "$id" KILL
+for _ in $(seq 50); do
+	"${RUNSC[@]}" state "$id" 2>/dev/null | grep -q '"stopped"' && break
+	sleep 0.1
+done
+"${RUNSC[@]}" delete "$id"
+expect_eq "after delete: record gone" "no" "$([ -e "/run/agentrun/hooks/$id" ] && echo yes || echo no)"
+expect_eq "after delete: cgroups gone" "" "$(ls -d /sys/fs/cgroup/*/"$id" 2>/dev/null)"
+expect_eq "life: hook stages" "create-runtime $id
+poststop $id" "$(cat "$AR_TMP/hook.log")"
+finish

@@ -1,0 +1,210 @@
+/* Unit tests for the agent spec: what it derives from a policy, and that run's mount
+ * plan masks exactly the spec's table. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "agentrun/policy.h"
+#include "agentrun/sandbox.h"
+#include "agentrun/spec.h"
+#include "agentrun/util.h"
+
+static const char triage_json[] =
+    "{\"name\": \"triage\", \"allowed_hosts\": [\"api.anthropic.com\"],"
+    " \"kubeconfig\": \"/home/me/.kube/agent-config\","
+    " \"mounts\": [{\"source\": \"/srv/logs\", \"target\": \"/logs\", \"readonly\": true},"
+    " {\"source\": \"/srv/out\", \"target\": \"/out\", \"readonly\": false}],"
+    " \"tmpfs\": [\"/tmp\", \"/work\"], \"limits\": {\"pids\": 32, \"memory\": \"1g\","
+    " \"cpus\": \"0.5\"}, \"user\": \"1000:1001\", \"env\": {\"B\": \"2\", \"A\": \"1\"},"
+    " \"network\": \"proxy\", \"proxy\": {\"port\": 8080}}";
+
+static struct ar_policy *parse(const char *json)
+{
+	ar_auto_error ar_error_t err = NULL;
+	struct ar_policy *p = NULL;
+	if (ar_policy_parse(json, strlen(json), "p.json", &p, &err) < 0)
+		fail_msg("policy: %s", err->msg);
+	return p;
+}
+
+static struct ar_spec *build(const struct ar_policy *p, const struct ar_spec_opts *o)
+{
+	ar_auto_error ar_error_t err = NULL;
+	struct ar_spec *s = NULL;
+	if (ar_spec_build(p, o, &s, &err) < 0)
+		fail_msg("spec: %s", err->msg);
+	return s;
+}
+
+static void test_triage(void **state)
+{
+	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	ar_autospec struct ar_spec *s = build(p, NULL);
+	assert_int_equal(s->uid, 1000);
+	assert_int_equal(s->gid, 1001);
+	assert_true(s->readonly_root && s->no_new_privs && s->no_capabilities);
+	assert_null(s->rootfs);
+	assert_string_equal(s->seccomp, "default");
+
+	static const char *const env[] = {
+	    "PATH=" AR_SANDBOX_PATH,
+	    "HOME=/tmp",
+	    "A=1",
+	    "B=2",
+	    "KUBECONFIG=/home/agent/.kube/config",
+	    "HTTP_PROXY=http://10.254.0.1:8080",
+	    "HTTPS_PROXY=http://10.254.0.1:8080",
+	    "http_proxy=http://10.254.0.1:8080",
+	    "https_proxy=http://10.254.0.1:8080",
+	    "NO_PROXY=localhost,127.0.0.1",
+	    "no_proxy=localhost,127.0.0.1",
+	};
+	/* the same set; the order of the proxy block is the builder's (ar_sandbox_env) */
+	assert_int_equal(ar_strv_len(s->env), AR_ARRAY_SIZE(env));
+	for (size_t i = 0; i < AR_ARRAY_SIZE(env); i++) {
+		const char *eq = strchr(env[i], '=');
+		ar_autofree char *key = ar_xstrndup(env[i], (size_t)(eq - env[i]));
+		assert_non_null(ar_spec_getenv(s, key));
+		assert_string_equal(ar_spec_getenv(s, key), eq + 1);
+	}
+	assert_string_equal(s->env[0], env[0]);
+	assert_string_equal(s->env[1], env[1]);
+	assert_string_equal(ar_spec_getenv(s, "B"), "2");
+	assert_null(ar_spec_getenv(s, "HTTP"));
+
+	struct {
+		enum ar_spec_mount_kind kind;
+		const char *source, *target, *field;
+		bool ro;
+	} mounts[] = {
+	    {AR_SPEC_MNT_TMPFS, NULL, "/tmp", "tmpfs[0]", false},
+	    {AR_SPEC_MNT_TMPFS, NULL, "/work", "tmpfs[1]", false},
+	    {AR_SPEC_MNT_BIND, "/srv/logs", "/logs", "mounts[0]", true},
+	    {AR_SPEC_MNT_BIND, "/srv/out", "/out", "mounts[1]", false},
+	    {AR_SPEC_MNT_BIND, "/home/me/.kube/agent-config", "/home/agent/.kube/config",
+	     "kubeconfig", true},
+	};
+	assert_int_equal(s->n_mounts, AR_ARRAY_SIZE(mounts));
+	for (size_t i = 0; i < AR_ARRAY_SIZE(mounts); i++) {
+		assert_int_equal(s->mounts[i].kind, mounts[i].kind);
+		if (mounts[i].source)
+			assert_string_equal(s->mounts[i].source, mounts[i].source);
+		else
+			assert_null(s->mounts[i].source);
+		assert_string_equal(s->mounts[i].target, mounts[i].target);
+		assert_string_equal(s->mounts[i].field, mounts[i].field);
+		assert_int_equal(s->mounts[i].readonly, mounts[i].ro);
+	}
+	assert_int_equal(s->limits.pids, 32);
+	assert_int_equal(s->limits.memory, INT64_C(1) << 30);
+	assert_int_equal(s->limits.memory_swap, INT64_C(1) << 30);
+	assert_int_equal(s->limits.cpu_quota, 50000);
+	assert_int_equal(s->limits.cpu_period, 100000);
+	assert_int_equal(s->net.mode, AR_NETWORK_PROXY);
+	assert_string_equal(s->net.proxy_url, "http://10.254.0.1:8080");
+}
+
+static void test_proxy_url_and_none(void **state)
+{
+	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	struct ar_spec_opts o = {.proxy_url = "http://10.254.7.1:8080"};
+	ar_autospec struct ar_spec *s = build(p, &o);
+	assert_string_equal(ar_spec_getenv(s, "https_proxy"), "http://10.254.7.1:8080");
+
+	ar_autopolicy struct ar_policy *off =
+	    parse("{\"name\": \"off\", \"network\": \"none\", \"seccomp\": \"unconfined\"}");
+	struct ar_run_opts run = {.term = "xterm"};
+	o.run = &run;
+	ar_autospec struct ar_spec *n = build(off, &o);
+	assert_int_equal(n->net.mode, AR_NETWORK_NONE);
+	assert_null(n->net.proxy_url);
+	assert_null(ar_spec_getenv(n, "HTTP_PROXY"));
+	assert_null(ar_spec_getenv(n, "NO_PROXY"));
+	/* run's own settings come through the one builder */
+	assert_string_equal(ar_spec_getenv(n, "TERM"), "xterm");
+	ar_autofree char *owned = NULL;
+	const char *text, *origin;
+	ar_auto_error ar_error_t err = NULL;
+	assert_int_equal(ar_spec_seccomp_text(n, &owned, &text, &origin, &err), 0);
+	assert_null(text);
+}
+
+static void test_seccomp_text(void **state)
+{
+	ar_autopolicy struct ar_policy *p =
+	    parse("{\"name\": \"x\", \"network\": \"none\", \"seccomp\": \"/nonexistent/p.json\"}");
+	ar_autospec struct ar_spec *s = build(p, NULL);
+	ar_autofree char *owned = NULL;
+	const char *text, *origin;
+	ar_auto_error ar_error_t err = NULL;
+	assert_int_equal(ar_spec_seccomp_text(s, &owned, &text, &origin, &err), -1);
+	assert_non_null(strstr(err->msg, "p.json: seccomp"));
+	assert_non_null(strstr(err->msg, "/nonexistent/p.json"));
+
+	ar_autopolicy struct ar_policy *d = parse("{\"name\": \"x\", \"network\": \"none\"}");
+	ar_autospec struct ar_spec *ds = build(d, NULL);
+	ar_auto_error ar_error_t err2 = NULL;
+	ar_autofree char *owned2 = NULL;
+	assert_int_equal(ar_spec_seccomp_text(ds, &owned2, &text, &origin, &err2), 0);
+	assert_non_null(strstr(text, "defaultAction"));
+	assert_string_equal(origin, "seccomp/default.json");
+}
+
+/* run's mount plan masks and protects exactly the spec's table, nothing else */
+static void test_mount_plan_reads_table(void **state)
+{
+	ar_autopolicy struct ar_policy *p = parse("{\"name\": \"x\", \"network\": \"none\"}");
+	struct ar_mount_plan plan;
+	ar_auto_error ar_error_t err = NULL;
+	assert_int_equal(ar_mount_plan_build(p, NULL, &plan, &err), 0);
+	size_t seen = 0;
+	for (size_t i = 0; i < plan.n_ops; i++) {
+		const struct ar_mount_op *op = &plan.ops[i];
+		bool sys = ar_path_under(op->target, "/proc") || ar_path_under(op->target, "/sys");
+		if (!sys || (op->kind != AR_MNT_MASK && op->kind != AR_MNT_RO_SELF))
+			continue;
+		assert_true(seen < ar_spec_n_system_paths);
+		const struct ar_spec_path *sp = &ar_spec_system_paths[seen++];
+		assert_string_equal(op->target, sp->path);
+		assert_int_equal(op->kind,
+				 sp->kind == AR_SPEC_MASKED ? AR_MNT_MASK : AR_MNT_RO_SELF);
+	}
+	assert_int_equal(seen, ar_spec_n_system_paths);
+	ar_mount_plan_free(&plan);
+}
+
+static void test_tables(void **state)
+{
+	/* the three masks that used to differ between run and render */
+	static const char *const must_mask[] = {"/proc/sysrq-trigger", "/sys/kernel/security",
+						"/sys/kernel/debug"};
+	for (size_t j = 0; j < AR_ARRAY_SIZE(must_mask); j++) {
+		bool found = false;
+		for (size_t i = 0; i < ar_spec_n_system_paths; i++)
+			if (strcmp(ar_spec_system_paths[i].path, must_mask[j]) == 0) {
+				assert_int_equal(ar_spec_system_paths[i].kind, AR_SPEC_MASKED);
+				found = true;
+			}
+		assert_true(found);
+	}
+	assert_int_equal(ar_spec_n_namespaces, 6);
+	assert_string_equal(ar_spec_namespaces[1].oci, "network");
+	assert_string_equal(ar_spec_namespaces[1].proc, "net");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_triage),	 cmocka_unit_test(test_proxy_url_and_none),
+	    cmocka_unit_test(test_seccomp_text), cmocka_unit_test(test_mount_plan_reads_table),
+	    cmocka_unit_test(test_tables),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
