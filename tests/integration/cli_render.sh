@@ -175,8 +175,16 @@ while argv[i].startswith("-"):
         mounts.append(m)
     elif flag not in ("--rm", "-i", "-d"): sys.exit("argv2inspect: unknown flag " + flag)
 cfg["Image"], cfg["Cmd"] = argv[i], argv[i + 1:]
-json.dump([{"Name": "/" + name, "AppArmorProfile": "", "HostConfig": hc, "Config": cfg,
-            "Mounts": mounts, "NetworkSettings": {"Networks": nets}}], sys.stdout)
+out = [{"Name": "/" + name, "AppArmorProfile": "", "HostConfig": hc, "Config": cfg,
+        "Mounts": mounts, "NetworkSettings": {"Networks": nets}}]
+# the agent's network as `docker inspect CONTAINER NETWORK` would add it
+for s in steps:
+    if s["label"] != "internal network": continue
+    a = [x for x in s["argv"][3:] if x not in sys.argv[2:]]
+    opts = {a[k + 1].partition("=")[0]: a[k + 1].partition("=")[2] for k in range(len(a)) if a[k] == "-o"}
+    out.append({"Name": a[-1], "Driver": "bridge", "Internal": "--internal" in a, "Options": opts,
+                "IPAM": {"Config": [{"Subnet": "172.18.0.0/16", "Gateway": "172.18.0.1"}]}})
+json.dump(out, sys.stdout)
 EOF
 expect_status "render json (network none)" 0 "$AGENTRUN" render --policy "$AR_TMP/offline.json" \
 	--format json -- id
@@ -198,6 +206,15 @@ python3 "$AR_TMP/argv2inspect.py" "$AR_TMP/triage.plan.json" --cgroupns private 
 expect_status "check sees a plan without --cgroupns private" 1 \
 	"$AGENTRUN" check --policy "$AR_TMP/triage.json" --inspect "$AR_TMP/cgns.inspect.json"
 expect_match "the finding is the cgroup namespace" '^DRIFT cgroupns mode expected private actual host' "$(cat "$AR_TMP/out")"
+# and a network made without the inhibit_ipv4 option leaves the host reachable from it
+python3 "$AR_TMP/argv2inspect.py" "$AR_TMP/triage.plan.json" -o com.docker.network.bridge.inhibit_ipv4=true >"$AR_TMP/gw.inspect.json"
+expect_status "check sees a network where the host has an address" 1 \
+	"$AGENTRUN" check --policy "$AR_TMP/triage.json" --inspect "$AR_TMP/gw.inspect.json"
+expect_match "the finding is the host path" '^DRIFT host services reachable through triage-net expected no actual yes \(gateway 172\.18\.0\.1\)' "$(cat "$AR_TMP/out")"
+python3 "$AR_TMP/argv2inspect.py" "$AR_TMP/triage.plan.json" --internal >"$AR_TMP/nat.inspect.json"
+expect_status "check sees a network made without --internal" 1 \
+	"$AGENTRUN" check --policy "$AR_TMP/triage.json" --inspect "$AR_TMP/nat.inspect.json"
+expect_match "the finding is the outbound NAT" '^DRIFT network triage-net internal expected true actual false' "$(cat "$AR_TMP/out")"
 
 # --- OCI under runc -------------------------------------------------------------------
 oci_prereq() {
