@@ -491,6 +491,11 @@ static void test_sh(void **state)
 			       "com.docker.network.bridge.inhibit_ipv4=true triage-net\n"));
 	assert_non_null(strstr(out.data, "\tdocker rm -f triage-proxy >/dev/null 2>&1 || true\n"));
 	assert_non_null(strstr(out.data, "\naudit() {\n"));
+	/* what docker can and cannot do about the host, said plainly */
+	assert_non_null(strstr(out.data, "\n# The agent's network triage-net is --internal with "
+					 "inhibit_ipv4: no outbound NAT and no\n"));
+	assert_non_null(strstr(out.data, "(moby/libnetwork#1151). The proxy is also on "
+					 "triage-egress and can reach them;"));
 	assert_non_null(strstr(out.data, "\tdocker exec triage-proxy agentrun audit "
 					 "/var/log/agentrun/audit.jsonl\n"));
 	/* the echo of a quoted argument is itself quoted once more */
