@@ -153,13 +153,10 @@ docker rm -f triage-agent >/dev/null
 
 # drifted agents: the rendered argv with one change each, and exactly one finding
 "$AGENTRUN" render --policy "$P" --format json -- sleep 120 >"$AR_TMP/plan.json"
-# drift NAME FINDING PYTHON-EDIT [PID-FINDING]: run the agent argv edited by PYTHON-EDIT
-# (over `a`, the argv after `docker run`) detached as NAME; check --container must report
-# exactly FINDING, and check --pid on its init a finding matching PID-FINDING (the same
-# drift seen through /proc), when given.
-drift() {
-	local name=$1 finding=$2 edit=$3 pid_finding=${4:-}
-	mapfile -t argv < <(python3 - "$AR_TMP/plan.json" "$name" "$edit" <<'EOF'
+# agent_argv NAME PYTHON-EDIT: the rendered agent's `docker run` arguments, detached, named
+# NAME, edited by PYTHON-EDIT (over `a`, the argv after `docker run`; drop() and put()).
+agent_argv() {
+	python3 - "$AR_TMP/plan.json" "$1" "$2" <<'EOF'
 import json, sys
 plan, name, edit = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
 a = [s for s in plan["steps"] if s["label"] == "agent"][0]["argv"][2:]
@@ -172,7 +169,15 @@ def put(*flags):
 exec(edit)
 print("\n".join(a))
 EOF
-	)
+}
+
+# drift NAME FINDING PYTHON-EDIT [PID-FINDING]: run agent_argv NAME PYTHON-EDIT detached
+# as NAME; check --container must report
+# exactly FINDING, and check --pid on its init a finding matching PID-FINDING (the same
+# drift seen through /proc), when given.
+drift() {
+	local name=$1 finding=$2 edit=$3 pid_finding=${4:-}
+	mapfile -t argv < <(agent_argv "$name" "$edit")
 	docker run -d "${argv[@]}" >/dev/null 2>"$AR_TMP/drift.err" || { fail "$name: docker run: $(cat "$AR_TMP/drift.err")"; return; }
 	expect_status "drift $name: check --container" 1 "$AGENTRUN" check -p "$P" -c "$name"
 	expect_eq "drift $name: exactly its finding" "$finding" \
@@ -203,6 +208,13 @@ drift bare-uid "user" 'a[a.index("--user") + 1] = "1000"' '^DRIFT group expected
 drift rw-root "read-only rootfs" 'a.remove("--read-only")' '^DRIFT read-only rootfs '
 drift no-pids "pids limit" 'drop("--pids-limit")' '^DRIFT pids limit expected 64 actual unlimited'
 drift seccomp "seccomp" 'put("--security-opt", "seccomp=unconfined")' '^DRIFT seccomp expected filter actual disabled'
+# a container that was never started: checked as configured, and said so
+mapfile -t created < <(agent_argv lane-created pass)
+docker create "${created[@]}" >/dev/null
+expect_status "a created container: check --container" 0 "$AGENTRUN" check -p "$P" -c lane-created
+expect_match "a created container: the note says it never started" \
+	'^NOTE container lane-created has never started \(state created\)' "$(cat "$AR_TMP/out")"
+docker rm -f lane-created >/dev/null
 expect_match "bare uid: says the group is missing" 'actual 1000 \(no group' "$(cat "$AR_TMP/drift-bare-uid.out")"
 
 expect_status "triage: down" 0 sh "$AR_TMP/triage.sh" down
