@@ -38,8 +38,7 @@ struct ar_findings {
 void ar_findings_add(struct ar_findings *f, const char *what, const char *expected,
 		     const char *actual, const char *fix);
 /* A note: printed as "NOTE TEXT" (text) or in "notes" (JSON); not counted as drift. */
-void ar_findings_note(struct ar_findings *f, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void ar_findings_note(struct ar_findings *f, const char *text);
 void ar_findings_free(struct ar_findings *f);
 /* A copy of s with control characters (and DEL) written as \xNN: one printable line. */
 char *ar_check_printable(const char *s);

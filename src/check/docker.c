@@ -235,11 +235,12 @@ static void check_agent_network(const struct ctx *c)
 	    "docker network rm %s; docker network create " AR_DOCKER_NET_CREATE_OPTS " %s", want,
 	    want);
 	if (n == NULL) {
-		ar_findings_note(c->out,
-				 "network %s was not inspected: its --internal setting and the "
+		ar_autofree char *note =
+		    ar_xasprintf("network %s was not inspected: its --internal setting and the "
 				 "host's address on it are not checked (use --container, or save "
 				 "`docker inspect CONTAINER %s`)",
 				 want, want);
+		ar_findings_note(c->out, note);
 		return;
 	}
 	ar_autofree char *what = ar_xasprintf("network %s internal", want);
@@ -263,16 +264,15 @@ static void check_state(const struct ctx *c)
 	const char *st = c->d->state_status;
 	if (st[0] == '\0' || strcmp(st, "running") == 0)
 		return;
-	if (c->d->started_at[0] == '\0' || strncmp(c->d->started_at, "0001-01-01", 10) == 0)
-		ar_findings_note(c->out,
-				 "container %s has never started (state %s): checked as "
-				 "configured, nothing has run with it",
-				 c->d->name[0] ? c->d->name : "?", st);
-	else
-		ar_findings_note(c->out,
-				 "container %s is not running (state %s): checked as "
+	bool never =
+	    c->d->started_at[0] == '\0' || strncmp(c->d->started_at, "0001-01-01", 10) == 0;
+	ar_autofree char *note =
+	    ar_xasprintf(never ? "container %s has never started (state %s): checked as "
+				 "configured, nothing has run with it"
+			       : "container %s is not running (state %s): checked as "
 				 "configured when it last ran",
-				 c->d->name[0] ? c->d->name : "?", st);
+			 c->d->name[0] ? c->d->name : "?", st);
+	ar_findings_note(c->out, note);
 }
 
 static void limit_text(int64_t v, bool cpus, char *buf, size_t size)

@@ -4,7 +4,6 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,18 +42,10 @@ void ar_findings_add(struct ar_findings *f, const char *what, const char *expect
 	};
 }
 
-void ar_findings_note(struct ar_findings *f, const char *fmt, ...)
+void ar_findings_note(struct ar_findings *f, const char *text)
 {
-	va_list ap;
-	char *text = NULL;
-	va_start(ap, fmt);
-	int n = vasprintf(&text, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		abort();
 	f->notes = ar_xrealloc(f->notes, (f->n_notes + 1) * sizeof(char *));
 	f->notes[f->n_notes++] = ar_check_printable(text);
-	free(text);
 }
 
 void ar_findings_free(struct ar_findings *f)

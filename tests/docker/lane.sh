@@ -92,6 +92,18 @@ probe() {
 	done
 }
 
+# run_sleeping NAME: the rendered agent of policy $P running `sleep 120` in the background,
+# as the script's `run` starts it; returns once NAME-agent is running.
+run_sleeping() {
+	"$AGENTRUN" render --policy "$P" --format sh -- sleep 120 >"$AR_TMP/$1-sleep.sh"
+	sh "$AR_TMP/$1-sleep.sh" run >/dev/null 2>&1 &
+	for _ in $(seq 1 100); do
+		[ "$(docker inspect -f '{{.State.Running}}' "$1-agent" 2>/dev/null)" = true ] && return 0
+		sleep 0.1
+	done
+	fail "$1-agent did not start"
+}
+
 gateway() { docker network inspect -f '{{(index .IPAM.Config 0).Gateway}}' "$1"; }
 
 # --- triage: network proxy -----------------------------------------------------------
@@ -133,12 +145,7 @@ expect_match "audit: the origin allowed and served" '^lane-origin +1 +0 +0 ' "$(
 expect_match "audit: the denied host" '^denied\.example +0 +0 +1 ' "$(cat "$AR_TMP/out")"
 
 # check on the rendered agent, alive: no drift; its init seen through /proc agrees
-"$AGENTRUN" render --policy "$P" --format sh -- sleep 120 >"$AR_TMP/sleep.sh"
-sh "$AR_TMP/sleep.sh" run >/dev/null 2>&1 &
-for _ in $(seq 1 100); do
-	[ "$(docker inspect -f '{{.State.Running}}' triage-agent 2>/dev/null)" = true ] && break
-	sleep 0.1
-done
+run_sleeping triage
 expect_status "check --container on the rendered agent" 0 "$AGENTRUN" check -p "$P" -c triage-agent
 expect_eq "check --container: the verdict" "triage-agent vs policy triage: 0 drift finding(s)" "$(cat "$AR_TMP/out")"
 pid=$(docker inspect -f '{{.State.Pid}}' triage-agent)
@@ -235,12 +242,7 @@ for want in ids=1000:1000 CapEff=0000000000000000 NoNewPrivs=1 Seccomp=2 rootfs=
 	expect_match "offline agent: $want" "^$want\$" "$out"
 done
 expect_status "offline: audit says there is no proxy" 2 sh "$AR_TMP/offline.sh" audit
-"$AGENTRUN" render --policy "$P" --format sh -- sleep 120 >"$AR_TMP/osleep.sh"
-sh "$AR_TMP/osleep.sh" run >/dev/null 2>&1 &
-for _ in $(seq 1 100); do
-	[ "$(docker inspect -f '{{.State.Running}}' offline-agent 2>/dev/null)" = true ] && break
-	sleep 0.1
-done
+run_sleeping offline
 expect_status "offline: check --container" 0 "$AGENTRUN" check -p "$P" -c offline-agent
 expect_status "offline: down" 0 sh "$AR_TMP/offline.sh" down
 

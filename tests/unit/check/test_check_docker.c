@@ -1098,7 +1098,7 @@ static void test_formats(void **state)
 		       "\"expected\": \"1000\", \"actual\": \"a\\\"b\", \"fix\": \"--user "
 		       "1000\"}], \"notes\": []}\n");
 	ar_autobuf struct ar_buf noted = {0};
-	ar_findings_note(&f, "container %s is not running", "web\n");
+	ar_findings_note(&f, "container web\n is not running");
 	ar_check_format_json(&noted, &f, "web", "triage");
 	assert_non_null(
 	    strstr(noted.data, "\"notes\": [\"container web\\\\x0a is not running\"]}\n"));
