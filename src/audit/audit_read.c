@@ -52,7 +52,8 @@ static bool failed_status(const cJSON *o)
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "status");
 	if (!cJSON_IsNumber(v))
 		return false;
-	int st = (int)v->valuedouble;
+	/* compared as the double it is: converting 1e30 to int would be undefined */
+	double st = v->valuedouble;
 	return st == 413 || st == 502 || st == 503 || st == 504;
 }
 

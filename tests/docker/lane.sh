@@ -246,6 +246,16 @@ run_sleeping offline
 expect_status "offline: check --container" 0 "$AGENTRUN" check -p "$P" -c offline-agent
 expect_status "offline: down" 0 sh "$AR_TMP/offline.sh" down
 
+# What dockerd did to the network it runs in (here its own; on a host, the host's), for
+# docs/render.md: forwarding on, a FORWARD policy DROP, its rules, docker0.
+in_docker_ns() { nsenter --net="/proc/$DOCKERD_PID/ns/net" "$@"; }
+expect_eq "dockerd turned ip_forward on in its namespace" 1 "$(in_docker_ns sysctl -n net.ipv4.ip_forward)"
+expect_eq "dockerd set the FORWARD policy to DROP" "-P FORWARD DROP" "$(in_docker_ns iptables -S FORWARD | head -1)"
+rules=$(in_docker_ns iptables-save | grep -c '^-A' || true)
+nft_lines=$(in_docker_ns nft list ruleset | wc -l)
+echo "measured: dockerd's namespace has $rules iptables rules and $nft_lines nft lines"
+expect_match "dockerd wrote its iptables rules ($rules)" '^([2-9][0-9]|[0-9]{3,})$' "$rules"
+expect_match "dockerd left docker0" 'docker0' "$(in_docker_ns ip -o link show docker0)"
 dockerd_stop
 host_net_snapshot "$AR_TMP/net-after"
 for f in links routes iptables nft forwarding; do

@@ -127,19 +127,23 @@ static void test_failed(void **state)
 				   "{\"host\":\"a\",\"allowed\":true,\"status\":413}\n"
 				   "{\"host\":\"a\",\"allowed\":true,\"status\":404}\n"
 				   "{\"host\":\"a\",\"allowed\":true,\"status\":500}\n"
-				   "{\"host\":\"b\",\"allowed\":false,\"status\":502}\n";
+				   "{\"host\":\"b\",\"allowed\":false,\"status\":502}\n"
+				   /* fuzz reproducer: a status beyond int is no proxy
+				    * status, and converting it is no UB */
+				   "{\"host\":\"b\",\"allowed\":true,\"status\":2e22}\n"
+				   "{\"host\":\"b\",\"allowed\":true,\"status\":502.5}\n";
 	struct ar_audit_summary s;
 	struct ar_buf out = {0};
 	(void)state;
 	ar_audit_summarize(text, strlen(text), &s);
-	assert_int_equal(s.allowed, 3);
+	assert_int_equal(s.allowed, 5);
 	assert_int_equal(s.failed, 3);
 	assert_int_equal(s.denied, 1);
 	assert_int_equal(s.hosts[0].failed, 3);
 	assert_int_equal(s.hosts[1].failed, 0);
 	ar_audit_format_text(&s, &out);
 	assert_non_null(strstr(out.data, "\na           3        3        0            0"));
-	assert_non_null(strstr(out.data, ": 3 allowed, 3 failed, 1 denied,"));
+	assert_non_null(strstr(out.data, ": 5 allowed, 3 failed, 1 denied,"));
 	ar_buf_free(&out);
 	ar_audit_format_json(&s, &out);
 	assert_non_null(strstr(out.data, "\"a\": {\"allowed\": 3, \"failed\": 3, \"denied\": 0,"));
