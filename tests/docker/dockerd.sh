@@ -38,7 +38,9 @@ dockerd_start() {
 	export PATH="$dir/bin:$PATH"
 	export DOCKER_HOST="unix://$dir/docker.sock"
 	local own
+	# below this process's own cgroup: the memory hierarchy's on v1 and hybrid hosts, else v2
 	own=$(awk -F: '$2 == "memory" {print $3}' /proc/self/cgroup)
+	[ -n "$own" ] || own=$(awk -F: '$1 == "0" {print $3}' /proc/self/cgroup)
 	DOCKERD_CGROUP="${own%/}/$AR_TAG-docker"
 	cat >"$dir/daemon.json" <<-EOF
 		{"dns": ["127.0.0.1"], "storage-driver": "overlay2", "log-level": "warn"}
@@ -105,7 +107,12 @@ dockerd_stop() {
 		sleep 0.1
 	done
 	# the namespaces (and the mounts in them) went with their last process
-	find /sys/fs/cgroup/*"$DOCKERD_CGROUP" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+	case ${DOCKERD_CGROUP:-} in
+	*/"$AR_TAG-docker") # only ever the cgroup this lane made
+		find /sys/fs/cgroup"$DOCKERD_CGROUP" /sys/fs/cgroup/*"$DOCKERD_CGROUP" -depth -type d \
+			-exec rmdir {} \; 2>/dev/null || true
+		;;
+	esac
 	rm -rf "$dir"
 	DOCKERD_PID=""
 }

@@ -76,8 +76,9 @@ probe() {
 		echo "ids=$(id -u):$(id -g)"
 		grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status | tr -d '\t' | tr ':' '='
 		if touch /probe 2>/dev/null; then echo rootfs=rw; else echo rootfs=ro; fi
-		echo "pids=$(cat /sys/fs/cgroup/pids/pids.max)"
-		echo "memory=$(cat /sys/fs/cgroup/memory/memory.limit_in_bytes)"
+		cg=/sys/fs/cgroup # cgroup v1 (hybrid hosts), else v2
+		echo "pids=$(cat $cg/pids/pids.max 2>/dev/null || cat $cg/pids.max)"
+		echo "memory=$(cat $cg/memory/memory.limit_in_bytes 2>/dev/null || cat $cg/memory.max)"
 	EOF
 	[ $# -gt 0 ] || return 0
 	cat <<-'EOF'
@@ -262,7 +263,7 @@ for f in links routes iptables nft forwarding; do
 	expect_eq "the host's $f are as found" "" "$(diff -u "$AR_TMP/net-before/$f" "$AR_TMP/net-after/$f")"
 done
 expect_eq "dockerd's directories are gone" "" "$(ls -d "$AR_TMP/dockerd" 2>/dev/null)"
-expect_eq "its cgroups are gone" "" "$(ls -d /sys/fs/cgroup/*"$DOCKERD_CGROUP" 2>/dev/null)"
+expect_eq "its cgroups are gone" "" "$(ls -d /sys/fs/cgroup"$DOCKERD_CGROUP" /sys/fs/cgroup/*"$DOCKERD_CGROUP" 2>/dev/null)"
 
 elapsed=$(($(date +%s) - started))
 expect_match "the lane took under 5 minutes (${elapsed}s)" '^[0-9]+$' "$([ "$elapsed" -lt 300 ] && echo "$elapsed")"
