@@ -192,6 +192,8 @@ drift() {
 		"$(sed -n 's/^DRIFT \(.*\) expected .*/\1/p' "$AR_TMP/out" | sort | tr '\n' ';' | sed 's/;$//')"
 	expect_nomatch "drift $name: no secret value printed" 'ghp_lane|pwlane' "$(cat "$AR_TMP/out" "$AR_TMP/err")"
 	cp "$AR_TMP/out" "$AR_TMP/drift-$name.out"
+	expect_status "drift $name: check --container --json" 1 "$AGENTRUN" check -p "$P" -c "$name" --json
+	expect_nomatch "drift $name: no secret value in --json" 'ghp_lane|pwlane' "$(cat "$AR_TMP/out")"
 	if [ -n "$pid_finding" ]; then
 		local pid
 		pid=$(docker inspect -f '{{.State.Pid}}' "$name")
