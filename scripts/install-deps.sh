@@ -12,6 +12,9 @@ test_pkgs=(curl git openssl python3 iproute2 util-linux procps user-mode-linux r
 	crun podman runsc golang-github-opencontainers-specs-dev python3-jsonschema)
 # render --format k8s is validated against the Kubernetes schemas from npm (docs/k8s.md)
 command -v node >/dev/null && command -v npm >/dev/null || test_pkgs+=(nodejs npm)
+# the live docker lane (tests/docker/): dockerd runs only inside namespaces the test makes;
+# nftables for comparing the host's ruleset before and after
+test_pkgs+=(docker.io nftables)
 bench_pkgs=(hyperfine bubblewrap tinyproxy squid nginx-light wrk firejail)
 
 pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}")
@@ -28,5 +31,14 @@ done
 if [ "${#missing[@]}" -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
+	# installing docker.io must not start dockerd in the host's network namespace (it
+	# rewrites ip_forward, iptables and adds docker0): no service starts during install
+	guard=""
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod 755 /usr/sbin/policy-rc.d
+		guard=/usr/sbin/policy-rc.d
+	fi
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	if [ -n "$guard" ]; then rm -f "$guard"; fi
 fi

@@ -14,7 +14,8 @@
 
 struct ar_audit_host {
 	char *host;
-	uint64_t allowed;
+	uint64_t allowed; /* allowed and served */
+	uint64_t failed;  /* allowed but not served: the proxy answered 413, 502, 503 or 504 */
 	uint64_t denied;
 	uint64_t bytes_out;
 	uint64_t bytes_in;
@@ -25,6 +26,7 @@ struct ar_audit_summary {
 	size_t n_hosts;
 	uint64_t requests;
 	uint64_t allowed;
+	uint64_t failed;
 	uint64_t denied;
 	uint64_t bytes_out;
 	uint64_t bytes_in;

@@ -31,30 +31,43 @@ struct ar_findings {
 	struct ar_finding *v;
 	size_t n;
 	size_t cap;
+	char **notes; /* not drift: what could not be judged ("container is not running") */
+	size_t n_notes;
 };
 
 void ar_findings_add(struct ar_findings *f, const char *what, const char *expected,
 		     const char *actual, const char *fix);
+/* A note: printed as "NOTE TEXT" (text) or in "notes" (JSON); not counted as drift. */
+void ar_findings_note(struct ar_findings *f, const char *text);
 void ar_findings_free(struct ar_findings *f);
 /* A copy of s with control characters (and DEL) written as \xNN: one printable line. */
 char *ar_check_printable(const char *s);
 #define ar_autofindings __attribute__((cleanup(ar_findings_free)))
 
-/* "DRIFT WHAT expected E actual A\n  fix: FIX\n" per finding, then
- * "SUBJECT vs policy P: N drift finding(s)\n". */
+/* "NOTE TEXT\n" per note, "DRIFT WHAT expected E actual A\n  fix: FIX\n" per finding,
+ * then "SUBJECT vs policy P: N drift finding(s)\n". */
 void ar_check_format_text(struct ar_buf *out, const struct ar_findings *f, const char *subject,
 			  const char *policy_name);
-/* {"subject": ..., "policy": ..., "drift": N, "findings": [{what, expected, actual, fix}]} */
+/* {"subject": ..., "policy": ..., "drift": N, "findings": [{what, expected, actual, fix}],
+ *  "notes": [...]} */
 void ar_check_format_json(struct ar_buf *out, const struct ar_findings *f, const char *subject,
 			  const char *policy_name);
 
 /* ---- shared classification (pure) ---- */
 
-/* A variable name that looks like a secret: ends in _KEY, _TOKEN, _SECRET or contains
- * PASSWORD (case-insensitive). */
+/* A variable name that looks like a secret: ends in _KEY, _TOKEN, _SECRET, _PAT,
+ * _CREDENTIAL(S) or _AUTH, or contains PASSWORD (case-insensitive). */
 bool ar_check_is_secret_name(const char *name);
-/* One "secret in environment NAME" finding per secret-named variable of env
- * ("KEY=VALUE" entries, NULL-terminated; NULL is none). Names only, never values.
+/* A value that is a secret whatever its name: a URL with user:password@, or a
+ * well-known token shape (ghp_..., github_pat_..., sk-..., xoxb-/xoxp-..., AKIA...). */
+bool ar_check_is_secret_value(const char *v);
+/* A URL in v carries userinfo (user@ or user:password@). */
+bool ar_check_value_has_credentials(const char *v);
+/* How a finding may show the value of KEY: "(set, with credentials)" for a URL with
+ * userinfo, "(hidden)" for a secret name or value, else v itself. */
+const char *ar_check_shown_value(const char *key, const char *v);
+/* One "secret in environment NAME" finding per variable of env with a secret name or
+ * value ("KEY=VALUE" entries, NULL-terminated; NULL is none). Names only, never values.
  * fix_fmt gets the name as its first (and, if it has two %s, second) argument. */
 void ar_findings_add_secrets(struct ar_findings *f, char *const *env, const char *fix_fmt)
     __attribute__((format(printf, 3, 0)));
@@ -83,8 +96,19 @@ struct ar_docker_mount {
 	bool readonly;
 };
 
+/* A network from `docker network inspect` (or a network object in an inspect array). */
+struct ar_docker_network {
+	char *name;
+	char *driver;	   /* "bridge", ... ("" when absent) */
+	char *gateway;	   /* the first IPAM gateway, "" when none is recorded */
+	bool internal;	   /* --internal: no outbound NAT */
+	bool inhibit_ipv4; /* bridge option inhibit_ipv4: the host has no address on it */
+};
+
 struct ar_docker_facts {
-	char *name; /* without docker's leading '/' */
+	char *name;	    /* without docker's leading '/' */
+	char *state_status; /* State.Status: "running", "created", "exited", "" when absent */
+	char *started_at;   /* State.StartedAt, "" when absent */
 	bool readonly_rootfs;
 	bool privileged;
 	char **cap_drop; /* NULL-terminated, never NULL; uppercase, without CAP_ */
@@ -115,25 +139,35 @@ struct ar_docker_facts {
 	int readonly_paths; /* same for ReadonlyPaths; [] (0) is systempaths=unconfined */
 	struct ar_docker_mount *mounts;
 	size_t n_mounts;
+	struct ar_docker_network *nets; /* what is known of the networks it is on */
+	size_t n_nets;
 };
 
-/* Parse `docker inspect` output: an array (element 0 is used; empty is an error) or a
- * single object. Pure; `origin` names the input in messages. */
+/* Parse `docker inspect` output: an array (element 0 is the container; empty is an
+ * error; network objects after it, as `docker inspect CONTAINER NETWORK` prints them,
+ * are read too) or a single object. Pure; `origin` names the input in messages. */
 int ar_check_inspect_parse(const char *json, size_t len, const char *origin,
 			   struct ar_docker_facts **out, ar_error_t *err);
+/* Add the network objects of `docker inspect --type network N...` output to d. */
+int ar_check_inspect_add_networks(const char *json, size_t len, const char *origin,
+				  struct ar_docker_facts *d, ar_error_t *err);
+/* The facts of network `name`, or NULL when it was not inspected. */
+const struct ar_docker_network *ar_check_docker_network(const struct ar_docker_facts *d,
+							const char *name);
 void ar_docker_facts_free(struct ar_docker_facts *d);
 void ar_cleanup_docker_factsp(struct ar_docker_facts **d);
 #define ar_autodocker_facts __attribute__((cleanup(ar_cleanup_docker_factsp)))
 
-/* Compare (pure): append one finding per broken expectation, in table order. */
+/* Compare (pure): append one finding per broken expectation, in table order, and
+ * notes (not drift) for what could not be judged or deserves a word. */
 void ar_check_docker(const struct ar_policy *p, const struct ar_docker_facts *d,
 		     struct ar_findings *out);
 
-/* Run `DOCKER inspect --type container NAME` (DOCKER looked up in PATH) and capture its
- * stdout. Fails naming the container when docker is missing or exits non-zero, with the
- * first line of its stderr. */
-int ar_check_docker_inspect(const char *docker, const char *name, char **out, size_t *len,
-			    ar_error_t *err);
+/* Run `DOCKER inspect --type TYPE NAME` (TYPE "container" or "network"; DOCKER looked
+ * up in PATH) and capture its stdout. Fails naming the object when docker is missing or
+ * exits non-zero, with the first line of its stderr. */
+int ar_check_docker_inspect(const char *docker, const char *type, const char *name, char **out,
+			    size_t *len, ar_error_t *err);
 
 /* ---- processes (/proc) ---- */
 

@@ -13,6 +13,11 @@
 
 #define AR_RENDER_AUDIT_DIR  "/var/log/agentrun"
 #define AR_RENDER_AUDIT_FILE AR_RENDER_AUDIT_DIR "/audit.jsonl"
+/* The bridge option that leaves the host without an address on a network: with it an
+ * --internal network has no path to the host's services (moby/libnetwork#1151). */
+#define AR_DOCKER_INHIBIT_IPV4 "com.docker.network.bridge.inhibit_ipv4"
+/* How the agent's network is created (render prints it, check's fixes name it). */
+#define AR_DOCKER_NET_CREATE_OPTS "--internal -o " AR_DOCKER_INHIBIT_IPV4 "=true"
 
 enum ar_render_format {
 	AR_RENDER_TEXT,
@@ -48,7 +53,7 @@ struct ar_render_plan {
 
 struct ar_render_options {
 	const char *image;	 /* overrides the policy's `image`; NULL = use the policy's */
-	const char *proxy_image; /* NULL = "agentrun:" AGENTRUN_VERSION */
+	const char *proxy_image; /* NULL = AR_RENDER_DEFAULT_IMAGE */
 	char *const *cmd;	 /* the command after `--`; n_cmd 0 = the image's default */
 	size_t n_cmd;
 	/* --format oci */
@@ -58,10 +63,18 @@ struct ar_render_options {
 	const char *policy_path; /* absolute policy path for the hooks and the annotation */
 };
 
+/* The default proxy image: what scripts/docker-image.sh builds. */
+#define AR_RENDER_DEFAULT_IMAGE "agentrun:" AGENTRUN_VERSION
+
+/* Refuse what docker's reference grammar would not take as an image (NAME[:TAG][@DIGEST]),
+ * naming `what` ("--image", "p.json: image") in the message. Pure. */
+int ar_render_image_check(const char *ref, const char *what, ar_error_t *err);
+
 /* Parse "text", "json", "sh" or "oci". Returns 0 or -1 (the caller names the flag). */
 int ar_render_format_parse(const char *s, enum ar_render_format *out);
 
-/* Build the docker plan for p. Fails (naming the field) when no agent image is known. */
+/* Build the docker plan for p. Fails (naming the field or flag) when no agent image is
+ * known or an image is not a docker image reference. */
 int ar_render_plan_build(const struct ar_policy *p, const struct ar_render_options *o,
 			 struct ar_render_plan **out, ar_error_t *err);
 void ar_render_plan_free(struct ar_render_plan *plan);

@@ -1,6 +1,7 @@
 /* Audit log reader: JSON Lines in, per-host totals out. Pure over a buffer. */
 #define _GNU_SOURCE
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,33 @@ static uint64_t number_field(const cJSON *o, const char *key)
 	return (uint64_t)v->valuedouble;
 }
 
+/* Statuses the proxy itself answers for an allowed request it could not serve: the byte
+ * budget (413), the origin unreachable or failing (502), over capacity (503), a timeout
+ * (504). Anything else the origin sent, and the request was served. */
+static bool failed_status(const cJSON *o)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "status");
+	if (!cJSON_IsNumber(v))
+		return false;
+	/* compared as the double it is: converting 1e30 to int would be undefined */
+	double st = v->valuedouble;
+	return st == 413 || st == 502 || st == 503 || st == 504;
+}
+
+static void count(struct ar_audit_summary *s, struct ar_audit_host *h, const cJSON *o, bool allowed)
+{
+	if (allowed && failed_status(o)) {
+		h->failed++;
+		s->failed++;
+	} else if (allowed) {
+		h->allowed++;
+		s->allowed++;
+	} else {
+		h->denied++;
+		s->denied++;
+	}
+}
+
 /* One line; returns 0 when it is an audit object. The entry is re-printed by cJSON
  * rather than copied, so --json stays valid whatever bytes the line held. */
 static int add_line(struct ar_audit_summary *s, const char *line, size_t len)
@@ -69,13 +97,7 @@ static int add_line(struct ar_audit_summary *s, const char *line, size_t len)
 	struct ar_audit_host *h =
 	    host_slot(s, cJSON_IsString(host) ? host->valuestring : AR_AUDIT_NO_HOST);
 	uint64_t out = number_field(o, "bytes_out"), in = number_field(o, "bytes_in");
-	if (cJSON_IsTrue(allowed)) {
-		h->allowed++;
-		s->allowed++;
-	} else {
-		h->denied++;
-		s->denied++;
-	}
+	count(s, h, o, cJSON_IsTrue(allowed));
 	h->bytes_out += out;
 	h->bytes_in += in;
 	s->bytes_out += out;
@@ -119,17 +141,20 @@ void ar_audit_format_text(const struct ar_audit_summary *s, struct ar_buf *out)
 	for (size_t i = 0; i < s->n_hosts; i++)
 		if (strlen(s->hosts[i].host) > w)
 			w = strlen(s->hosts[i].host);
-	ar_buf_printf(out, "%-*s %8s %8s %12s %12s\n", (int)w, "HOST", "ALLOWED", "DENIED",
-		      "BYTES_OUT", "BYTES_IN");
+	ar_buf_printf(out, "%-*s %8s %8s %8s %12s %12s\n", (int)w, "HOST", "ALLOWED", "FAILED",
+		      "DENIED", "BYTES_OUT", "BYTES_IN");
 	for (size_t i = 0; i < s->n_hosts; i++) {
 		const struct ar_audit_host *h = &s->hosts[i];
-		ar_buf_printf(out, "%-*s %8" PRIu64 " %8" PRIu64 " %12" PRIu64 " %12" PRIu64 "\n",
-			      (int)w, h->host, h->allowed, h->denied, h->bytes_out, h->bytes_in);
+		ar_buf_printf(
+		    out,
+		    "%-*s %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %12" PRIu64 " %12" PRIu64 "\n",
+		    (int)w, h->host, h->allowed, h->failed, h->denied, h->bytes_out, h->bytes_in);
 	}
 	ar_buf_printf(out,
 		      "%" PRIu64 " request(s) to %zu host(s): %" PRIu64 " allowed, %" PRIu64
-		      " denied, %" PRIu64 " bytes out, %" PRIu64 " bytes in\n",
-		      s->requests, s->n_hosts, s->allowed, s->denied, s->bytes_out, s->bytes_in);
+		      " failed, %" PRIu64 " denied, %" PRIu64 " bytes out, %" PRIu64 " bytes in\n",
+		      s->requests, s->n_hosts, s->allowed, s->failed, s->denied, s->bytes_out,
+		      s->bytes_in);
 }
 
 void ar_audit_format_json(const struct ar_audit_summary *s, struct ar_buf *out)
@@ -143,15 +168,16 @@ void ar_audit_format_json(const struct ar_audit_summary *s, struct ar_buf *out)
 			ar_buf_puts(out, ", ");
 		ar_json_quote(out, h->host);
 		ar_buf_printf(out,
-			      ": {\"allowed\": %" PRIu64 ", \"denied\": %" PRIu64
-			      ", \"bytes_out\": %" PRIu64 ", \"bytes_in\": %" PRIu64 "}",
-			      h->allowed, h->denied, h->bytes_out, h->bytes_in);
+			      ": {\"allowed\": %" PRIu64 ", \"failed\": %" PRIu64
+			      ", \"denied\": %" PRIu64 ", \"bytes_out\": %" PRIu64
+			      ", \"bytes_in\": %" PRIu64 "}",
+			      h->allowed, h->failed, h->denied, h->bytes_out, h->bytes_in);
 	}
 	ar_buf_printf(out,
 		      "}, \"summary\": {\"requests\": %" PRIu64
-		      ", \"hosts\": %zu, \"allowed\": %" PRIu64 ", \"denied\": %" PRIu64
-		      ", \"bytes_out\": %" PRIu64 ", \"bytes_in\": %" PRIu64
-		      ", \"invalid_lines\": %" PRIu64 "}}\n",
-		      s->requests, s->n_hosts, s->allowed, s->denied, s->bytes_out, s->bytes_in,
-		      s->invalid_lines);
+		      ", \"hosts\": %zu, \"allowed\": %" PRIu64 ", \"failed\": %" PRIu64
+		      ", \"denied\": %" PRIu64 ", \"bytes_out\": %" PRIu64
+		      ", \"bytes_in\": %" PRIu64 ", \"invalid_lines\": %" PRIu64 "}}\n",
+		      s->requests, s->n_hosts, s->allowed, s->failed, s->denied, s->bytes_out,
+		      s->bytes_in, s->invalid_lines);
 }

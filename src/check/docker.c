@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "agentrun/check.h"
+#include "agentrun/render.h"
 
 struct ctx {
 	const struct ar_policy *p;
@@ -184,6 +185,13 @@ static void check_host_lists(const struct ctx *c)
 	}
 }
 
+/* `--network host` and `container:X` share another network namespace: one cause, one
+ * finding (the network list then says nothing more). */
+static bool shares_netns(const char *mode)
+{
+	return strcmp(mode, "host") == 0 || strncmp(mode, "container:", 10) == 0;
+}
+
 static void check_network(const struct ctx *c)
 {
 	const char *mode = c->d->network_mode[0] ? c->d->network_mode : "default";
@@ -193,10 +201,12 @@ static void check_network(const struct ctx *c)
 		return;
 	}
 	const char *want = c->p->net_name;
-	ar_autofree char *fix =
-	    ar_xasprintf("--network %s (docker network create --internal %s)", want, want);
+	ar_autofree char *fix = ar_xasprintf(
+	    "--network %s (docker network create " AR_DOCKER_NET_CREATE_OPTS " %s)", want, want);
 	if (strcmp(mode, want) != 0)
 		add(c, "network mode", want, mode, fix);
+	if (shares_netns(mode))
+		return;
 	if (c->d->networks[0] == NULL || c->d->networks[1] != NULL ||
 	    strcmp(c->d->networks[0], want) != 0) {
 		ar_autofree char *have = strv_join(c->d->networks, ",", "none");
@@ -204,6 +214,65 @@ static void check_network(const struct ctx *c)
 		    ar_xasprintf("only %s (docker network disconnect the others)", want);
 		add(c, "networks", want, have, fix2);
 	}
+}
+
+static bool on_network(const struct ar_docker_facts *d, const char *name)
+{
+	return strcmp(d->network_mode, name) == 0 || strv_has(d->networks, name);
+}
+
+/* What `docker inspect` of the container cannot say: whether the agent's network is
+ * --internal (no outbound NAT) and whether the host has an address on it. On a plain
+ * internal bridge the host's own services answer at the gateway and every other host
+ * address (moby/libnetwork#1151); inhibit_ipv4 leaves the host no address there. */
+static void check_agent_network(const struct ctx *c)
+{
+	const char *want = c->p->net_name;
+	if (c->p->network != AR_NETWORK_PROXY || !on_network(c->d, want))
+		return;
+	const struct ar_docker_network *n = ar_check_docker_network(c->d, want);
+	ar_autofree char *recreate = ar_xasprintf(
+	    "docker network rm %s; docker network create " AR_DOCKER_NET_CREATE_OPTS " %s", want,
+	    want);
+	if (n == NULL) {
+		ar_autofree char *note =
+		    ar_xasprintf("network %s was not inspected: its --internal setting and the "
+				 "host's address on it are not checked (use --container, or save "
+				 "`docker inspect CONTAINER %s`)",
+				 want, want);
+		ar_findings_note(c->out, note);
+		return;
+	}
+	ar_autofree char *what = ar_xasprintf("network %s internal", want);
+	if (!n->internal)
+		add(c, what, "true", "false (outbound NAT)", recreate);
+	if ((n->driver[0] == '\0' || strcmp(n->driver, "bridge") == 0) && !n->inhibit_ipv4) {
+		ar_autofree char *w = ar_xasprintf("host services reachable through %s", want);
+		ar_autofree char *have = n->gateway[0]
+					     ? ar_xasprintf("yes (gateway %s)", n->gateway)
+					     : ar_xstrdup("yes");
+		ar_autofree char *fix = ar_xasprintf(
+		    "%s; or run the agent under `agentrun run` (no path to the host at all)",
+		    recreate);
+		add(c, w, "no", have, fix);
+	}
+}
+
+/* Facts of a stopped container are its configuration, not a running process. */
+static void check_state(const struct ctx *c)
+{
+	const char *st = c->d->state_status;
+	if (st[0] == '\0' || strcmp(st, "running") == 0)
+		return;
+	bool never =
+	    c->d->started_at[0] == '\0' || strncmp(c->d->started_at, "0001-01-01", 10) == 0;
+	ar_autofree char *note =
+	    ar_xasprintf(never ? "container %s has never started (state %s): checked as "
+				 "configured, nothing has run with it"
+			       : "container %s is not running (state %s): checked as "
+				 "configured when it last ran",
+			 c->d->name[0] ? c->d->name : "?", st);
+	ar_findings_note(c->out, note);
 }
 
 static void limit_text(int64_t v, bool cpus, char *buf, size_t size)
@@ -301,38 +370,36 @@ static struct user_spec parse_user(const char *s)
 	return u;
 }
 
-static bool user_matches(const struct ar_policy *p, const char *have)
-{
-	struct user_spec u = parse_user(have);
-	if (u.root)
-		return false;
-	if (!u.numeric)
-		return strcmp(have, p->user) == 0;
-	return u.uid == (long)p->uid && (!u.has_gid || u.gid == (long)p->gid);
-}
-
+/* Always UID:GID: with a bare UID docker runs with gid 0 unless the image's passwd has
+ * an entry for it, so a bare UID is drift even when it is the policy's. */
 static void check_user(const struct ctx *c)
 {
 	const char *have = c->d->user;
-	if (user_matches(c->p, have))
+	struct user_spec u = parse_user(have);
+	if (!u.root && u.numeric && u.has_gid && u.uid == (long)c->p->uid &&
+	    u.gid == (long)c->p->gid)
 		return;
-	ar_autofree char *fix = ar_xasprintf("--user %s", c->p->user);
-	add(c, "user", c->p->user, have[0] ? have : "root", fix);
+	ar_autofree char *want = ar_xasprintf("%u:%u", (unsigned)c->p->uid, (unsigned)c->p->gid);
+	ar_autofree char *fix = ar_xasprintf("--user %s", want);
+	ar_autofree char *actual =
+	    have[0] == '\0' ? ar_xstrdup("root")
+	    : !u.root && !strchr(have, ':')
+		? ar_xasprintf("%s (no group: gid 0 unless the image's passwd names one)", have)
+		: ar_xstrdup(have);
+	add(c, "user", want, actual, fix);
 }
 
+/* Values go through ar_check_shown_value: a secret, or a URL with credentials, is never
+ * printed, whether the container or the policy holds it. */
 static void expect_env(const struct ctx *c, const char *key, const char *want, const char *what)
 {
 	const char *have = ar_check_env_get(c->d->env, key);
-	bool secret = ar_check_is_secret_name(key);
 	if (have && strcmp(have, want) == 0)
 		return;
+	const char *want_shown = ar_check_shown_value(key, want);
 	ar_autofree char *w = ar_xasprintf("%s %s", what, key);
-	ar_autofree char *fix = ar_xasprintf("-e %s=%s", key, secret ? "..." : want);
-	add(c, w, secret ? "(hidden)" : want,
-	    have == NULL ? "unset"
-	    : secret	 ? "(hidden)"
-			 : have,
-	    fix);
+	ar_autofree char *fix = ar_xasprintf("-e %s=%s", key, want_shown == want ? want : "...");
+	add(c, w, want_shown, have ? ar_check_shown_value(key, have) : "unset", fix);
 }
 
 static void check_proxy_env(const struct ctx *c)
@@ -492,11 +559,11 @@ static void check_secrets(const struct ctx *c)
 }
 
 static void (*const expectations[])(const struct ctx *) = {
-    check_rootfs,	 check_cap_drop,     check_cap_add,	 check_privileged, check_nnp,
-    check_seccomp,	 check_apparmor,     check_system_paths, check_modes,	   check_cgroupns,
-    check_host_lists,	 check_network,	     check_limits,	 check_swap,	   check_oom_kill,
-    check_user,		 check_proxy_env,    check_policy_env,	 check_tmpfs,	   check_kubeconfig,
-    check_policy_mounts, check_other_mounts, check_secrets,
+    check_state,    check_rootfs,     check_cap_drop,	   check_cap_add,	check_privileged,
+    check_nnp,	    check_seccomp,    check_apparmor,	   check_system_paths,	check_modes,
+    check_cgroupns, check_host_lists, check_network,	   check_agent_network, check_limits,
+    check_swap,	    check_oom_kill,   check_user,	   check_proxy_env,	check_policy_env,
+    check_tmpfs,    check_kubeconfig, check_policy_mounts, check_other_mounts,	check_secrets,
 };
 
 void ar_check_docker(const struct ar_policy *p, const struct ar_docker_facts *d,

@@ -39,9 +39,9 @@ static int read_fd_all(int fd, char **out, size_t *len)
 
 /* The child: wire stdout/stderr to the memfds and exec; report errno on the pipe. */
 static void __attribute__((noreturn))
-child(const char *docker, const char *name, int out_fd, int err_fd, int report)
+child(const char *docker, const char *type, const char *name, int out_fd, int err_fd, int report)
 {
-	char *argv[] = {(char *)docker, "inspect", "--type", "container", (char *)name, NULL};
+	char *argv[] = {(char *)docker, "inspect", "--type", (char *)type, (char *)name, NULL};
 	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (devnull == -1 || dup2(devnull, 0) == -1 || dup2(out_fd, 1) == -1 ||
 	    dup2(err_fd, 2) == -1)
@@ -68,8 +68,8 @@ static int wait_child(pid_t pid, int *status)
 	return 0;
 }
 
-int ar_check_docker_inspect(const char *docker, const char *name, char **out, size_t *len,
-			    ar_error_t *err)
+int ar_check_docker_inspect(const char *docker, const char *type, const char *name, char **out,
+			    size_t *len, ar_error_t *err)
 {
 	ar_autoclose int out_fd = memfd_create("docker-stdout", MFD_CLOEXEC);
 	ar_autoclose int err_fd = memfd_create("docker-stderr", MFD_CLOEXEC);
@@ -86,7 +86,7 @@ int ar_check_docker_inspect(const char *docker, const char *name, char **out, si
 		return ar_error_make(err, e, "fork");
 	}
 	if (pid == 0)
-		child(docker, name, out_fd, err_fd, report[1]);
+		child(docker, type, name, out_fd, err_fd, report[1]);
 	close(report[1]);
 	ssize_t n = TEMP_FAILURE_RETRY(read(report[0], &exec_errno, sizeof(exec_errno)));
 	close(report[0]);

@@ -42,8 +42,17 @@ void ar_findings_add(struct ar_findings *f, const char *what, const char *expect
 	};
 }
 
+void ar_findings_note(struct ar_findings *f, const char *text)
+{
+	f->notes = ar_xrealloc(f->notes, (f->n_notes + 1) * sizeof(char *));
+	f->notes[f->n_notes++] = ar_check_printable(text);
+}
+
 void ar_findings_free(struct ar_findings *f)
 {
+	for (size_t i = 0; i < f->n_notes; i++)
+		free(f->notes[i]);
+	free(f->notes);
 	for (size_t i = 0; i < f->n; i++) {
 		free(f->v[i].what);
 		free(f->v[i].expected);
@@ -57,6 +66,8 @@ void ar_findings_free(struct ar_findings *f)
 void ar_check_format_text(struct ar_buf *out, const struct ar_findings *f, const char *subject,
 			  const char *policy_name)
 {
+	for (size_t i = 0; i < f->n_notes; i++)
+		ar_buf_printf(out, "NOTE %s\n", f->notes[i]);
 	for (size_t i = 0; i < f->n; i++) {
 		const struct ar_finding *x = &f->v[i];
 		ar_buf_printf(out, "DRIFT %s expected %s actual %s\n  fix: %s\n", x->what,
@@ -91,6 +102,12 @@ void ar_check_format_json(struct ar_buf *out, const struct ar_findings *f, const
 		json_field(out, "fix", x->fix, true);
 		ar_buf_puts(out, "}");
 	}
+	ar_buf_puts(out, "], \"notes\": [");
+	for (size_t i = 0; i < f->n_notes; i++) {
+		if (i)
+			ar_buf_puts(out, ", ");
+		ar_json_quote(out, f->notes[i]);
+	}
 	ar_buf_puts(out, "]}\n");
 }
 
@@ -102,11 +119,94 @@ static bool ends_with_ci(const char *s, const char *suffix)
 
 bool ar_check_is_secret_name(const char *name)
 {
-	static const char *const suffixes[] = {"_KEY", "_TOKEN", "_SECRET"};
+	static const char *const suffixes[] = {"_KEY",	       "_TOKEN", "_SECRET",    "_PAT",
+					       "_CREDENTIALS", "_AUTH",	 "_CREDENTIAL"};
 	for (size_t i = 0; i < AR_ARRAY_SIZE(suffixes); i++)
 		if (ends_with_ci(name, suffixes[i]))
 			return true;
 	return strcasestr(name, "PASSWORD") != NULL;
+}
+
+/* The userinfo of the first URL in v ("scheme://USERINFO@host"), or NULL: its start and
+ * length. Only the authority counts, so an @ in a path or query is not userinfo. */
+static const char *url_userinfo(const char *v, size_t *len)
+{
+	const char *s = strstr(v, "://");
+	if (s == NULL)
+		return NULL;
+	s += 3;
+	size_t auth = strcspn(s, "/?#");
+	const char *at = memchr(s, '@', auth);
+	if (at == NULL)
+		return NULL;
+	/* the last @ of the authority ends the userinfo (a password may hold one) */
+	for (const char *q = at; (q = memchr(q + 1, '@', auth - (size_t)(q + 1 - s))) != NULL;)
+		at = q;
+	*len = (size_t)(at - s);
+	return s;
+}
+
+bool ar_check_value_has_credentials(const char *v)
+{
+	size_t n;
+	return url_userinfo(v, &n) != NULL;
+}
+
+static bool token_char(unsigned char c)
+{
+	return isalnum(c) || c == '_' || c == '-';
+}
+
+/* Well-known token shapes: a prefix at a word start followed by enough token characters
+ * that a word like "task-runner" does not match. */
+static bool has_token_shape(const char *v)
+{
+	static const struct {
+		const char *prefix;
+		size_t min_rest;
+		bool upper_alnum; /* AWS key ids: [A-Z0-9] only */
+	} shapes[] = {
+	    {"ghp_", 30, false}, {"gho_", 30, false},  {"ghs_", 30, false},
+	    {"ghu_", 30, false}, {"ghr_", 30, false},  {"github_pat_", 20, false},
+	    {"sk-", 20, false},	 {"xoxb-", 10, false}, {"xoxp-", 10, false},
+	    {"AKIA", 16, true},	 {"ASIA", 16, true},
+	};
+	for (const char *p = v; *p; p++) {
+		if (p > v && token_char((unsigned char)p[-1]))
+			continue;
+		for (size_t i = 0; i < AR_ARRAY_SIZE(shapes); i++) {
+			size_t k = strlen(shapes[i].prefix), rest = 0;
+			if (strncmp(p, shapes[i].prefix, k) != 0)
+				continue;
+			for (const unsigned char *q = (const unsigned char *)p + k; *q; q++, rest++)
+				if (shapes[i].upper_alnum ? !(isupper(*q) || isdigit(*q))
+							  : !token_char(*q))
+					break;
+			if (rest >= shapes[i].min_rest)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* A password in a URL (user:password@) or a token-shaped value. A bare user@ (git@) is
+ * shown masked but is not by itself a secret. */
+bool ar_check_is_secret_value(const char *v)
+{
+	size_t n;
+	const char *u = url_userinfo(v, &n);
+	if (u != NULL && memchr(u, ':', n) != NULL)
+		return true;
+	return has_token_shape(v);
+}
+
+const char *ar_check_shown_value(const char *key, const char *v)
+{
+	if (ar_check_value_has_credentials(v))
+		return "(set, with credentials)";
+	if (ar_check_is_secret_name(key) || ar_check_is_secret_value(v))
+		return "(hidden)";
+	return v;
 }
 
 /* Directories whose contents must never be mounted in: the directory and everything
@@ -184,7 +284,7 @@ void ar_findings_add_secrets(struct ar_findings *f, char *const *env, const char
 		const char *eq = strchr(env[i], '=');
 		ar_autofree char *name =
 		    eq ? ar_xstrndup(env[i], (size_t)(eq - env[i])) : ar_xstrdup(env[i]);
-		if (!ar_check_is_secret_name(name))
+		if (!ar_check_is_secret_name(name) && !(eq && ar_check_is_secret_value(eq + 1)))
 			continue;
 		ar_autofree char *what = ar_xasprintf("secret in environment %s", name);
 #pragma GCC diagnostic push

@@ -41,6 +41,8 @@ static const struct field {
 #define F(sec, key, kind, member) {sec, key, kind, offsetof(struct ar_docker_facts, member)}
 	F(NULL, "Name", K_STR, name),
 	F(NULL, "AppArmorProfile", K_STR, apparmor_profile),
+	F("State", "Status", K_STR, state_status),
+	F("State", "StartedAt", K_STR, started_at),
 	F("HostConfig", "ReadonlyRootfs", K_BOOL, readonly_rootfs),
 	F("HostConfig", "Privileged", K_BOOL, privileged),
 	F("HostConfig", "CapDrop", K_CAPS, cap_drop),
@@ -367,15 +369,99 @@ static int read_facts(const cJSON *root, struct ar_docker_facts *d, const char *
 	return 0;
 }
 
+/* Said as the policy reader says it ("invalid JSON near line N"), so both inputs of
+ * `check` report a position the same way. */
+static int line_of(const char *json, size_t len, const char *at)
+{
+	int line = 1;
+	if (at == NULL || at < json || at > json + len)
+		at = json + len;
+	for (const char *p = json; p < at; p++)
+		line += *p == '\n';
+	return line;
+}
+
+/* A network object (docker network inspect): it has IPAM and no HostConfig. */
+static bool is_network(const cJSON *o)
+{
+	return cJSON_IsObject(o) && cJSON_GetObjectItemCaseSensitive(o, "HostConfig") == NULL &&
+	       cJSON_GetObjectItemCaseSensitive(o, "IPAM") != NULL;
+}
+
+static const char *str_item(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static const char *first_gateway(const cJSON *net)
+{
+	const cJSON *ipam = cJSON_GetObjectItemCaseSensitive(net, "IPAM");
+	const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(ipam, "Config");
+	for (const cJSON *e = cJSON_IsArray(cfg) ? cfg->child : NULL; e; e = e->next)
+		if (str_item(e, "Gateway")[0])
+			return str_item(e, "Gateway");
+	return "";
+}
+
+static int read_network(const cJSON *o, struct ar_docker_facts *d, const char *origin,
+			ar_error_t *err)
+{
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "Name");
+	const cJSON *internal = cJSON_GetObjectItemCaseSensitive(o, "Internal");
+	const cJSON *opts = cJSON_GetObjectItemCaseSensitive(o, "Options");
+	if (!cJSON_IsString(name) || name->valuestring[0] == '\0')
+		return ar_error_make(err, 0, "%s: network: Name: expected a string", origin);
+	if (internal != NULL && !cJSON_IsBool(internal))
+		return ar_error_make(err, 0, "%s: network %s: Internal: expected true or false",
+				     origin, name->valuestring);
+	d->nets = ar_xrealloc(d->nets, (d->n_nets + 1) * sizeof(*d->nets));
+	d->nets[d->n_nets++] = (struct ar_docker_network){
+	    .name = ar_xstrdup(name->valuestring),
+	    .driver = ar_xstrdup(str_item(o, "Driver")),
+	    .gateway = ar_xstrdup(first_gateway(o)),
+	    .internal = cJSON_IsTrue(internal),
+	    .inhibit_ipv4 =
+		strcmp(str_item(opts, "com.docker.network.bridge.inhibit_ipv4"), "true") == 0,
+	};
+	return 0;
+}
+
+int ar_check_inspect_add_networks(const char *json, size_t len, const char *origin,
+				  struct ar_docker_facts *d, ar_error_t *err)
+{
+	autocjson cJSON *doc = cJSON_ParseWithLength(json, len);
+	if (doc == NULL)
+		return ar_error_make(err, 0, "%s: invalid JSON near line %d", origin,
+				     line_of(json, len, cJSON_GetErrorPtr()));
+	if (is_network(doc))
+		return read_network(doc, d, origin, err);
+	if (!cJSON_IsArray(doc))
+		return ar_error_make(err, 0, "%s: expected a docker network inspect array", origin);
+	for (const cJSON *e = doc->child; e; e = e->next)
+		if (!is_network(e) || read_network(e, d, origin, err) < 0)
+			return *err ? -1
+				    : ar_error_make(err, 0, "%s: expected network objects", origin);
+	return 0;
+}
+
+const struct ar_docker_network *ar_check_docker_network(const struct ar_docker_facts *d,
+							const char *name)
+{
+	for (size_t i = 0; i < d->n_nets; i++)
+		if (strcmp(d->nets[i].name, name) == 0)
+			return &d->nets[i];
+	return NULL;
+}
+
 int ar_check_inspect_parse(const char *json, size_t len, const char *origin,
 			   struct ar_docker_facts **out, ar_error_t *err)
 {
 	autocjson cJSON *doc = cJSON_ParseWithLength(json, len);
 	const cJSON *root = doc;
 	if (doc == NULL)
-		return ar_error_make(err, 0, "%s: not valid JSON (near byte %td)", origin,
-				     cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - json
-							 : (ptrdiff_t)0);
+		return ar_error_make(err, 0, "%s: invalid JSON near line %d", origin,
+				     line_of(json, len, cJSON_GetErrorPtr()));
 	if (cJSON_IsArray(doc)) {
 		if (cJSON_GetArraySize(doc) == 0)
 			return ar_error_make(err, 0, "%s: empty array: no container inspected",
@@ -388,6 +474,9 @@ int ar_check_inspect_parse(const char *json, size_t len, const char *origin,
 	ar_autodocker_facts struct ar_docker_facts *d = facts_new();
 	if (read_facts(root, d, origin, err) < 0)
 		return -1;
+	for (const cJSON *e = root->next; e; e = e->next)
+		if (is_network(e) && read_network(e, d, origin, err) < 0)
+			return -1;
 	*out = steal_pointer(&d);
 	return 0;
 }
@@ -410,6 +499,12 @@ void ar_docker_facts_free(struct ar_docker_facts *d)
 		free(d->mounts[i].name);
 	}
 	free(d->mounts);
+	for (size_t i = 0; i < d->n_nets; i++) {
+		free(d->nets[i].name);
+		free(d->nets[i].driver);
+		free(d->nets[i].gateway);
+	}
+	free(d->nets);
 	free(d);
 }
 

@@ -269,12 +269,6 @@ static bool is_sandbox_proxy_url(const char *v, int port)
 	return n <= 255 && got_port == (unsigned)port && strncmp(v, "http://10.254.", 14) == 0;
 }
 
-/* Proxy URLs may carry user:password@: show them only without credentials. */
-static const char *shown(const char *v)
-{
-	return strchr(v, '@') ? "(set, with credentials)" : v;
-}
-
 /* Without the environment, no variable can be said to be absent. */
 static void check_environ_readable(const struct ctx *c)
 {
@@ -293,14 +287,14 @@ static void check_proxy_env(const struct ctx *c)
 		ar_autofree char *what = ar_xasprintf("proxy variable %s", key);
 		if (c->p->network == AR_NETWORK_NONE) {
 			if (have)
-				add(c, what, "unset", shown(have),
+				add(c, what, "unset", ar_check_shown_value(key, have),
 				    "policy \"network\": \"none\" (no proxy to point at)");
 			continue;
 		}
 		if (have && is_sandbox_proxy_url(have, c->p->proxy.port))
 			continue;
 		ar_autofree char *want = ar_xasprintf("http://10.254.N.1:%d", c->p->proxy.port);
-		add(c, what, want, have ? shown(have) : "unset",
+		add(c, what, want, have ? ar_check_shown_value(key, have) : "unset",
 		    "policy \"network\": \"proxy\" (agentrun run sets it)");
 	}
 }
@@ -308,18 +302,14 @@ static void check_proxy_env(const struct ctx *c)
 static void expect_env(const struct ctx *c, const char *key, const char *want, bool derived)
 {
 	const char *have = ar_check_env_get(c->f->env, key);
-	bool secret = ar_check_is_secret_name(key);
 	if (have && strcmp(have, want) == 0)
 		return;
 	ar_autofree char *what = ar_xasprintf("env %s", key);
 	ar_autofree char *fix =
 	    derived ? ar_xstrdup("policy \"kubeconfig\" (agentrun run sets KUBECONFIG)")
 		    : ar_xasprintf("policy \"env\": {\"%s\": ...}", key);
-	add(c, what, secret ? "(hidden)" : want,
-	    have == NULL ? "unset"
-	    : secret	 ? "(hidden)"
-			 : have,
-	    fix);
+	add(c, what, ar_check_shown_value(key, want),
+	    have ? ar_check_shown_value(key, have) : "unset", fix);
 }
 
 static void check_policy_env(const struct ctx *c)

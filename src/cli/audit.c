@@ -19,11 +19,13 @@ struct audit_opts {
 static void usage(void)
 {
 	printf("Usage: agentrun audit FILE [--json]\n\n"
-	       "Summarise a proxy audit log (JSON Lines): per-host allowed and denied request\n"
-	       "counts, bytes out and in, and a closing summary line.\n\n"
+	       "Summarise a proxy audit log (JSON Lines): per-host request counts (allowed and\n"
+	       "served; allowed but failed: the proxy answered 413, 502, 503 or 504; denied),\n"
+	       "bytes out and in, and a closing summary line.\n\n"
 	       "  --json     print {\"entries\": [...], \"hosts\": {...}, \"summary\": {...}}\n"
 	       "  -h, --help this help\n\n"
-	       "Exit status: 0 ok, 2 bad input (missing or unreadable file, bad flag).\n"
+	       "Exit status: 0 ok (an empty log too), 2 bad input (missing or unreadable file,\n"
+	       "a file with lines but no audit entry, bad flag).\n"
 	       "Lines that are not audit objects are counted and reported on stderr.\n");
 }
 
@@ -77,6 +79,16 @@ int ar_cmd_audit(int argc, char **argv)
 		return AR_EXIT_USAGE;
 	}
 	ar_audit_summarize(data, len, &s);
+	/* lines, none of them an audit entry: the wrong file, not an empty log */
+	if (s.requests == 0 && s.invalid_lines > 0) {
+		ar_error_make(&err, 0,
+			      "audit: %s: no audit entries (%" PRIu64
+			      " line(s), none a proxy audit object; first: line %zu)",
+			      o.file, s.invalid_lines, s.first_invalid);
+		ar_error_print(&err);
+		ar_audit_summary_free(&s);
+		return AR_EXIT_USAGE;
+	}
 	if (s.invalid_lines > 0)
 		ar_warn("audit: %s: %" PRIu64 " line(s) are not audit entries (first: line %zu)",
 			o.file, s.invalid_lines, s.first_invalid);

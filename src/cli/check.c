@@ -39,17 +39,21 @@ static void usage(void)
 	    "  DRIFT read-only rootfs expected true actual false\n"
 	    "    fix: --read-only\n"
 	    "  NAME vs policy P: N drift finding(s)\n\n"
-	    "  --policy FILE      the policy the container or process should follow\n"
-	    "  --inspect FILE     saved `docker inspect` output (array or object; - = stdin)\n"
-	    "  --container NAME   run `docker inspect NAME` and check that container\n"
-	    "  --pid PID          check a running process from /proc (needs root for\n"
-	    "                     another user's process)\n"
-	    "  --pod FILE         saved `kubectl get pod NAME -o json` (- = stdin)\n"
-	    "  --manifest FILE    Kubernetes objects before they are applied: YAML or JSON\n"
-	    "                     (agentrun render --format k8s, or written by hand)\n"
-	    "  --bundle DIR       check an OCI bundle's DIR/config.json (render --format oci)\n"
-	    "  --json             print {\"subject\", \"policy\", \"drift\", \"findings\": [...]}\n"
-	    "  -h, --help         this help\n\n"
+	    "  -p, --policy FILE       the policy the container or process should follow\n"
+	    "      --inspect FILE      saved `docker inspect` output (array or object; - =\n"
+	    "                          stdin; network objects after the container too)\n"
+	    "  -c, --container NAME    run `docker inspect` on NAME and its networks\n"
+	    "      --pid PID           check a running process from /proc (needs root for\n"
+	    "                          another user's process)\n"
+	    "      --pod FILE          saved `kubectl get pod NAME -o json` (- = stdin)\n"
+	    "      --manifest FILE     Kubernetes objects before they are applied: YAML or JSON\n"
+	    "                          (agentrun render --format k8s, or written by hand)\n"
+	    "      --bundle DIR        check an OCI bundle's DIR/config.json (render --format "
+	    "oci)\n"
+	    "      --json              print {\"subject\", \"policy\", \"drift\", \"findings\",\n"
+	    "                          \"notes\"}\n"
+	    "  -h, --help              this help\n\n"
+	    "Notes (NOTE lines: a stopped container, a network not inspected) are not drift.\n"
 	    "Secrets in the environment are named, never printed.\n"
 	    "Exit status: 0 no drift, 1 drift, 2 bad input (policy, inspect file, flag, pid,\n"
 	    "docker missing or failing).\n");
@@ -74,7 +78,8 @@ static int parse_opts(int argc, char **argv, struct check_opts *o)
 	int c;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+	/* the same short options as render: -p FILE, -h */
+	while ((c = getopt_long(argc, argv, "+:p:c:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			o->policy = optarg;
@@ -133,6 +138,22 @@ static int read_input(const char *path, char **data, size_t *len, ar_error_t *er
 	return ar_read_file(strcmp(path, "-") == 0 ? "/dev/stdin" : path, 0, data, len, err);
 }
 
+/* The live container's networks too: whether they are internal and whether the host
+ * has an address on them is not in the container's own inspect. A network that cannot
+ * be inspected (removed meanwhile) stays unknown, and check_agent_network says so. */
+static void inspect_networks(struct ar_docker_facts *d)
+{
+	for (size_t i = 0; d->networks[i]; i++) {
+		ar_auto_error ar_error_t err = NULL;
+		ar_autofree char *data = NULL;
+		size_t len = 0;
+		if (ar_check_docker_inspect("docker", "network", d->networks[i], &data, &len,
+					    &err) < 0 ||
+		    ar_check_inspect_add_networks(data, len, d->networks[i], d, &err) < 0)
+			continue;
+	}
+}
+
 /* Docker facts from a saved file or the live container; *subject gets its name. */
 static int docker_findings(const struct check_opts *o, const struct ar_policy *p,
 			   struct ar_findings *out, char **subject, ar_error_t *err)
@@ -142,12 +163,15 @@ static int docker_findings(const struct check_opts *o, const struct ar_policy *p
 	ar_autodocker_facts struct ar_docker_facts *d = NULL;
 	const char *origin = o->inspect ? o->inspect : o->container;
 	int r = o->inspect ? read_input(o->inspect, &data, &len, err)
-			   : ar_check_docker_inspect("docker", o->container, &data, &len, err);
+			   : ar_check_docker_inspect("docker", "container", o->container, &data,
+						     &len, err);
 	if (r < 0)
 		return ar_error_wrap(err, "%s `%s`", o->inspect ? "--inspect" : "--container",
 				     origin);
 	if (ar_check_inspect_parse(data, len, origin, &d, err) < 0)
 		return ar_error_wrap(err, "%s", o->inspect ? "--inspect" : "--container");
+	if (o->container)
+		inspect_networks(d);
 	ar_check_docker(p, d, out);
 	*subject = ar_xstrdup(d->name[0] ? d->name : origin);
 	return 0;

@@ -158,6 +158,13 @@ static int parse_args(int argc, char **argv, struct render_args *a)
 						  option_text(argv, optind));
 		}
 	}
+	/* the command comes only after `--`: anything else left over is a mistake, most
+	 * often a policy given without --policy */
+	if (optind < argc && strcmp(argv[optind - 1], "--") != 0)
+		return ar_cli_usage_error(CMD, AR_EXIT_USAGE,
+					  "unexpected argument `%s` (a policy goes after --policy, "
+					  "the command after --)",
+					  argv[optind]);
 	if (a->policy == NULL)
 		return ar_cli_usage_error(CMD, AR_EXIT_USAGE, "--policy FILE is required");
 	/* an OCI bundle's image is its rootfs: say so rather than ignore the flag */

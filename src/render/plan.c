@@ -151,6 +151,10 @@ static void proxy_step(const struct ar_policy *p, const char *proxy_image,
 		arg(s, "--max-bytes-out");
 		argf(s, "%s=%" PRId64, p->proxy.budgets[i].host, p->proxy.budgets[i].max_bytes_out);
 	}
+	/* allow-listed hosts that are containers (a kind control plane) live in private
+	 * ranges the proxy refuses unless the policy names them */
+	for (size_t i = 0; i < p->proxy.n_allow_private; i++)
+		args(s, "--allow-private", p->proxy.allow_private[i], NULL);
 	if ((size_t)p->proxy.sni < AR_ARRAY_SIZE(sni_flag_values) && sni_flag_values[p->proxy.sni])
 		args(s, "--sni", sni_flag_values[p->proxy.sni], NULL);
 	args(s, "--audit", AR_RENDER_AUDIT_FILE, NULL);
@@ -261,26 +265,45 @@ static void teardown_steps(const struct ar_policy *p, struct ar_render_plan *pla
 
 static void network_steps(const struct ar_policy *p, struct ar_render_plan *plan)
 {
+	/* --internal alone leaves the host an address on the bridge, and through it the
+	 * host's services stay reachable (moby/libnetwork#1151); inhibit_ipv4 takes it away,
+	 * while containers on the network still reach each other (the proxy) */
 	struct ar_render_step *s = add_step(plan, AR_RENDER_UP, "internal network");
-	args(s, "docker", "network", "create", "--internal", p->net_name, NULL);
+	args(s, "docker", "network", "create", "--internal", "-o", AR_DOCKER_INHIBIT_IPV4 "=true",
+	     p->net_name, NULL);
 	finish_step(s);
 	s = add_step(plan, AR_RENDER_UP, "egress network");
 	args(s, "docker", "network", "create", p->egress_name, NULL);
 	finish_step(s);
 }
 
-int ar_render_plan_build(const struct ar_policy *p, const struct ar_render_options *o,
-			 struct ar_render_plan **out, ar_error_t *err)
+/* The agent image and the proxy image, each checked against docker's grammar and
+ * named by where it came from. */
+static int pick_images(const struct ar_policy *p, const struct ar_render_options *o,
+		       const char **image, const char **proxy_image, ar_error_t *err)
 {
-	const char *image = o->image != NULL ? o->image : p->image;
-	if (image == NULL || image[0] == '\0')
+	*image = o->image != NULL ? o->image : p->image;
+	*proxy_image = o->proxy_image != NULL ? o->proxy_image : AR_RENDER_DEFAULT_IMAGE;
+	if (*image == NULL || (*image)[0] == '\0')
 		return ar_error_make(
 		    err, 0,
 		    "%s: `image` is not set: the docker plan needs an agent image; "
 		    "set `image` in the policy or pass --image",
 		    p->origin);
-	const char *proxy_image =
-	    o->proxy_image != NULL ? o->proxy_image : "agentrun:" AGENTRUN_VERSION;
+	ar_autofree char *from_policy = ar_xasprintf("%s: image", p->origin);
+	if (ar_render_image_check(*image, o->image ? "--image" : from_policy, err) < 0)
+		return -1;
+	if (ar_render_image_check(*proxy_image, "--proxy-image", err) < 0)
+		return -1;
+	return 0;
+}
+
+int ar_render_plan_build(const struct ar_policy *p, const struct ar_render_options *o,
+			 struct ar_render_plan **out, ar_error_t *err)
+{
+	const char *image, *proxy_image;
+	if (pick_images(p, o, &image, &proxy_image, err) < 0)
+		return -1;
 
 	struct ar_render_plan *plan = ar_xcalloc(1, sizeof(*plan));
 	if (p->network == AR_NETWORK_PROXY) {

@@ -169,13 +169,20 @@ void ar_render_print_sh(const struct ar_policy *p, const struct ar_render_plan *
 	ar_buf_printf(out, " (policy %s).\n", p->name);
 	ar_buf_puts(out, "# Usage: sh SCRIPT up|run|down|audit\n");
 	if (p->network == AR_NETWORK_PROXY)
-		ar_buf_printf(out,
-			      "#   up     create the networks and start the egress proxy\n"
-			      "#   run    run the agent container in the foreground\n"
-			      "#   down   remove the containers and networks (the audit volume "
-			      "%s-audit is kept)\n"
-			      "#   audit  summarise the proxy's audit log\n",
-			      p->name);
+		ar_buf_printf(
+		    out,
+		    "#   up     create the networks and start the egress proxy\n"
+		    "#   run    run the agent container in the foreground\n"
+		    "#   down   remove the containers and networks (the audit volume "
+		    "%s-audit is kept)\n"
+		    "#   audit  summarise the proxy's audit log\n"
+		    "# The agent's network %s is --internal with inhibit_ipv4: no outbound "
+		    "NAT and no\n"
+		    "# host address on it, so the host's services do not answer the agent\n"
+		    "# (moby/libnetwork#1151). The proxy is also on %s and can reach them; it "
+		    "refuses\n"
+		    "# private addresses unless the policy's proxy.allow_private names them.\n",
+		    p->name, p->net_name, p->egress_name);
 	else
 		ar_buf_puts(out, "#   up     nothing to do (network none: no networks, no proxy)\n"
 				 "#   run    run the agent container in the foreground\n"

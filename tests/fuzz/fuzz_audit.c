@@ -20,21 +20,24 @@ static void cleanup_cjsonp(cJSON **j)
 
 static void check_totals(const struct ar_audit_summary *s)
 {
-	uint64_t allowed = 0, denied = 0, out = 0, in = 0;
+	uint64_t allowed = 0, failed = 0, denied = 0, out = 0, in = 0;
 	for (size_t i = 0; i < s->n_hosts; i++) {
 		const struct ar_audit_host *h = &s->hosts[i];
 		AR_FUZZ_CHECK(h->host != NULL, "host %zu is NULL", i);
 		AR_FUZZ_CHECK(i == 0 || strcmp(s->hosts[i - 1].host, h->host) < 0,
 			      "hosts not sorted or not unique at %zu", i);
-		AR_FUZZ_CHECK(h->allowed + h->denied > 0, "host %s without requests", h->host);
+		AR_FUZZ_CHECK(h->allowed + h->failed + h->denied > 0, "host %s without requests",
+			      h->host);
 		allowed += h->allowed;
+		failed += h->failed;
 		denied += h->denied;
 		out += h->bytes_out;
 		in += h->bytes_in;
 	}
-	AR_FUZZ_CHECK(allowed == s->allowed && denied == s->denied, "allowed/denied per host");
+	AR_FUZZ_CHECK(allowed == s->allowed && failed == s->failed && denied == s->denied,
+		      "allowed/failed/denied per host");
 	AR_FUZZ_CHECK(out == s->bytes_out && in == s->bytes_in, "bytes per host");
-	AR_FUZZ_CHECK(s->requests == s->allowed + s->denied, "requests");
+	AR_FUZZ_CHECK(s->requests == s->allowed + s->failed + s->denied, "requests");
 	AR_FUZZ_CHECK((s->invalid_lines == 0) == (s->first_invalid == 0), "first_invalid");
 }
 

@@ -64,6 +64,25 @@ error_case "oci without a command" 2 \
 error_case "--image with --format oci" 2 \
 	"agentrun: render: --image does not apply to --format oci (the bundle's rootfs is the image); see \`agentrun render --help\`" \
 	render --policy "$AR_TMP/ok.json" --format oci --image alpine:3 -- true
+# issue 13: the newcomer's mistakes are named, and images are docker references
+error_case "policy without --policy" 2 \
+	"agentrun: render: unexpected argument \`$AR_TMP/ok.json\` (a policy goes after --policy, the command after --); see \`agentrun render --help\`" \
+	render "$AR_TMP/ok.json"
+error_case "a flag where the proxy image should be" 2 \
+	"agentrun: render: --proxy-image: \"--privileged\" is not a docker image reference (NAME[:TAG][@DIGEST], lower-case name such as \"python:3.12-alpine\" or \"registry.example:5000/team/agent\")" \
+	render --policy "$AR_TMP/ok.json" --proxy-image --privileged -- true
+error_case "a bad --image" 2 \
+	"agentrun: render: --image: \"Alpine\" is not a docker image reference (NAME[:TAG][@DIGEST], lower-case name such as \"python:3.12-alpine\" or \"registry.example:5000/team/agent\")" \
+	render --policy "$AR_TMP/ok.json" --image Alpine
+printf '{"name": "ok", "image": "Alpine:3"}' >"$AR_TMP/upper.json"
+error_case "a bad policy image" 2 \
+	"agentrun: render: $AR_TMP/upper.json: image: \"Alpine:3\" is not a docker image reference (NAME[:TAG][@DIGEST], lower-case name such as \"python:3.12-alpine\" or \"registry.example:5000/team/agent\")" \
+	render --policy "$AR_TMP/upper.json"
+# the same short option for the policy everywhere
+expect_status "check -p" 2 "$AGENTRUN" check -p "$AR_TMP/ok.json" --inspect "$AR_TMP/invalid.json"
+expect_eq "check -p reads the policy; an inspect JSON error says line like a policy's" \
+	"agentrun: check: --inspect: $AR_TMP/invalid.json: invalid JSON near line 1" "$(cat "$AR_TMP/err")"
+rm -f "$AR_TMP/upper.json"
 error_case "unknown command" 2 \
 	"agentrun: unknown command \`rendr\`; to run a program, put it after \`--\` (agentrun -- rendr); see \`agentrun --help\`" \
 	rendr --policy "$AR_TMP/ok.json"

@@ -135,49 +135,7 @@ expect_eq "offline audit says why" \
 # --- render agrees with check ---------------------------------------------------------
 # What docker would record for the agent's `docker run` flags, as `docker inspect` prints
 # it; `agentrun check` must find no drift from the policy in it.
-cat >"$AR_TMP/argv2inspect.py" <<'EOF'
-import json, sys
-units = {"k": 10, "m": 20, "g": 30, "t": 40}
-def size(s):
-    return int(s[:-1]) << units[s[-1]] if s[-1] in units else int(s)
-steps = json.load(open(sys.argv[1]))["steps"]
-argv = [s for s in steps if s["label"] == "agent"][0]["argv"]
-argv = [a for a in argv if a not in sys.argv[2:]]  # flags a test leaves out on purpose
-takes = {"--name", "--network", "--tmpfs", "--cap-drop", "--security-opt", "--cgroupns", "--pids-limit",
-         "--memory", "--memory-swap", "--cpus", "--user", "-e", "-v"}
-hc = {"ReadonlyRootfs": False, "Privileged": False, "CapDrop": [], "CapAdd": None,
-      "SecurityOpt": [], "Tmpfs": {}, "PidMode": "", "IpcMode": "private", "UsernsMode": "",
-      "CgroupnsMode": "host"}  # docker's default on cgroup v1 and hybrid hosts
-cfg = {"User": "", "Env": []}
-mounts, nets, name = [], {}, ""
-i = 2
-while argv[i].startswith("-"):
-    flag = argv[i]
-    val = argv[i + 1] if flag in takes else None
-    i += 2 if flag in takes else 1
-    if flag == "--name": name = val
-    elif flag == "--network": hc["NetworkMode"] = val; nets[val] = {}
-    elif flag == "--read-only": hc["ReadonlyRootfs"] = True
-    elif flag == "--tmpfs": hc["Tmpfs"][val.partition(":")[0]] = val.partition(":")[2]
-    elif flag == "--cap-drop": hc["CapDrop"].append(val)
-    elif flag == "--security-opt": hc["SecurityOpt"].append(val)
-    elif flag == "--cgroupns": hc["CgroupnsMode"] = val
-    elif flag == "--pids-limit": hc["PidsLimit"] = int(val)
-    elif flag == "--memory": hc["Memory"] = size(val)
-    elif flag == "--memory-swap": hc["MemorySwap"] = size(val)
-    elif flag == "--cpus": hc["NanoCpus"] = int(round(float(val) * 1e9))
-    elif flag == "--user": cfg["User"] = val
-    elif flag == "-e": cfg["Env"].append(val)
-    elif flag == "-v":
-        src, dst, mode = val.split(":")
-        m = {"Source": src, "Destination": dst, "RW": mode != "ro"}
-        m.update({"Type": "bind"} if src.startswith("/") else {"Type": "volume", "Name": src})
-        mounts.append(m)
-    elif flag not in ("--rm", "-i", "-d"): sys.exit("argv2inspect: unknown flag " + flag)
-cfg["Image"], cfg["Cmd"] = argv[i], argv[i + 1:]
-json.dump([{"Name": "/" + name, "AppArmorProfile": "", "HostConfig": hc, "Config": cfg,
-            "Mounts": mounts, "NetworkSettings": {"Networks": nets}}], sys.stdout)
-EOF
+cp "$AR_SOURCE_DIR/tests/integration/argv2inspect.py" "$AR_TMP/argv2inspect.py"
 expect_status "render json (network none)" 0 "$AGENTRUN" render --policy "$AR_TMP/offline.json" \
 	--format json -- id
 cp "$AR_TMP/out" "$AR_TMP/offline.plan.json"
@@ -198,6 +156,15 @@ python3 "$AR_TMP/argv2inspect.py" "$AR_TMP/triage.plan.json" --cgroupns private 
 expect_status "check sees a plan without --cgroupns private" 1 \
 	"$AGENTRUN" check --policy "$AR_TMP/triage.json" --inspect "$AR_TMP/cgns.inspect.json"
 expect_match "the finding is the cgroup namespace" '^DRIFT cgroupns mode expected private actual host' "$(cat "$AR_TMP/out")"
+# and a network made without the inhibit_ipv4 option leaves the host reachable from it
+python3 "$AR_TMP/argv2inspect.py" "$AR_TMP/triage.plan.json" -o com.docker.network.bridge.inhibit_ipv4=true >"$AR_TMP/gw.inspect.json"
+expect_status "check sees a network where the host has an address" 1 \
+	"$AGENTRUN" check --policy "$AR_TMP/triage.json" --inspect "$AR_TMP/gw.inspect.json"
+expect_match "the finding is the host path" '^DRIFT host services reachable through triage-net expected no actual yes \(gateway 172\.18\.0\.1\)' "$(cat "$AR_TMP/out")"
+python3 "$AR_TMP/argv2inspect.py" "$AR_TMP/triage.plan.json" --internal >"$AR_TMP/nat.inspect.json"
+expect_status "check sees a network made without --internal" 1 \
+	"$AGENTRUN" check --policy "$AR_TMP/triage.json" --inspect "$AR_TMP/nat.inspect.json"
+expect_match "the finding is the outbound NAT" '^DRIFT network triage-net internal expected true actual false' "$(cat "$AR_TMP/out")"
 
 # --- OCI under runc -------------------------------------------------------------------
 oci_prereq() {

@@ -57,10 +57,11 @@ static void test_text(void **state)
 	ar_audit_format_text(&s, &out);
 	assert_string_equal(
 	    out.data,
-	    "HOST            ALLOWED   DENIED    BYTES_OUT     BYTES_IN\n"
-	    "api.github.com        2        0          600         6931\n"
-	    "evil.example          0        1            0            0\n"
-	    "3 request(s) to 2 host(s): 2 allowed, 1 denied, 600 bytes out, 6931 bytes in\n");
+	    "HOST            ALLOWED   FAILED   DENIED    BYTES_OUT     BYTES_IN\n"
+	    "api.github.com        2        0        0          600         6931\n"
+	    "evil.example          0        0        1            0            0\n"
+	    "3 request(s) to 2 host(s): 2 allowed, 0 failed, 1 denied, 600 bytes out, 6931 bytes "
+	    "in\n");
 	ar_buf_free(&out);
 	ar_audit_summary_free(&s);
 }
@@ -75,9 +76,10 @@ static void test_json(void **state)
 	assert_string_equal(
 	    out.data,
 	    "{\"entries\": [{\"host\":\"a\",\"allowed\":true,\"bytes_out\":1,\"bytes_in\":2}], "
-	    "\"hosts\": {\"a\": {\"allowed\": 1, \"denied\": 0, \"bytes_out\": 1, "
+	    "\"hosts\": {\"a\": {\"allowed\": 1, \"failed\": 0, \"denied\": 0, \"bytes_out\": 1, "
 	    "\"bytes_in\": 2}}, \"summary\": {\"requests\": 1, \"hosts\": 1, \"allowed\": 1, "
-	    "\"denied\": 0, \"bytes_out\": 1, \"bytes_in\": 2, \"invalid_lines\": 0}}\n");
+	    "\"failed\": 0, \"denied\": 0, \"bytes_out\": 1, \"bytes_in\": 2, \"invalid_lines\": "
+	    "0}}\n");
 	ar_buf_free(&out);
 	ar_audit_summary_free(&s);
 }
@@ -115,16 +117,51 @@ static void test_null_host(void **state)
 	ar_audit_summary_free(&s);
 }
 
+/* Allowed and served apart from allowed but not served (issue 13: an allowed request the
+ * proxy answered 502 counted as allowed). An origin's own 404 or 500 was served. */
+static void test_failed(void **state)
+{
+	static const char text[] = "{\"host\":\"a\",\"allowed\":true,\"status\":200}\n"
+				   "{\"host\":\"a\",\"allowed\":true,\"status\":502}\n"
+				   "{\"host\":\"a\",\"allowed\":true,\"status\":504}\n"
+				   "{\"host\":\"a\",\"allowed\":true,\"status\":413}\n"
+				   "{\"host\":\"a\",\"allowed\":true,\"status\":404}\n"
+				   "{\"host\":\"a\",\"allowed\":true,\"status\":500}\n"
+				   "{\"host\":\"b\",\"allowed\":false,\"status\":502}\n"
+				   /* fuzz reproducer: a status beyond int is no proxy
+				    * status, and converting it is no UB */
+				   "{\"host\":\"b\",\"allowed\":true,\"status\":2e22}\n"
+				   "{\"host\":\"b\",\"allowed\":true,\"status\":502.5}\n";
+	struct ar_audit_summary s;
+	struct ar_buf out = {0};
+	(void)state;
+	ar_audit_summarize(text, strlen(text), &s);
+	assert_int_equal(s.allowed, 5);
+	assert_int_equal(s.failed, 3);
+	assert_int_equal(s.denied, 1);
+	assert_int_equal(s.hosts[0].failed, 3);
+	assert_int_equal(s.hosts[1].failed, 0);
+	ar_audit_format_text(&s, &out);
+	assert_non_null(strstr(out.data, "\na           3        3        0            0"));
+	assert_non_null(strstr(out.data, ": 5 allowed, 3 failed, 1 denied,"));
+	ar_buf_free(&out);
+	ar_audit_format_json(&s, &out);
+	assert_non_null(strstr(out.data, "\"a\": {\"allowed\": 3, \"failed\": 3, \"denied\": 0,"));
+	ar_buf_free(&out);
+	ar_audit_summary_free(&s);
+}
+
 static void test_empty(void **state)
 {
 	struct ar_audit_summary s;
 	struct ar_buf out = {0};
 	ar_audit_summarize("", 0, &s);
 	ar_audit_format_json(&s, &out);
-	assert_string_equal(out.data,
-			    "{\"entries\": [], \"hosts\": {}, \"summary\": {\"requests\": 0, "
-			    "\"hosts\": 0, \"allowed\": 0, \"denied\": 0, \"bytes_out\": 0, "
-			    "\"bytes_in\": 0, \"invalid_lines\": 0}}\n");
+	assert_string_equal(
+	    out.data,
+	    "{\"entries\": [], \"hosts\": {}, \"summary\": {\"requests\": 0, "
+	    "\"hosts\": 0, \"allowed\": 0, \"failed\": 0, \"denied\": 0, \"bytes_out\": 0, "
+	    "\"bytes_in\": 0, \"invalid_lines\": 0}}\n");
 	ar_buf_free(&out);
 	ar_audit_summary_free(&s);
 }
@@ -132,9 +169,10 @@ static void test_empty(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_summarize),	  cmocka_unit_test(test_text),
-	    cmocka_unit_test(test_json),	  cmocka_unit_test(test_empty),
-	    cmocka_unit_test(test_hostile_lines), cmocka_unit_test(test_null_host),
+	    cmocka_unit_test(test_summarize), cmocka_unit_test(test_text),
+	    cmocka_unit_test(test_json),      cmocka_unit_test(test_empty),
+	    cmocka_unit_test(test_failed),    cmocka_unit_test(test_hostile_lines),
+	    cmocka_unit_test(test_null_host),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

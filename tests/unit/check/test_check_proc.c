@@ -228,7 +228,8 @@ static void test_agentrun_proxy_sandbox(void **state)
 	ar_check_proc(p, f, &out);
 	expect_rows(&out, NULL, 0);
 
-	/* each of these breaks exactly one expectation */
+	/* each of these breaks exactly one expectation (a password in a URL is also a
+	 * secret in the environment) */
 	free(f->env[1]);
 	f->env[1] = ar_xstrdup("HTTPS_PROXY=http://10.254.7.1:8080");
 	free(f->env[2]);
@@ -241,7 +242,8 @@ static void test_agentrun_proxy_sandbox(void **state)
 	       {"proxy variable HTTPS_PROXY", "http://10.254.N.1:3128", "http://10.254.7.1:8080",
 		NULL},
 	       {"proxy variable http_proxy", "http://10.254.N.1:3128", "(set, with credentials)",
-		NULL});
+		NULL},
+	       {"secret in environment http_proxy", "absent", "set", NULL});
 }
 
 static void test_network_none(void **state)

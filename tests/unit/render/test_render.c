@@ -29,10 +29,11 @@ static const char triage_json[] =
     " \"env\": {\"ANTHROPIC_BASE_URL\": \"https://api.anthropic.com\", \"AB_FIRST\": \"x y\"},"
     " \"seccomp\": \"default\", \"network\": \"proxy\","
     " \"proxy\": {\"port\": 3128, \"max_bytes_out\": {\"api.anthropic.com\": 2000000},"
-    " \"sni\": \"require\"}}";
+    " \"sni\": \"require\", \"allow_private\": [\"172.16.0.0/12\", \"fd00::/8\"]}}";
 
 static const char *const triage_steps[][80] = {
-    {"docker", "network", "create", "--internal", "triage-net", NULL},
+    {"docker", "network", "create", "--internal", "-o",
+     "com.docker.network.bridge.inhibit_ipv4=true", "triage-net", NULL},
     {"docker", "network", "create", "triage-egress", NULL},
     {"docker",
      "run",
@@ -72,6 +73,10 @@ static const char *const triage_steps[][80] = {
      "cc-lab-control-plane:6443",
      "--max-bytes-out",
      "api.anthropic.com=2000000",
+     "--allow-private",
+     "172.16.0.0/12",
+     "--allow-private",
+     "fd00::/8",
      "--sni",
      "require",
      "--audit",
@@ -232,6 +237,55 @@ static void test_missing_image(void **state)
 	assert_null(plan);
 	assert_string_equal(err->msg, "p.json: `image` is not set: the docker plan needs an agent "
 				      "image; set `image` in the policy or pass --image");
+}
+
+/* Images as docker's reference grammar takes them; the message names where each came
+ * from (issue 13: `--proxy-image --privileged` rendered a privileged container). */
+static void test_image_refs(void **state)
+{
+	static const char *const good[] = {
+	    "python:3.12-alpine",
+	    "agentrun:0.1.0",
+	    "registry.example:5000/team/agent:v1",
+	    "localhost/a__b/c-d--e.f:latest",
+	    "busybox",
+	    "a@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+	    "Reg.Example/x:y"};
+	static const char *const bad[] = {"--privileged", "UPPER", "a:b:c",	     ":x",  "a/",
+					  "a..b",	  "-x",	   "a:-tag",	     "a b", "",
+					  "a@sha256:12",  "a//b",  "reg.example:/x", "x_:1"};
+	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	(void)state;
+	for (size_t i = 0; i < AR_ARRAY_SIZE(good); i++) {
+		ar_auto_error ar_error_t err = NULL;
+		if (ar_render_image_check(good[i], "--image", &err) < 0)
+			fail_msg("%s refused: %s", good[i], err->msg);
+	}
+	for (size_t i = 0; i < AR_ARRAY_SIZE(bad); i++) {
+		ar_auto_error ar_error_t err = NULL;
+		if (ar_render_image_check(bad[i], "--image", &err) == 0)
+			fail_msg("%s accepted", bad[i]);
+	}
+	static const struct {
+		const char *image, *proxy_image, *json, *msg;
+	} cases[] = {
+	    {NULL, "--privileged", NULL,
+	     "--proxy-image: \"--privileged\" is not a docker image reference"},
+	    {"Alpine", NULL, NULL, "--image: \"Alpine\" is not a docker image reference"},
+	    {NULL, NULL, "{\"name\": \"x\", \"image\": \"Alpine:3\", \"network\": \"none\"}",
+	     "p.json: image: \"Alpine:3\" is not a docker image reference"},
+	};
+	for (size_t i = 0; i < AR_ARRAY_SIZE(cases); i++) {
+		ar_autopolicy struct ar_policy *q = cases[i].json ? parse(cases[i].json) : NULL;
+		struct ar_render_options o = {.image = cases[i].image,
+					      .proxy_image = cases[i].proxy_image};
+		struct ar_render_plan *plan = NULL;
+		ar_auto_error ar_error_t err = NULL;
+		assert_int_equal(ar_render_plan_build(q ? q : p, &o, &plan, &err), -1);
+		assert_null(plan);
+		if (strncmp(err->msg, cases[i].msg, strlen(cases[i].msg)) != 0)
+			fail_msg("got [%s] want [%s...]", err->msg, cases[i].msg);
+	}
 }
 
 static void test_network_none(void **state)
@@ -430,11 +484,18 @@ static void test_sh(void **state)
 
 	assert_true(strncmp(out.data, "#!/bin/sh\n", 10) == 0);
 	assert_non_null(strstr(out.data, "\nset -eu\n"));
-	assert_non_null(strstr(out.data, "\nup() {\n\tprintf '%s\\n' '+ docker network create "
-					 "--internal triage-net' >&2\n\tdocker network create "
-					 "--internal triage-net\n"));
+	assert_non_null(strstr(out.data,
+			       "\nup() {\n\tprintf '%s\\n' '+ docker network create "
+			       "--internal -o com.docker.network.bridge.inhibit_ipv4=true "
+			       "triage-net' >&2\n\tdocker network create --internal -o "
+			       "com.docker.network.bridge.inhibit_ipv4=true triage-net\n"));
 	assert_non_null(strstr(out.data, "\tdocker rm -f triage-proxy >/dev/null 2>&1 || true\n"));
 	assert_non_null(strstr(out.data, "\naudit() {\n"));
+	/* what docker can and cannot do about the host, said plainly */
+	assert_non_null(strstr(out.data, "\n# The agent's network triage-net is --internal with "
+					 "inhibit_ipv4: no outbound NAT and no\n"));
+	assert_non_null(strstr(out.data, "(moby/libnetwork#1151). The proxy is also on "
+					 "triage-egress and can reach them;"));
 	assert_non_null(strstr(out.data, "\tdocker exec triage-proxy agentrun audit "
 					 "/var/log/agentrun/audit.jsonl\n"));
 	/* the echo of a quoted argument is itself quoted once more */
@@ -448,6 +509,7 @@ int main(void)
 	    cmocka_unit_test(test_triage_plan),
 	    cmocka_unit_test(test_image_flags),
 	    cmocka_unit_test(test_missing_image),
+	    cmocka_unit_test(test_image_refs),
 	    cmocka_unit_test(test_network_none),
 	    cmocka_unit_test(test_no_kubeconfig_and_formats),
 	    cmocka_unit_test(test_format_parse),
