@@ -506,16 +506,11 @@ static void test_sh(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_triage_plan),
-	    cmocka_unit_test(test_image_flags),
-	    cmocka_unit_test(test_missing_image),
-	    cmocka_unit_test(test_image_refs),
-	    cmocka_unit_test(test_network_none),
-	    cmocka_unit_test(test_no_kubeconfig_and_formats),
-	    cmocka_unit_test(test_format_parse),
-	    cmocka_unit_test(test_text),
-	    cmocka_unit_test(test_json),
-	    cmocka_unit_test(test_sh),
+	    cmocka_unit_test(test_triage_plan),	  cmocka_unit_test(test_image_flags),
+	    cmocka_unit_test(test_missing_image), cmocka_unit_test(test_image_refs),
+	    cmocka_unit_test(test_network_none),  cmocka_unit_test(test_no_kubeconfig_and_formats),
+	    cmocka_unit_test(test_format_parse),  cmocka_unit_test(test_text),
+	    cmocka_unit_test(test_json),	  cmocka_unit_test(test_sh),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
