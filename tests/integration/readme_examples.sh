@@ -66,6 +66,23 @@ esac
 FAKE
 chmod +x "$AR_TMP/fakebin/docker"
 
+# A stand-in kubectl for `render --format k8s | kubectl apply -f -` (no cluster here):
+# it takes the stream from stdin, keeps it, and answers as apply does for each object.
+cat >"$AR_TMP/fakebin/kubectl" <<FAKE
+#!/bin/sh
+[ "\$*" = "apply -f -" ] || { echo "error: unexpected arguments: \$*" >&2; exit 1; }
+tee "$AR_TMP/applied.yaml" | sed -n 's/^kind: \(.*\)/\1 created/p'
+FAKE
+chmod +x "$AR_TMP/fakebin/kubectl"
+
+# The OCI example's rootfs: busybox (its sh and id) and the mount points a container needs.
+mkdir -p rootfs/bin rootfs/tmp rootfs/proc rootfs/sys rootfs/dev
+chmod 1777 rootfs/tmp
+cp /bin/busybox rootfs/bin/
+ln -s busybox rootfs/bin/sh
+ln -s busybox rootfs/bin/id
+on_exit "runc delete -f agent-1"
+
 # run_example STATUS CMD: the README line through bash, as written.
 run_example() {
 	expect_status "README: $2" "$1" bash -c "$2"
@@ -124,6 +141,24 @@ for ex in "${examples[@]}"; do
 		run_example 1 "$ex"
 		expect_match "README: a shell is not sandboxed" '^pid [0-9]+ vs policy offline: [0-9]+ drift finding' \
 			"$(tail -n 1 "$AR_TMP/out")"
+		;;
+	"agentrun render --policy profiles/triage.json --format k8s -- python3 agent.py | kubectl apply -f -")
+		run_example 0 "$ex"
+		expect_match "README k8s: the Job reached kubectl" '^Job created$' "$(cat "$AR_TMP/out")"
+		expect_eq "README k8s: the applied stream validates as rendered" "0" \
+			"$(agentrun check --policy profiles/triage.json --manifest "$AR_TMP/applied.yaml" >/dev/null; echo $?)"
+		;;
+	"agentrun render --policy profiles/offline.json --format oci --rootfs "*)
+		need_cmd runc
+		[ -x /bin/busybox ] || skip "needs busybox-static"
+		run_example 0 "$ex"
+		expect_match "README oci: the container ran as the policy's user" '^uid=1000 gid=1000' \
+			"$(cat "$AR_TMP/out")"
+		;;
+	"agentrun check --policy profiles/offline.json --bundle bundle")
+		run_example 0 "$ex"
+		expect_eq "README oci: the rendered bundle has no drift" \
+			"bundle bundle vs policy offline: 0 drift finding(s)" "$(cat "$AR_TMP/out")"
 		;;
 	*)
 		fail "README example not covered by this test (add it here with its exit status): $ex"
