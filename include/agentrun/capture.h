@@ -43,9 +43,14 @@ int ar_capture_in_netns(int netns_fd, int (*fn)(void *arg, ar_error_t *err), voi
 			ar_error_t *err);
 
 /* In the proxy netns: the rule `iif VETH lookup TABLE` (priority AR_CAPTURE_RULE_PRIO)
- * and the route `local 0.0.0.0/0 dev lo table TABLE` (table 0: AR_CAPTURE_TABLE).
- * Both exist afterwards; one already there is fine. Errors name the netlink request. */
-int ar_capture_setup_proxy_netns(int netns_fd, const char *veth, uint32_t table, ar_error_t *err);
+ * and the route `local 0.0.0.0/0 dev lo table TABLE` (table 0: AR_CAPTURE_TABLE), and
+ * with pool (the synthetic range, e.g. ar_dns_pool_range(); NULL: none) the route
+ * `local POOL dev lo table local`, so that the kernel's own RST for an unlisted port
+ * (and ICMP port unreachable for UDP other than DNS) can leave from a synthetic
+ * address. All exist afterwards; one already there is fine. Errors name the
+ * netlink request. */
+int ar_capture_setup_proxy_netns(int netns_fd, const char *veth, uint32_t table, const char *pool,
+				 ar_error_t *err);
 /* In the sandbox netns: `default via GW` (the proxy's end of the veth, on-link). */
 int ar_capture_setup_sandbox_route(int netns_fd, struct in_addr gw, ar_error_t *err);
 /* Is the capture in place in the proxy netns (rule and route), for `check --name`?

@@ -112,6 +112,7 @@ static int nl_result(int e, const char *what, ar_error_t *err)
 struct proxy_job {
 	const char *veth;
 	uint32_t table;
+	const char *pool;
 };
 
 static int add_rule(struct nl_sock *sk, const struct proxy_job *pj, ar_error_t *err)
@@ -130,14 +131,15 @@ static int add_rule(struct nl_sock *sk, const struct proxy_job *pj, ar_error_t *
 	return nl_result(rtnl_rule_add(sk, rule, NLM_F_CREATE | NLM_F_EXCL), what, err);
 }
 
-/* A route for 0.0.0.0/0 of the given type in table, through one nexthop. */
-static int add_route(struct nl_sock *sk, uint32_t table, uint8_t type, uint8_t scope, int ifindex,
-		     const struct in_addr *gw, const char *what, ar_error_t *err)
+/* A route to dst_cidr of the given type in table, through one nexthop. */
+static int add_route(struct nl_sock *sk, const char *dst_cidr, uint32_t table, uint8_t type,
+		     uint8_t scope, int ifindex, const struct in_addr *gw, const char *what,
+		     ar_error_t *err)
 {
 	autoroute struct rtnl_route *r = rtnl_route_alloc();
 	autonladdr struct nl_addr *dst = NULL, *via = NULL;
 	struct rtnl_nexthop *nh = rtnl_route_nh_alloc();
-	if (r == NULL || nh == NULL || nl_addr_parse("0.0.0.0/0", AF_INET, &dst) < 0) {
+	if (r == NULL || nh == NULL || nl_addr_parse(dst_cidr, AF_INET, &dst) < 0) {
 		if (nh != NULL)
 			rtnl_route_nh_free(nh);
 		return ar_error_make(err, ENOMEM, "%s", what);
@@ -173,18 +175,36 @@ static int proxy_netns_job(void *arg, ar_error_t *err)
 				     pj->veth);
 	if (add_rule(sk, pj, err) == -1)
 		return -1;
-	char what[64];
-	snprintf(what, sizeof(what), "ip route add local 0.0.0.0/0 dev lo table %u", pj->table);
+	char what[128];
 	/* lo is ifindex 1 in every netns, but ask rather than assume */
-	return add_route(sk, pj->table, RTN_LOCAL, RT_SCOPE_HOST, (int)if_nametoindex("lo"), NULL,
-			 what, err);
+	int lo = (int)if_nametoindex("lo");
+	snprintf(what, sizeof(what), "ip route add local 0.0.0.0/0 dev lo table %u", pj->table);
+	if (add_route(sk, "0.0.0.0/0", pj->table, RTN_LOCAL, RT_SCOPE_HOST, lo, NULL, what, err) ==
+	    -1)
+		return -1;
+	if (pj->pool == NULL)
+		return 0;
+	/* The kernel answers a SYN to a port nobody listens on with a RST from the dialled
+	 * address, and a datagram to a closed port with an ICMP error; both are sent
+	 * without a socket, so their source must pass the "is it local" check, which
+	 * consults the local table only (not our rule). With the pool there, a client
+	 * that dials an unlisted port of a synthetic address is refused at once instead
+	 * of retrying its SYN for minutes. */
+	snprintf(what, sizeof(what), "ip route add local %s dev lo table local", pj->pool);
+	return add_route(sk, pj->pool, RT_TABLE_LOCAL, RTN_LOCAL, RT_SCOPE_HOST, lo, NULL, what,
+			 err);
 }
 
-int ar_capture_setup_proxy_netns(int netns_fd, const char *veth, uint32_t table, ar_error_t *err)
+int ar_capture_setup_proxy_netns(int netns_fd, const char *veth, uint32_t table, const char *pool,
+				 ar_error_t *err)
 {
+	struct ar_cidr c;
 	if (veth == NULL || *veth == '\0' || strlen(veth) >= IF_NAMESIZE)
 		return ar_error_make(err, 0, "capture: bad veth name");
-	struct proxy_job pj = {veth, table != 0 ? table : AR_CAPTURE_TABLE};
+	if (pool != NULL && (ar_cidr_parse(pool, &c) == -1 || c.family != AF_INET))
+		return ar_error_make(
+		    err, 0, "capture: synthetic address pool \"%s\": not an IPv4 CIDR range", pool);
+	struct proxy_job pj = {veth, table != 0 ? table : AR_CAPTURE_TABLE, pool};
 	if (ar_capture_in_netns(netns_fd, proxy_netns_job, &pj, err) == -1)
 		return ar_error_wrap(err, "capture: set up the proxy netns");
 	return 0;
@@ -199,7 +219,8 @@ static int sandbox_route_job(void *arg, ar_error_t *err)
 		return -1;
 	inet_ntop(AF_INET, gw, gs, sizeof(gs));
 	snprintf(what, sizeof(what), "ip route add default via %s", gs);
-	return add_route(sk, RT_TABLE_MAIN, RTN_UNICAST, RT_SCOPE_UNIVERSE, 0, gw, what, err);
+	return add_route(sk, "0.0.0.0/0", RT_TABLE_MAIN, RTN_UNICAST, RT_SCOPE_UNIVERSE, 0, gw,
+			 what, err);
 }
 
 int ar_capture_setup_sandbox_route(int netns_fd, struct in_addr gw, ar_error_t *err)
@@ -260,7 +281,7 @@ int ar_capture_verify_proxy_netns(int netns_fd, const char *veth, uint32_t table
 				  ar_error_t *err)
 {
 	const char *ignored;
-	struct verify_job v = {.pj = {veth, table != 0 ? table : AR_CAPTURE_TABLE},
+	struct verify_job v = {.pj = {veth, table != 0 ? table : AR_CAPTURE_TABLE, NULL},
 			       .what = what != NULL ? what : &ignored};
 	*v.what = NULL;
 	int r = ar_capture_in_netns(netns_fd, verify_job, &v, err);

@@ -238,7 +238,7 @@ static void setup_capture(const struct opts *o, struct server *s, struct ar_capt
 	ar_error_t err = NULL;
 	ar_autoclose int pfd = open_netns(o->proxy_netns);
 	ar_autoclose int sfd = open_netns(o->sandbox_netns);
-	if (ar_capture_setup_proxy_netns(pfd, o->veth, 0, &err) == -1)
+	if (ar_capture_setup_proxy_netns(pfd, o->veth, 0, ar_dns_pool_range(s->pool), &err) == -1)
 		die(&err);
 	if (sfd >= 0) {
 		struct in_addr gw;
