@@ -10,6 +10,7 @@ build_pkgs=(build-essential cmake pkg-config
 test_pkgs=(curl git openssl python3 iproute2 util-linux procps user-mode-linux runc
 	shellcheck clang-format busybox-static clang libclang-rt-14-dev)
 bench_pkgs=(hyperfine bubblewrap tinyproxy squid nginx-light wrk firejail)
+bench_pkgs+=(dnsmasq-base) # bench/dns.sh: dnsmasq without its system service
 
 pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}")
 if [ "${1:-}" = "--bench" ]; then pkgs+=("${bench_pkgs[@]}"); fi

@@ -13,7 +13,9 @@
  *       the stub's UDP answering path on a plain socket (benchmark).
  *   ar-capture-test load --server ADDR:PORT --name NAME [--type N] [--seconds S]
  *                        [--inflight K]
- *       send queries for S seconds with K outstanding; print qps and latency. */
+ *       send queries for S seconds with K outstanding; print qps and latency.
+ *   ar-capture-test answer-bench --name NAME --seconds M --allow RULE...
+ *       time ar_dns_stub_answer alone, M million times (no sockets). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -420,14 +422,39 @@ static int cmd_load(const struct opts *o)
 		sent_at[seq & 0xffff] = t;
 		send(fd, q, make_query(q, (uint16_t)seq++, o->name, (uint16_t)o->type), 0);
 	}
-	double secs = (now_us() - start) / 1e6;
+	double secs = (now_us() - start) / 1e6, sum = 0;
 	qsort(lat, nlat, sizeof(*lat), cmp_double);
-	printf("qps=%.0f replies=%lu lost=%lu p50_us=%.1f p99_us=%.1f noerror=%lu nxdomain=%lu "
-	       "refused=%lu\n",
+	for (size_t i = 0; i < nlat; i++)
+		sum += lat[i];
+	printf("qps=%.0f replies=%lu lost=%lu p50_us=%.1f p99_us=%.1f mean_us=%.1f noerror=%lu "
+	       "nxdomain=%lu refused=%lu\n",
 	       (double)replies / secs, replies, lost, nlat ? lat[nlat / 2] : 0.0,
-	       nlat ? lat[nlat * 99 / 100] : 0.0, rcodes[0], rcodes[3], rcodes[5]);
+	       nlat ? lat[nlat * 99 / 100] : 0.0, nlat ? sum / (double)nlat : 0.0, rcodes[0],
+	       rcodes[3], rcodes[5]);
 	free(lat);
 	return replies > 0 ? 0 : 1;
+}
+
+/* The pure answering path, no sockets: ns per answer for one name. */
+static int cmd_answer_bench(const struct opts *o)
+{
+	struct server s;
+	uint8_t q[512], r[AR_DNS_MAX_REPLY];
+	struct ar_dns_event ev;
+	if (o->name == NULL)
+		return 2;
+	server_init(&s, o);
+	size_t n = make_query(q, 1, o->name, (uint16_t)o->type);
+	long count = (long)o->seconds * 1000000L;
+	double t0 = now_us();
+	for (long i = 0; i < count; i++)
+		ar_dns_stub_answer(s.stub, q, n, r, sizeof(r), &ev);
+	double ns = (now_us() - t0) * 1000.0 / (double)count;
+	printf("ns_per_answer=%.0f rcode=%s name=%s\n", ns, ar_dns_rcode_name(ev.rcode), o->name);
+	ar_dns_stub_free(s.stub);
+	ar_dns_pool_free(s.pool);
+	ar_rules_free(s.rules);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -447,6 +474,8 @@ int main(int argc, char **argv)
 		return cmd_serve_udp(&o);
 	if (strcmp(argv[1], "load") == 0)
 		return cmd_load(&o);
+	if (strcmp(argv[1], "answer-bench") == 0)
+		return cmd_answer_bench(&o);
 	fprintf(stderr, "ar-capture-test: unknown command %s\n", argv[1]);
 	return 2;
 }
