@@ -329,7 +329,7 @@ static int cmd_serve_udp(const struct opts *o)
 	if (parse_addr(o->listen, &sa) == -1)
 		return 2;
 	server_init(&s, o);
-	ar_autoclose int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ar_autoclose int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd == -1 || setsockopt(fd, SOL_IP, IP_PKTINFO, &one, sizeof(one)) == -1 ||
 	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1) {
 		perror("serve-udp");
