@@ -94,6 +94,11 @@ struct ar_dns_answer {
 size_t ar_dns_build_reply(const struct ar_dns_query *q, const struct ar_dns_answer *a, uint8_t *out,
 			  size_t cap);
 
+/* A query (RD set, class IN) for a name in presentation form ("" is the root), as a
+ * client sends it: for probes (check) and load tools. 0 when the name is not made of
+ * 1-63 byte labels within 253 characters or cap is too small. */
+size_t ar_dns_build_query(uint16_t id, const char *name, uint16_t qtype, uint8_t *out, size_t cap);
+
 /* DNS over TCP (RFC 1035 4.2.2): each message is preceded by its length in two bytes.
  * Scan a receive buffer: 1 when a whole message is there (*msg at buf + 2, *msg_len;
  * consume 2 + *msg_len), 0 when more bytes are needed, -1 when the length is 0 or over

@@ -240,6 +240,24 @@ size_t ar_dns_build_reply(const struct ar_dns_query *q, const struct ar_dns_answ
 	return (size_t)(p - out);
 }
 
+size_t ar_dns_build_query(uint16_t id, const char *name, uint16_t qtype, uint8_t *out, size_t cap)
+{
+	uint8_t wire[256];
+	size_t n = *name == '\0' ? (wire[0] = 0, 1) : name_to_wire(name, wire, sizeof(wire));
+	if (n == 0 || cap < HDR_LEN + n + 4)
+		return 0;
+	uint8_t *p = put16(out, id);
+	p = put16(p, F_RD);
+	p = put16(p, 1);
+	p = put16(p, 0);
+	p = put16(p, 0);
+	p = put16(p, 0);
+	memcpy(p, wire, n);
+	p = put16(p + n, qtype);
+	p = put16(p, AR_DNS_CLASS_IN);
+	return (size_t)(p - out);
+}
+
 int ar_dns_tcp_frame(const uint8_t *buf, size_t len, size_t max, const uint8_t **msg,
 		     size_t *msg_len)
 {

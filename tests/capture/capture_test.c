@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,44 +69,52 @@ static void die(ar_error_t *err)
 	exit(1);
 }
 
+/* Flags with a value: a string field or an int field of struct opts. */
+static const struct {
+	const char *flag;
+	size_t off;
+	bool is_int;
+} flags[] = {
+    {"--proxy-netns", offsetof(struct opts, proxy_netns), false},
+    {"--sandbox-netns", offsetof(struct opts, sandbox_netns), false},
+    {"--veth", offsetof(struct opts, veth), false},
+    {"--gw", offsetof(struct opts, gw), false},
+    {"--pool", offsetof(struct opts, pool), false},
+    {"--audit", offsetof(struct opts, audit), false},
+    {"--listen", offsetof(struct opts, listen), false},
+    {"--server", offsetof(struct opts, server), false},
+    {"--name", offsetof(struct opts, name), false},
+    {"--type", offsetof(struct opts, type), true},
+    {"--seconds", offsetof(struct opts, seconds), true},
+    {"--inflight", offsetof(struct opts, inflight), true},
+};
+
+static int set_opt(struct opts *o, const char *k, const char *v)
+{
+	if (strcmp(k, "--allow") == 0 && o->n_allow < MAX_ALLOW) {
+		o->allow[o->n_allow++] = (char *)v;
+		return 0;
+	}
+	for (size_t i = 0; i < AR_ARRAY_SIZE(flags); i++) {
+		if (strcmp(k, flags[i].flag) != 0)
+			continue;
+		char *field = (char *)o + flags[i].off;
+		if (flags[i].is_int)
+			*(int *)(void *)field = atoi(v);
+		else
+			*(const char **)(void *)field = v;
+		return 0;
+	}
+	return -1;
+}
+
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	*o = (struct opts){.type = AR_DNS_T_A, .seconds = 2, .inflight = 32};
-	for (int i = 2; i < argc; i++) {
-		const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (v == NULL)
+	for (int i = 2; i + 1 < argc; i += 2)
+		if (set_opt(o, argv[i], argv[i + 1]) == -1)
 			return -1;
-		if (strcmp(k, "--allow") == 0 && o->n_allow < MAX_ALLOW)
-			o->allow[o->n_allow++] = argv[i + 1];
-		else if (strcmp(k, "--proxy-netns") == 0)
-			o->proxy_netns = v;
-		else if (strcmp(k, "--sandbox-netns") == 0)
-			o->sandbox_netns = v;
-		else if (strcmp(k, "--veth") == 0)
-			o->veth = v;
-		else if (strcmp(k, "--gw") == 0)
-			o->gw = v;
-		else if (strcmp(k, "--pool") == 0)
-			o->pool = v;
-		else if (strcmp(k, "--audit") == 0)
-			o->audit = v;
-		else if (strcmp(k, "--listen") == 0)
-			o->listen = v;
-		else if (strcmp(k, "--server") == 0)
-			o->server = v;
-		else if (strcmp(k, "--name") == 0)
-			o->name = v;
-		else if (strcmp(k, "--type") == 0)
-			o->type = atoi(v);
-		else if (strcmp(k, "--seconds") == 0)
-			o->seconds = atoi(v);
-		else if (strcmp(k, "--inflight") == 0)
-			o->inflight = atoi(v);
-		else
-			return -1;
-		i++;
-	}
-	return 0;
+	return argc % 2 == 0 ? 0 : -1;
 }
 
 static void server_init(struct server *s, const struct opts *o)
@@ -355,24 +364,6 @@ static double now_us(void)
 	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-static size_t make_query(uint8_t *b, uint16_t id, const char *name, uint16_t qtype)
-{
-	size_t o = 12;
-	memset(b, 0, 12);
-	b[0] = (uint8_t)(id >> 8), b[1] = (uint8_t)id, b[2] = 0x01, b[5] = 1;
-	for (const char *p = name; *p != '\0';) {
-		const char *dot = strchr(p, '.');
-		size_t n = dot != NULL ? (size_t)(dot - p) : strlen(p);
-		b[o++] = (uint8_t)n;
-		memcpy(b + o, p, n);
-		o += n;
-		p += n + (dot != NULL);
-	}
-	b[o++] = 0;
-	b[o++] = (uint8_t)(qtype >> 8), b[o++] = (uint8_t)qtype, b[o++] = 0, b[o++] = 1;
-	return o;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -397,7 +388,9 @@ static int cmd_load(const struct opts *o)
 	unsigned long seq = 0, replies = 0, lost = 0, rcodes[16] = {0};
 	for (int i = 0; i < o->inflight; i++, seq++) {
 		sent_at[seq & 0xffff] = now_us();
-		send(fd, q, make_query(q, (uint16_t)seq, o->name, (uint16_t)o->type), 0);
+		send(fd, q,
+		     ar_dns_build_query((uint16_t)seq, o->name, (uint16_t)o->type, q, sizeof(q)),
+		     0);
 	}
 	double start = now_us(), end = start + o->seconds * 1e6;
 	struct pollfd pf = {fd, POLLIN, 0};
@@ -407,7 +400,9 @@ static int cmd_load(const struct opts *o)
 			for (int i = 0; i < o->inflight; i++, seq++) {
 				sent_at[seq & 0xffff] = now_us();
 				send(fd, q,
-				     make_query(q, (uint16_t)seq, o->name, (uint16_t)o->type), 0);
+				     ar_dns_build_query((uint16_t)seq, o->name, (uint16_t)o->type,
+							q, sizeof(q)),
+				     0);
 			}
 			continue;
 		}
@@ -420,7 +415,9 @@ static int cmd_load(const struct opts *o)
 		if (nlat < cap)
 			lat[nlat++] = t - sent_at[(r[0] << 8 | r[1])];
 		sent_at[seq & 0xffff] = t;
-		send(fd, q, make_query(q, (uint16_t)seq++, o->name, (uint16_t)o->type), 0);
+		send(fd, q,
+		     ar_dns_build_query((uint16_t)seq++, o->name, (uint16_t)o->type, q, sizeof(q)),
+		     0);
 	}
 	double secs = (now_us() - start) / 1e6, sum = 0;
 	qsort(lat, nlat, sizeof(*lat), cmp_double);
@@ -444,7 +441,7 @@ static int cmd_answer_bench(const struct opts *o)
 	if (o->name == NULL)
 		return 2;
 	server_init(&s, o);
-	size_t n = make_query(q, 1, o->name, (uint16_t)o->type);
+	size_t n = ar_dns_build_query(1, o->name, (uint16_t)o->type, q, sizeof(q));
 	long count = (long)o->seconds * 1000000L;
 	double t0 = now_us();
 	for (long i = 0; i < count; i++)

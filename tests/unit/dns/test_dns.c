@@ -226,6 +226,22 @@ static void test_build_reply(void **state)
 	assert_int_equal(r[5], 0);
 }
 
+static void test_build_query(void **state)
+{
+	uint8_t b[512];
+	struct ar_dns_query q;
+	size_t n = ar_dns_build_query(0x0102, "Api.Example.test", AR_DNS_T_AAAA, b, sizeof(b));
+	uint8_t want[512];
+	assert_int_equal(n, make_query(want, 0x0102, "Api.Example.test", AR_DNS_T_AAAA, 1, false));
+	assert_memory_equal(b, want, n);
+	assert_int_equal(ar_dns_parse_query(b, n, &q), AR_DNS_PARSE_OK);
+	assert_string_equal(q.name, "api.example.test");
+	assert_int_equal(ar_dns_build_query(1, "", AR_DNS_T_NS, b, sizeof(b)), 17);
+	assert_int_equal(ar_dns_build_query(1, "a..b", AR_DNS_T_A, b, sizeof(b)), 0);
+	assert_int_equal(ar_dns_build_query(1, "a.b.", AR_DNS_T_A, b, sizeof(b)), 0);
+	assert_int_equal(ar_dns_build_query(1, "a.test", AR_DNS_T_A, b, 16), 0);
+}
+
 static void test_tcp_framing(void **state)
 {
 	const uint8_t *msg = NULL;
@@ -553,6 +569,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_formerr),
 	    cmocka_unit_test(test_parse_long_and_odd_names),
 	    cmocka_unit_test(test_build_reply),
+	    cmocka_unit_test(test_build_query),
 	    cmocka_unit_test(test_tcp_framing),
 	    cmocka_unit_test(test_type_names),
 	    cmocka_unit_test(test_pool),
