@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "agentrun/dns.h"
 #include "agentrun/error.h"
 #include "agentrun/rules.h"
 
@@ -97,5 +98,23 @@ ssize_t ar_capture_recv_query(int fd, uint8_t *buf, size_t cap, struct ar_captur
 /* Send the reply to peer->from from the address peer->to. 0, or -1 with errno. */
 int ar_capture_send_reply(int fd, const uint8_t *buf, size_t len,
 			  const struct ar_capture_peer *peer);
+
+/* The same in batches, one system call each way (recvmmsg/sendmmsg), for a loop under
+ * load: allocate AR_CAPTURE_BATCH of these once. */
+#define AR_CAPTURE_BATCH     32
+#define AR_CAPTURE_DGRAM_MAX 2048 /* a larger UDP query is dropped */
+struct ar_capture_dgram {
+	struct ar_capture_peer peer;
+	size_t len;	  /* the query's length; 0: drop it (truncated or unanswerable) */
+	size_t reply_len; /* set by the caller; 0: no reply */
+	uint8_t query[AR_CAPTURE_DGRAM_MAX];
+	uint8_t reply[AR_DNS_MAX_REPLY];
+};
+/* Receive up to n (<= AR_CAPTURE_BATCH) queries; sets reply_len = 0 in each. Returns
+ * how many arrived, or -1 with errno (EAGAIN when none). */
+int ar_capture_recv_queries(int fd, struct ar_capture_dgram *v, size_t n);
+/* Send the reply of each of v[0..n) with reply_len > 0, from its peer.to. Returns
+ * how many left, or -1 with errno when none could. */
+int ar_capture_send_replies(int fd, const struct ar_capture_dgram *v, size_t n);
 
 #endif

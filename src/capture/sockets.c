@@ -2,7 +2,7 @@
  * inside the proxy netns while the caller still has CAP_NET_ADMIN (the option is
  * checked only at setsockopt, so the proxy may drop every capability afterwards),
  * and the two I/O steps the proxy loop needs: the original destination of an accepted
- * connection, and a DNS reply sent from the address the query was sent to. */
+ * connection (DNS datagrams are in dgram.c). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <netinet/in.h>
@@ -127,53 +127,4 @@ int ar_capture_original_dst(int fd, struct sockaddr_in *dst, ar_error_t *err)
 	if (dst->sin_family != AF_INET)
 		return ar_error_make(err, EAFNOSUPPORT, "capture: original destination");
 	return 0;
-}
-
-ssize_t ar_capture_recv_query(int fd, uint8_t *buf, size_t cap, struct ar_capture_peer *peer)
-{
-	char cbuf[CMSG_SPACE(sizeof(struct in_pktinfo))];
-	struct iovec iov = {buf, cap};
-	struct msghdr mh = {.msg_name = &peer->from,
-			    .msg_namelen = sizeof(peer->from),
-			    .msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf)};
-	memset(peer, 0, sizeof(*peer));
-	ssize_t n = TEMP_FAILURE_RETRY(recvmsg(fd, &mh, MSG_TRUNC));
-	if (n == -1)
-		return -1;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c))
-		if (c->cmsg_level == SOL_IP && c->cmsg_type == IP_PKTINFO) {
-			struct in_pktinfo pi;
-			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
-			peer->to = pi.ipi_addr; /* the header's destination, not ipi_spec_dst */
-			peer->ifindex = pi.ipi_ifindex;
-			return n;
-		}
-	/* without IP_PKTINFO the reply could only leave from the wrong address */
-	errno = EPROTO;
-	return -1;
-}
-
-int ar_capture_send_reply(int fd, const uint8_t *buf, size_t len,
-			  const struct ar_capture_peer *peer)
-{
-	char cbuf[CMSG_SPACE(sizeof(struct in_pktinfo))] = {0};
-	struct iovec iov = {(void *)buf, len};
-	struct msghdr mh = {.msg_name = (void *)&peer->from,
-			    .msg_namelen = sizeof(peer->from),
-			    .msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf)};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_IP;
-	c->cmsg_type = IP_PKTINFO;
-	c->cmsg_len = CMSG_LEN(sizeof(struct in_pktinfo));
-	/* the source is the address the client asked; the route picks the interface */
-	struct in_pktinfo pi = {.ipi_spec_dst = peer->to};
-	memcpy(CMSG_DATA(c), &pi, sizeof(pi));
-	ssize_t n = TEMP_FAILURE_RETRY(sendmsg(fd, &mh, MSG_NOSIGNAL));
-	return n == (ssize_t)len ? 0 : -1;
 }

@@ -154,23 +154,27 @@ static void report(struct server *s, const char *via, const struct ar_dns_event 
 
 static void serve_udp(struct server *s, int fd, bool quiet)
 {
-	uint8_t q[AR_DNS_MAX_QUERY], r[AR_DNS_MAX_REPLY];
-	struct ar_capture_peer peer;
+	static struct ar_capture_dgram v[AR_CAPTURE_BATCH];
 	struct ar_dns_event ev;
-	for (int burst = 0; burst < 64; burst++) {
-		ssize_t n = ar_capture_recv_query(fd, q, sizeof(q), &peer);
-		if (n == -1)
+	for (int burst = 0; burst < 4; burst++) {
+		int n = ar_capture_recv_queries(fd, v, AR_CAPTURE_BATCH);
+		if (n <= 0)
 			return;
-		s->c.udp_queries++;
-		size_t m = n <= (ssize_t)sizeof(q)
-			       ? ar_dns_stub_answer(s->stub, q, (size_t)n, r, sizeof(r), &ev)
-			       : 0;
-		if (m > 0 && ar_capture_send_reply(fd, r, m, &peer) == 0)
-			s->c.udp_replies++;
-		else
-			s->c.dropped++;
-		if (!quiet)
-			report(s, "udp", &ev);
+		for (int i = 0; i < n; i++) {
+			s->c.udp_queries++;
+			if (v[i].len == 0) {
+				s->c.dropped++;
+				continue;
+			}
+			v[i].reply_len = ar_dns_stub_answer(s->stub, v[i].query, v[i].len,
+							    v[i].reply, sizeof(v[i].reply), &ev);
+			if (v[i].reply_len == 0)
+				s->c.dropped++;
+			if (!quiet)
+				report(s, "udp", &ev);
+		}
+		int sent = ar_capture_send_replies(fd, v, (size_t)n);
+		s->c.udp_replies += sent > 0 ? (unsigned long)sent : 0;
 	}
 }
 

@@ -129,6 +129,44 @@ static void child_io(struct ar_capture_listeners *l)
 	close(t);
 }
 
+/* Batches: three datagrams to three addresses, replies to the first and the third. */
+static void child_batch(struct ar_capture_listeners *l)
+{
+	static struct ar_capture_dgram v[AR_CAPTURE_BATCH];
+	static const char *const to[] = {"127.0.0.9", "127.0.0.10", "127.0.0.11"};
+	int c[3];
+	uint8_t buf[16];
+	for (int i = 0; i < 3; i++) {
+		struct sockaddr_in sa = sin4(to[i], 53);
+		c[i] = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		CHECK(sendto(c[i], "q", 1, 0, (struct sockaddr *)&sa, sizeof(sa)) == 1);
+	}
+	usleep(10000);
+	CHECK(ar_capture_recv_queries(l->dns_udp, v, AR_CAPTURE_BATCH) == 3);
+	for (int i = 0; i < 3; i++) {
+		struct in_addr want;
+		inet_pton(AF_INET, to[i], &want);
+		CHECK(v[i].len == 1 && v[i].peer.to.s_addr == want.s_addr);
+		CHECK(v[i].reply_len == 0);
+	}
+	memcpy(v[0].reply, "r0", 2);
+	v[0].reply_len = 2;
+	memcpy(v[2].reply, "r2", 2);
+	v[2].reply_len = 2;
+	CHECK(ar_capture_send_replies(l->dns_udp, v, 3) == 2);
+	usleep(10000);
+	struct sockaddr_in from;
+	socklen_t flen = sizeof(from);
+	CHECK(recvfrom(c[0], buf, sizeof(buf), 0, (struct sockaddr *)&from, &flen) == 2);
+	CHECK(memcmp(buf, "r0", 2) == 0 && from.sin_addr.s_addr == v[0].peer.to.s_addr);
+	CHECK(recv(c[1], buf, sizeof(buf), 0) == -1 && errno == EAGAIN);
+	CHECK(recvfrom(c[2], buf, sizeof(buf), 0, (struct sockaddr *)&from, &flen) == 2);
+	CHECK(memcmp(buf, "r2", 2) == 0 && from.sin_addr.s_addr == v[2].peer.to.s_addr);
+	CHECK(ar_capture_recv_queries(l->dns_udp, v, AR_CAPTURE_BATCH) == -1 && errno == EAGAIN);
+	for (int i = 0; i < 3; i++)
+		close(c[i]);
+}
+
 static int setup_a(int fd, ar_error_t *err)
 {
 	return ar_capture_setup_proxy_netns(fd, "lo", 0, "198.18.0.0/15", err);
@@ -164,6 +202,7 @@ static void child_main(void)
 	/* the listeners live in A: come back to A to use them */
 	CHECK(setns(a, CLONE_NEWNET) == 0);
 	child_io(&l);
+	child_batch(&l);
 	/* a second set on the same ports fails, and leaves nothing open */
 	int before = open("/dev/null", O_RDONLY);
 	close(before);
