@@ -139,6 +139,25 @@ void ar_dns_pool_free(struct ar_dns_pool *p);
 void ar_cleanup_dns_poolp(struct ar_dns_pool **p);
 #define ar_autodnspool __attribute__((cleanup(ar_cleanup_dns_poolp)))
 
+/* What a captured connection to dst:port stands for (the proxy's first step on a
+ * connection accepted by a capture listener, with dst from ar_capture_original_dst). */
+enum ar_dns_target_kind {
+	AR_DNS_TARGET_NAME,    /* a synthetic address handed out: name, decided on name:port */
+	AR_DNS_TARGET_UNKNOWN, /* in the pool, never handed out: refused */
+	AR_DNS_TARGET_LITERAL, /* any other address: decide by the SNI or Host it carries */
+};
+struct ar_dns_target {
+	enum ar_dns_target_kind kind;
+	const char *name;	     /* AR_DNS_TARGET_NAME: owned by the pool */
+	struct ar_decision decision; /* NAME: the rules on name:port; UNKNOWN: denied; LITERAL:
+				      * denied until the proxy decides on the SNI/Host */
+};
+void ar_dns_target(const struct ar_dns_pool *p, const struct ar_rules *rules, struct in_addr dst,
+		   int port, struct ar_dns_target *out);
+/* Does a name a client sent (SNI, Host without its port) equal the name behind the
+ * synthetic address? Case and one trailing dot do not matter; anything else does. */
+bool ar_dns_same_name(const char *sent, const char *name);
+
 /* --- the stub: decide and answer --- */
 
 /* Every port the rules can allow, sorted and unique: 80 and 443 (a rule without a

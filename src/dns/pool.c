@@ -137,6 +137,40 @@ bool ar_dns_pool_contains(const struct ar_dns_pool *p, struct in_addr addr)
 	return (ntohl(addr.s_addr) & p->mask) == p->base;
 }
 
+void ar_dns_target(const struct ar_dns_pool *p, const struct ar_rules *rules, struct in_addr dst,
+		   int port, struct ar_dns_target *out)
+{
+	char a[INET_ADDRSTRLEN];
+	struct ar_host h;
+	memset(out, 0, sizeof(*out));
+	inet_ntop(AF_INET, &dst, a, sizeof(a));
+	if (!ar_dns_pool_contains(p, dst)) {
+		out->kind = AR_DNS_TARGET_LITERAL;
+		snprintf(out->decision.reason, sizeof(out->decision.reason),
+			 "%s:%d is not a synthetic address: decided by the name it carries", a,
+			 port);
+		return;
+	}
+	out->name = ar_dns_pool_name(p, dst);
+	if (out->name == NULL || ar_host_canonicalize(out->name, &h, NULL) == -1) {
+		out->kind = AR_DNS_TARGET_UNKNOWN;
+		out->name = NULL;
+		snprintf(out->decision.reason, sizeof(out->decision.reason),
+			 "%s:%d is a synthetic address that was never handed out", a, port);
+		return;
+	}
+	out->kind = AR_DNS_TARGET_NAME;
+	ar_rules_decide(rules, &h, port, &out->decision);
+}
+
+bool ar_dns_same_name(const char *sent, const char *name)
+{
+	struct ar_host a, b;
+	return sent != NULL && name != NULL && ar_host_canonicalize(sent, &a, NULL) == 0 &&
+	       ar_host_canonicalize(name, &b, NULL) == 0 && a.family == 0 && b.family == 0 &&
+	       strcmp(a.name, b.name) == 0;
+}
+
 size_t ar_dns_pool_size(const struct ar_dns_pool *p)
 {
 	return p->n;

@@ -6,8 +6,9 @@
  *       set up the capture (rule + local route in the proxy netns, default route in the
  *       sandbox netns), open the transparent listeners there and serve: DNS over UDP
  *       and TCP through the stub; a captured TCP connection gets one line
- *       "ORIG ADDR:PORT NAME\n" (the original destination and the name its synthetic
- *       address stands for, "-" if none) and is closed. Prints "READY ports=..." once
+ *       "ORIG ADDR:PORT NAME ALLOW|DENY REASON\n" (the original destination, the name
+ *       its synthetic address stands for or "-", the decision on name:port) and is
+ *       closed. Prints "READY ports=..." once
  *       listening, one line per DNS event, and counters on SIGTERM/SIGINT.
  *   ar-capture-test serve-udp --listen ADDR:PORT --allow RULE...
  *       the stub's UDP answering path on a plain socket (benchmark).
@@ -228,10 +229,12 @@ static void serve_captured(struct server *s, int lfd)
 		ar_error_print(&err);
 		return;
 	}
-	const char *name = ar_dns_pool_name(s->pool, dst.sin_addr);
+	struct ar_dns_target t;
+	ar_dns_target(s->pool, s->rules, dst.sin_addr, ntohs(dst.sin_port), &t);
 	inet_ntop(AF_INET, &dst.sin_addr, a, sizeof(a));
-	int n = snprintf(line, sizeof(line), "ORIG %s:%u %s\n", a, ntohs(dst.sin_port),
-			 name != NULL ? name : "-");
+	int n = snprintf(line, sizeof(line), "ORIG %s:%u %s %s %s\n", a, ntohs(dst.sin_port),
+			 t.name != NULL ? t.name : "-", t.decision.allowed ? "ALLOW" : "DENY",
+			 t.decision.reason);
 	printf("%s", line);
 	ar_write_all(fd, line, (size_t)n);
 }

@@ -126,13 +126,25 @@ check("PTR outside the pool: NXDOMAIN", rc == NXDOMAIN, rc)
 for port in (443, 80):
     with socket.create_connection((synthetic, port), timeout=2) as s:
         line = s.makefile().readline().strip()
-    check("connect %s:%d is captured with its original destination" % (synthetic, port),
-          line == "ORIG %s:%d allowed.example.test" % (synthetic, port), line)
+    check("connect %s:%d is captured with its original destination, decided by name" % (synthetic, port),
+          line == "ORIG %s:%d allowed.example.test ALLOW matches rule allowed.example.test"
+          % (synthetic, port), line)
 
 _, (rc, n, api) = udp("api.example.test")
 with socket.create_connection((api, 6443), timeout=2) as s:
     line = s.makefile().readline().strip()
-check("a port a rule names (6443) is captured", line == "ORIG %s:6443 api.example.test" % api, line)
+check("a port a rule names (6443) is captured",
+      line == "ORIG %s:6443 api.example.test ALLOW matches rule api.example.test:6443" % api, line)
+with socket.create_connection((synthetic, 6443), timeout=2) as s:
+    line = s.makefile().readline().strip()
+check("another name on that port is captured and denied by name:port",
+      line == "ORIG %s:6443 allowed.example.test DENY allowed.example.test:6443 is not in the allow-list"
+      % synthetic, line)
+with socket.create_connection(("198.19.0.77", 443), timeout=2) as s:
+    line = s.makefile().readline().strip()
+check("a pool address never handed out is denied",
+      line == "ORIG 198.19.0.77:443 - DENY 198.19.0.77:443 is a synthetic address that was never handed out",
+      line)
 
 t0 = time.monotonic()
 try:

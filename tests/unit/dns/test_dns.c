@@ -561,6 +561,48 @@ static void test_stub_reload_and_audit(void **state)
 	ar_rules_free(other);
 }
 
+static void test_target(void **state)
+{
+	struct stub_fixture *f = *state;
+	uint8_t r[AR_DNS_MAX_REPLY];
+	struct ar_dns_event ev;
+	struct ar_dns_target t;
+	struct in_addr a;
+	ask(f, "allowed.example.test", AR_DNS_T_A, r, &ev);
+	inet_pton(AF_INET, ev.addr, &a);
+	ar_dns_target(f->pool, f->rules, a, 443, &t);
+	assert_int_equal(t.kind, AR_DNS_TARGET_NAME);
+	assert_string_equal(t.name, "allowed.example.test");
+	assert_true(t.decision.allowed);
+	assert_string_equal(t.decision.rule, "allowed.example.test");
+	/* the name, but a port no rule gives it */
+	ar_dns_target(f->pool, f->rules, a, 6443, &t);
+	assert_int_equal(t.kind, AR_DNS_TARGET_NAME);
+	assert_false(t.decision.allowed);
+	assert_string_equal(t.decision.reason,
+			    "allowed.example.test:6443 is not in the allow-list");
+	/* in the pool, never handed out */
+	inet_pton(AF_INET, "198.19.0.53", &a);
+	ar_dns_target(f->pool, f->rules, a, 443, &t);
+	assert_int_equal(t.kind, AR_DNS_TARGET_UNKNOWN);
+	assert_null(t.name);
+	assert_false(t.decision.allowed);
+	assert_string_equal(t.decision.reason,
+			    "198.19.0.53:443 is a synthetic address that was never handed out");
+	/* a literal address, even one a rule names: the proxy decides on what it carries */
+	inet_pton(AF_INET, "10.1.2.3", &a);
+	ar_dns_target(f->pool, f->rules, a, 443, &t);
+	assert_int_equal(t.kind, AR_DNS_TARGET_LITERAL);
+	assert_false(t.decision.allowed);
+
+	assert_true(ar_dns_same_name("Allowed.Example.Test.", "allowed.example.test"));
+	assert_false(ar_dns_same_name("evil.test", "allowed.example.test"));
+	assert_false(ar_dns_same_name("allowed.example.test.evil", "allowed.example.test"));
+	assert_false(ar_dns_same_name("", "allowed.example.test"));
+	assert_false(ar_dns_same_name(NULL, "allowed.example.test"));
+	assert_false(ar_dns_same_name("10.1.2.3", "10.1.2.3"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -579,6 +621,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_stub_denied, stub_setup, stub_teardown),
 	    cmocka_unit_test_setup_teardown(test_stub_malformed, stub_setup, stub_teardown),
 	    cmocka_unit_test_setup_teardown(test_stub_reload_and_audit, stub_setup, stub_teardown),
+	    cmocka_unit_test_setup_teardown(test_target, stub_setup, stub_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
