@@ -4,7 +4,8 @@
  * and the rcode the event reports, is itself a response (the stub would drop it: two
  * stubs never ping-pong); a query that parses gets its question echoed byte for byte;
  * an address is handed out only with NOERROR to an allowed name and maps back to that
- * name; asking twice gives the same reply; names and reasons are one printable line. */
+ * name (a connection to it stands for that name); asking twice gives the same reply;
+ * names and reasons are one printable line. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <stdlib.h>
@@ -59,9 +60,16 @@ static void check_reply(const uint8_t *q, size_t qlen, const uint8_t *r, size_t 
 		AR_FUZZ_CHECK(inet_pton(AF_INET, ev->addr, &a) == 1, "address %s", ev->addr);
 		const char *name = ar_dns_pool_name(pool, a);
 		AR_FUZZ_CHECK(name != NULL, "address %s not in the pool", ev->addr);
-		if (parsed.qtype == AR_DNS_T_A)
+		if (parsed.qtype == AR_DNS_T_A) {
 			AR_FUZZ_CHECK(strcmp(name, ev->name) == 0, "address %s is %s, asked %s",
 				      ev->addr, name, ev->name);
+			/* a connection to it stands for that name */
+			struct ar_dns_target t;
+			ar_dns_target(pool, NULL, a, 443, &t);
+			AR_FUZZ_CHECK(t.kind == AR_DNS_TARGET_NAME &&
+					  ar_dns_same_name(ev->name, t.name),
+				      "target of %s: kind %d", ev->addr, t.kind);
+		}
 	}
 }
 
