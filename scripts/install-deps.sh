@@ -16,6 +16,7 @@ command -v node >/dev/null && command -v npm >/dev/null || test_pkgs+=(nodejs np
 # nftables for comparing the host's ruleset before and after
 test_pkgs+=(docker.io nftables)
 bench_pkgs=(hyperfine bubblewrap tinyproxy squid nginx-light wrk firejail)
+bench_pkgs+=(dnsmasq-base) # bench/dns.sh: dnsmasq without its system service
 
 pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}")
 if [ "${1:-}" = "--bench" ]; then pkgs+=("${bench_pkgs[@]}"); fi

@@ -25,6 +25,7 @@ const struct ar_fuzz_target ar_fuzz_targets[] = {
     {"tls", ar_fuzz_tls, "TLS ClientHello server_name (ar_proxy_client_hello_sni)"},
     {"http1", ar_fuzz_http1, "HTTP/1 heads and chunked bodies (ar_h1_*)"},
 #endif
+    {"dns", ar_fuzz_dns, "DNS queries over UDP and TCP (ar_dns_stub_answer, src/dns)"},
     {NULL, NULL, NULL},
 };
 
