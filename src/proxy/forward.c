@@ -151,13 +151,13 @@ void client_reply(struct client *c, int status, const char *reason, bool allowed
 
 static void begin_request(struct client *c)
 {
-	rules_unref(c->rref);
-	c->rref = NULL;
+	ar_egress_unref(c->egress);
+	c->egress = NULL;
 	c->id = ++c->px->next_id;
 	c->started = c->px->now;
 	c->rule = NULL;
 	c->audited = c->allowed = c->is_connect = c->is_head = c->host_v6 = false;
-	c->reused = c->retried = c->have_method = c->rule_literal = false;
+	c->reused = c->retried = c->have_method = c->rule_literal = c->host_is_ip = false;
 	c->budget = NULL;
 	c->status = 0;
 	c->port = 0;
@@ -172,8 +172,8 @@ static void begin_request(struct client *c)
 static bool next_request(struct client *c)
 {
 	struct ar_proxy *px = c->px;
-	rules_unref(c->rref);
-	c->rref = NULL;
+	ar_egress_unref(c->egress);
+	c->egress = NULL;
 	c->state = CS_HEAD;
 	c->first_request = false;
 	c->close_after = false;
@@ -183,8 +183,8 @@ static bool next_request(struct client *c)
 		iobuf_free(px, &c->in);
 	iobuf_free(px, &c->out);
 	c->head_deadline = c->in.len > c->in.off;
-	c->deadline =
-	    px->now + (c->head_deadline ? px->cfg.header_timeout_ms : px->cfg.keepalive_timeout_ms);
+	c->deadline = px->now + (c->head_deadline ? px->egress->header_timeout_ms
+						  : px->egress->keepalive_timeout_ms);
 	return true;
 }
 
@@ -252,7 +252,7 @@ static bool rule_is_literal(const struct ar_rules *r, const char *rule)
 static void budget_attach(struct client *c)
 {
 	struct ar_proxy *px = c->px;
-	const struct rules_ref *r = c->rref;
+	const struct ar_egress *r = c->egress;
 	c->budget = NULL;
 	for (size_t i = 0; i < r->n_budgets; i++) {
 		if (strcmp(r->budgets[i].host, c->host) != 0)
@@ -323,11 +323,11 @@ static bool decide(struct client *c, const struct ar_h1_request *req)
 	snprintf(c->host, sizeof(c->host), "%s", h.name);
 	c->host_v6 = h.family == AF_INET6;
 	struct ar_decision d;
-	ar_rules_decide(px->rules->rules, &h, req->port, &d);
-	c->rref = px->rules;
-	c->rref->refs++;
+	ar_rules_decide(px->egress->rules, &h, req->port, &d);
+	c->egress = ar_egress_ref(px->egress);
+	c->host_is_ip = h.family != 0;
 	c->rule = d.rule;
-	c->rule_literal = rule_is_literal(px->rules->rules, d.rule);
+	c->rule_literal = rule_is_literal(px->egress->rules, d.rule);
 	c->allowed = d.allowed;
 	snprintf(c->reason, sizeof(c->reason), "%s", d.reason);
 	if (!d.allowed) {
@@ -425,7 +425,7 @@ bool step_head(struct client *c)
 			c->in.len += (uint32_t)n;
 			if (!c->head_deadline) {
 				c->head_deadline = true;
-				c->deadline = px->now + px->cfg.header_timeout_ms;
+				c->deadline = px->now + px->egress->header_timeout_ms;
 			}
 			continue;
 		}
@@ -454,7 +454,9 @@ void on_upstream_ready(struct client *c)
 		memcpy(c->out.p, ok, sizeof(ok) - 1);
 		c->out.len = sizeof(ok) - 1;
 		c->state = CS_TUNNEL;
-		c->sni_wait = c->rref && c->rref->sni != AR_SNI_OFF;
+		c->sni_wait = c->egress && c->egress->sni != AR_SNI_OFF;
+		if (c->sni_wait) /* a ClientHello has the header timeout to arrive */
+			c->deadline = px->now + c->egress->header_timeout_ms;
 	} else {
 		c->state = CS_FORWARD;
 		c->resp_head_done = c->resp_done = c->up_eof = c->resp_started = false;
@@ -804,7 +806,7 @@ void client_timeout(struct client *c)
 		}
 		begin_request(c);
 		snprintf(why, sizeof(why), "request headers not complete within %d ms",
-			 px->cfg.header_timeout_ms);
+			 px->egress->header_timeout_ms);
 		client_reply(c, 408, why, false);
 		client_run(c);
 		return;
@@ -816,23 +818,28 @@ void client_timeout(struct client *c)
 			return;
 		snprintf(why, sizeof(why), "%s %s timed out after %d ms",
 			 c->state == CS_RESOLVE ? "resolving" : "connecting to",
-			 c->state == CS_RESOLVE ? c->host : c->uo_addr, px->cfg.connect_timeout_ms);
+			 c->state == CS_RESOLVE ? c->host : c->uo_addr,
+			 px->egress->connect_timeout_ms);
 		client_reply(c, 504, why, c->allowed);
 		client_run(c);
 		return;
 	case CS_FORWARD:
 	case CS_TUNNEL:
-		if (px->now - c->last_active < px->cfg.idle_timeout_ms)
+		if (c->state == CS_TUNNEL && c->sni_wait && c->deadline && px->now >= c->deadline) {
+			tunnel_timeout(c);
+			return;
+		}
+		if (px->now - c->last_active < px->egress->idle_timeout_ms)
 			return;
 		if (c->state == CS_FORWARD && !c->resp_started) {
 			snprintf(why, sizeof(why), "upstream sent no response within %d ms",
-				 px->cfg.idle_timeout_ms);
+				 px->egress->idle_timeout_ms);
 			client_reply(c, 504, why, c->allowed);
 			client_run(c);
 			return;
 		}
 		snprintf(c->reason + strlen(c->reason), sizeof(c->reason) - strlen(c->reason),
-			 "; idle for %d ms", px->cfg.idle_timeout_ms);
+			 "; idle for %d ms", px->egress->idle_timeout_ms);
 		client_close(c);
 		return;
 	default:

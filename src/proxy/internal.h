@@ -9,6 +9,7 @@
 
 #include <ares.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -35,14 +36,20 @@ struct iobuf {
 	uint32_t off, len, cap;
 };
 
-/* The allow-list in force; requests keep the one they were decided with alive. */
-struct rules_ref {
+/* The egress object (egress.c): immutable once built; the loop holds the one in
+ * force and every request holds the one it was decided with. */
+struct ar_egress {
+	atomic_uint refs; /* the caller may drop its reference from another thread */
 	struct ar_rules *rules;
-	unsigned refs;
-	struct ar_byte_budget *budgets; /* proxy.max_bytes_out of the policy */
+	struct ar_byte_budget *budgets; /* proxy.max_bytes_out */
 	size_t n_budgets;
 	enum ar_sni_mode sni;
+	struct ar_cidr *allow_private;
+	size_t n_allow_private;
+	int connect_timeout_ms, header_timeout_ms, idle_timeout_ms, keepalive_timeout_ms;
+	bool pass_forwarded;
 };
+bool egress_private_ok(const struct ar_egress *e, int family, const void *addr);
 
 /* Bytes sent upstream to a host with a budget, over the proxy's lifetime (kept
  * across reloads). */
@@ -110,7 +117,8 @@ struct client {
 	bool rule_literal;  /* the matching rule names an IP literal */
 	bool resp_started;  /* response bytes reached the client */
 	bool tunnel_bufs_freed;
-	bool sni_wait; /* CONNECT: the ClientHello is read and checked before relaying */
+	bool sni_wait;	 /* CONNECT: the ClientHello is read and checked before relaying */
+	bool host_is_ip; /* the request names an IP literal */
 	int fd;
 	struct ar_proxy *px;
 	struct client *next, *prev;
@@ -129,7 +137,7 @@ struct client {
 	/* the request in flight */
 	uint64_t id;
 	int64_t started;
-	struct rules_ref *rref;
+	struct ar_egress *egress;
 	const char *rule;
 	struct budget_use *budget; /* NULL: no budget for this host */
 	uint64_t budget_max;
@@ -170,16 +178,10 @@ struct ar_proxy {
 	size_t n_listeners;
 	bool accept_paused;
 	int64_t accept_resume;
-	struct rules_ref *rules;
-	char *policy_path;
-	char **cli_allow; /* --allow rules (and an in-memory policy's allowed_hosts) */
-	size_t n_cli_allow;
-	char *fixed_origin; /* the in-memory policy's origin, for messages */
-	struct ar_byte_budget *fixed_budgets;
-	size_t n_fixed_budgets;
-	enum ar_sni_mode fixed_sni;
-	struct ar_cidr *allow_private;
-	size_t n_allow_private;
+	struct ar_egress *egress;	     /* in force for new requests */
+	_Atomic(struct ar_egress *) pending; /* ar_proxy_set_egress, taken by the loop */
+	char *policy_path;		     /* re-read on reload */
+	struct ar_egress_settings base;	     /* flags beside the policy file (copies) */
 	int audit_fd;
 	int log_fd;
 	int64_t now; /* CLOCK_MONOTONIC ms, refreshed each loop iteration */
@@ -198,7 +200,7 @@ struct ar_proxy {
 	size_t n_grave, cap_grave;
 	struct ar_buf line; /* scratch for audit and log lines */
 	struct budget_use *budgets;
-	volatile int stop;
+	atomic_bool stop;
 	bool reload;
 };
 
@@ -228,7 +230,6 @@ void pool_idle_event(struct upstream *up);
 struct upstream *pool_get(struct ar_proxy *px, const char *host, int port);
 void pool_expire(struct ar_proxy *px, int64_t older_than);
 void pool_free_all(struct ar_proxy *px);
-void rules_unref(struct rules_ref *r);
 /* Budget accounting: how much more may go upstream, spend it, and the 413 reason. */
 uint64_t budget_room(const struct client *c);
 void budget_spend(struct client *c, uint64_t n);
@@ -253,5 +254,16 @@ int pipes_init(struct ar_proxy *px);
 void pipes_free(struct ar_proxy *px);
 bool step_tunnel(struct client *c);
 void tunnel_release(struct client *c);
+/* The ClientHello did not arrive within the header timeout: 421. */
+void tunnel_timeout(struct client *c);
+
+/* The end of a tunnel, as pump/sni_step report it. */
+enum tunnel_end {
+	TUNNEL_OPEN,	    /* not ended */
+	TUNNEL_BROKEN,	    /* a socket error or both sides done */
+	TUNNEL_BUDGET,	    /* proxy.max_bytes_out spent: 413 */
+	TUNNEL_SNI,	    /* the ClientHello was refused: 421 */
+	TUNNEL_SNI_TIMEOUT, /* no whole ClientHello in time: 421 */
+};
 
 #endif

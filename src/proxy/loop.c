@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,17 +102,6 @@ static void empty_grave(struct ar_proxy *px)
 	px->n_grave = 0;
 }
 
-void rules_unref(struct rules_ref *r)
-{
-	if (r && --r->refs == 0) {
-		ar_rules_free(r->rules);
-		for (size_t i = 0; i < r->n_budgets; i++)
-			free(r->budgets[i].host);
-		free(r->budgets);
-		free(r);
-	}
-}
-
 void ar_proxy_config_init(struct ar_proxy_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -147,8 +137,8 @@ void client_close(struct client *c)
 	tunnel_release(c);
 	if (c->up)
 		upstream_release(c, false);
-	rules_unref(c->rref);
-	c->rref = NULL;
+	ar_egress_unref(c->egress);
+	c->egress = NULL;
 	close(c->fd);
 	c->fd = -1;
 	iobuf_free(c->px, &c->in);
@@ -259,7 +249,7 @@ static void new_client(struct ar_proxy *px, int fd)
 	c->state = CS_HEAD;
 	c->first_request = true;
 	c->head_deadline = true;
-	c->deadline = px->now + px->cfg.header_timeout_ms;
+	c->deadline = px->now + px->egress->header_timeout_ms;
 	c->dir[0].pipe.r = c->dir[0].pipe.w = -1;
 	c->dir[1].pipe.r = c->dir[1].pipe.w = -1;
 	c->next = px->clients;
@@ -357,57 +347,53 @@ static void read_signals(struct ar_proxy *px)
 		if (si.ssi_signo == SIGHUP)
 			px->reload = true;
 		else
-			px->stop = 1;
+			atomic_store(&px->stop, true);
 	}
 }
 
-static char **joined_rules(struct ar_proxy *px, const struct ar_policy *p, size_t *n)
-{
-	size_t np = p ? p->n_allowed_hosts : 0;
-	char **v = ar_xcalloc(np + px->n_cli_allow + 1, sizeof(char *));
-	for (size_t i = 0; i < np; i++)
-		v[i] = p->allowed_hosts[i];
-	for (size_t i = 0; i < px->n_cli_allow; i++)
-		v[np + i] = px->cli_allow[i];
-	*n = np + px->n_cli_allow;
-	return v;
-}
-
-/* Compile the allow-list from the policy file (if any) and the --allow rules. */
-static int load_rules(struct ar_proxy *px, struct rules_ref **out, ar_error_t *err)
+/* A fresh egress object from the policy file and the settings beside it. */
+static int load_egress(struct ar_proxy *px, struct ar_egress **out, ar_error_t *err)
 {
 	ar_autopolicy struct ar_policy *p = NULL;
-	if (px->policy_path && ar_policy_load(px->policy_path, &p, err) == -1)
+	if (px->policy_path == NULL)
+		return ar_egress_new(&px->base, out, err);
+	if (ar_policy_load(px->policy_path, &p, err) == -1)
 		return -1;
-	size_t n;
-	ar_autofree char **v = joined_rules(px, p, &n);
-	struct ar_rules *r = NULL;
-	const char *what = p ? p->origin : px->fixed_origin ? px->fixed_origin : "--allow";
-	if (ar_rules_compile(v, n, what, &r, err) == -1)
-		return -1;
-	*out = ar_xcalloc(1, sizeof(**out));
-	(*out)->rules = r;
-	(*out)->refs = 1;
-	const struct ar_byte_budget *b = p ? p->proxy.budgets : px->fixed_budgets;
-	size_t nb = p ? p->proxy.n_budgets : px->n_fixed_budgets;
-	(*out)->sni = p ? p->proxy.sni : px->fixed_sni;
-	(*out)->n_budgets = nb;
-	(*out)->budgets = ar_xcalloc(nb + 1, sizeof(struct ar_byte_budget));
-	for (size_t i = 0; i < nb; i++) {
-		(*out)->budgets[i].host = ar_xstrdup(b[i].host);
-		(*out)->budgets[i].max_bytes_out = b[i].max_bytes_out;
-	}
-	return 0;
+	return ar_egress_from_policy(p, &px->base, out, err);
+}
+
+static void egress_swap(struct ar_proxy *px, struct ar_egress *e)
+{
+	ar_egress_unref(px->egress);
+	px->egress = e;
 }
 
 int ar_proxy_reload(struct ar_proxy *px, ar_error_t *err)
 {
-	struct rules_ref *r = NULL;
-	if (load_rules(px, &r, err) == -1)
+	struct ar_egress *e = NULL;
+	if (px->policy_path == NULL)
+		return 0; /* a fixed egress object: nothing to re-read */
+	if (load_egress(px, &e, err) == -1)
 		return ar_error_wrap(err, "reload");
-	rules_unref(px->rules);
-	px->rules = r;
+	egress_swap(px, e);
 	return 0;
+}
+
+void ar_proxy_set_egress(struct ar_proxy *px, struct ar_egress *e)
+{
+	struct ar_egress *old = atomic_exchange(&px->pending, ar_egress_ref(e));
+	ar_egress_unref(old);
+	uint64_t one = 1;
+	if (px->wakefd >= 0 && write(px->wakefd, &one, sizeof(one)) == -1) {
+		/* the loop takes it at its next wakeup anyway */
+	}
+}
+
+static void take_pending(struct ar_proxy *px)
+{
+	struct ar_egress *e = atomic_exchange(&px->pending, NULL);
+	if (e)
+		egress_swap(px, e);
 }
 
 static void log_rules(struct ar_proxy *px, const char *what)
@@ -416,11 +402,11 @@ static void log_rules(struct ar_proxy *px, const char *what)
 	ar_buf_printf(&px->line, "agentrun proxy %s", what);
 	for (size_t i = 0; i < px->n_listeners; i++)
 		ar_buf_printf(&px->line, "%s%s", i ? ", " : " ", px->listeners[i].name);
-	size_t n = ar_rules_count(px->rules->rules);
+	size_t n = ar_rules_count(px->egress->rules);
 	ar_buf_printf(&px->line, "; %zu rule(s):", n);
 	for (size_t i = 0; i < n; i++)
 		ar_buf_printf(&px->line, "%s%s", i ? ", " : " ",
-			      ar_rules_text(px->rules->rules, i));
+			      ar_rules_text(px->egress->rules, i));
 	if (n == 0)
 		ar_buf_puts(&px->line, " none (everything is denied)");
 	ar_buf_putc(&px->line, '\n');
@@ -569,14 +555,6 @@ static void apply_defaults(struct ar_proxy_config *cfg)
 {
 	if (cfg->max_conns <= 0)
 		cfg->max_conns = 4096;
-	if (cfg->connect_timeout_ms <= 0)
-		cfg->connect_timeout_ms = 10000;
-	if (cfg->header_timeout_ms <= 0)
-		cfg->header_timeout_ms = 10000;
-	if (cfg->idle_timeout_ms <= 0)
-		cfg->idle_timeout_ms = 120000;
-	if (cfg->keepalive_timeout_ms <= 0)
-		cfg->keepalive_timeout_ms = 60000;
 }
 
 static int open_audit(struct ar_proxy *px, const struct ar_proxy_config *cfg, ar_error_t *err)
@@ -590,38 +568,62 @@ static int open_audit(struct ar_proxy *px, const struct ar_proxy_config *cfg, ar
 	return 0;
 }
 
+/* The settings beside a policy file, copied: they outlive the caller's config. */
+static void copy_base(struct ar_proxy *px, const struct ar_proxy_config *cfg)
+{
+	struct ar_egress_settings *b = &px->base;
+	ar_egress_settings_init(b);
+	char **allow = ar_xcalloc(cfg->n_allow + 1, sizeof(char *));
+	for (size_t i = 0; i < cfg->n_allow; i++)
+		allow[i] = ar_xstrdup(cfg->allow[i]);
+	b->allow = allow;
+	b->n_allow = cfg->n_allow;
+	struct ar_cidr *c = ar_xcalloc(cfg->n_allow_private + 1, sizeof(*c));
+	if (cfg->n_allow_private)
+		memcpy(c, cfg->allow_private, cfg->n_allow_private * sizeof(*c));
+	b->allow_private = c;
+	b->n_allow_private = cfg->n_allow_private;
+	b->connect_timeout_ms = cfg->connect_timeout_ms;
+	b->header_timeout_ms = cfg->header_timeout_ms;
+	b->idle_timeout_ms = cfg->idle_timeout_ms;
+	b->keepalive_timeout_ms = cfg->keepalive_timeout_ms;
+	b->pass_forwarded = cfg->pass_forwarded;
+}
+
+static void free_base(struct ar_egress_settings *b)
+{
+	ar_strv_free((char **)b->allow);
+	free((void *)b->allow_private);
+	memset(b, 0, sizeof(*b));
+}
+
+/* The egress object in force at start: given, from an in-memory policy, or from the
+ * policy file and flags (and re-read from them on reload). */
+static int first_egress(struct ar_proxy *px, const struct ar_proxy_config *cfg, ar_error_t *err)
+{
+	if (cfg->egress) {
+		px->egress = ar_egress_ref(cfg->egress);
+		return 0;
+	}
+	copy_base(px, cfg);
+	if (cfg->policy_path) {
+		px->policy_path = ar_xstrdup(cfg->policy_path);
+		return load_egress(px, &px->egress, err);
+	}
+	if (cfg->policy)
+		return ar_egress_from_policy(cfg->policy, &px->base, &px->egress, err);
+	return ar_egress_new(&px->base, &px->egress, err);
+}
+
 static void copy_config(struct ar_proxy *px, const struct ar_proxy_config *cfg)
 {
 	px->cfg = *cfg;
 	apply_defaults(&px->cfg);
-	px->policy_path = cfg->policy_path ? ar_xstrdup(cfg->policy_path) : NULL;
-	const struct ar_policy *p = cfg->policy_path ? NULL : cfg->policy;
-	size_t np = p ? p->n_allowed_hosts : 0;
-	px->cli_allow = ar_xcalloc(np + cfg->n_allow + 1, sizeof(char *));
-	for (size_t i = 0; i < np; i++)
-		px->cli_allow[px->n_cli_allow++] = ar_xstrdup(p->allowed_hosts[i]);
-	for (size_t i = 0; i < cfg->n_allow; i++)
-		px->cli_allow[px->n_cli_allow++] = ar_xstrdup(cfg->allow[i]);
-	if (p) {
-		px->fixed_origin = ar_xstrdup(p->origin ? p->origin : "policy");
-		px->fixed_sni = p->proxy.sni;
-		px->n_fixed_budgets = p->proxy.n_budgets;
-		px->fixed_budgets =
-		    ar_xcalloc(p->proxy.n_budgets + 1, sizeof(struct ar_byte_budget));
-		for (size_t i = 0; i < p->proxy.n_budgets; i++) {
-			px->fixed_budgets[i].host = ar_xstrdup(p->proxy.budgets[i].host);
-			px->fixed_budgets[i].max_bytes_out = p->proxy.budgets[i].max_bytes_out;
-		}
-	}
-	px->allow_private = ar_xcalloc(cfg->n_allow_private + 1, sizeof(struct ar_cidr));
-	if (cfg->n_allow_private)
-		memcpy(px->allow_private, cfg->allow_private,
-		       cfg->n_allow_private * sizeof(struct ar_cidr));
-	px->n_allow_private = cfg->n_allow_private;
 	/* pointers into the caller's memory must not outlive this call */
 	px->cfg.allow = NULL;
 	px->cfg.policy_path = NULL;
 	px->cfg.policy = NULL;
+	px->cfg.egress = NULL;
 	px->cfg.audit_path = NULL;
 	px->cfg.allow_private = NULL;
 	memset(px->cfg.listen, 0, sizeof(px->cfg.listen));
@@ -638,7 +640,7 @@ int ar_proxy_create(const struct ar_proxy_config *cfg, struct ar_proxy **out, ar
 	struct sigaction sa;
 	if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
 		signal(SIGPIPE, SIG_IGN); /* splice(2) to a reset socket raises it */
-	if (open_listeners(px, cfg, err) == -1 || load_rules(px, &px->rules, err) == -1 ||
+	if (open_listeners(px, cfg, err) == -1 || first_egress(px, cfg, err) == -1 ||
 	    open_audit(px, cfg, err) == -1)
 		return -1;
 	px->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -684,6 +686,7 @@ static void dispatch(struct ar_proxy *px, struct epoll_event *ev)
 		if (read(px->wakefd, &v, sizeof(v)) == -1) {
 			/* a spurious wakeup; px->stop says what to do */
 		}
+		take_pending(px);
 		break;
 	}
 	}
@@ -713,7 +716,7 @@ int ar_proxy_run(struct ar_proxy *px, ar_error_t *err)
 		return -1;
 	log_rules(px, "listening on");
 	int64_t next_tick = proxy_now() + TICK_MS;
-	while (!px->stop) {
+	while (!atomic_load(&px->stop)) {
 		px->now = proxy_now();
 		int timeout = next_tick > px->now ? (int)(next_tick - px->now) : 0;
 		timeout = resolver_timeout(px, timeout);
@@ -739,7 +742,7 @@ int ar_proxy_run(struct ar_proxy *px, ar_error_t *err)
 void ar_proxy_stop(struct ar_proxy *px)
 {
 	uint64_t one = 1;
-	px->stop = 1;
+	atomic_store(&px->stop, true);
 	if (px->wakefd >= 0 && write(px->wakefd, &one, sizeof(one)) == -1) {
 		/* the flag is set; the loop sees it at its next tick */
 	}
@@ -771,7 +774,9 @@ void ar_proxy_free(struct ar_proxy *px)
 	for (size_t i = 0; i < AR_ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
-	rules_unref(px->rules);
+	ar_egress_unref(px->egress);
+	ar_egress_unref(atomic_exchange(&px->pending, NULL));
+	free_base(&px->base);
 	while (px->budgets) {
 		struct budget_use *b = px->budgets;
 		px->budgets = b->next;
@@ -779,12 +784,6 @@ void ar_proxy_free(struct ar_proxy *px)
 	}
 	free(px->pools);
 	free(px->policy_path);
-	ar_strv_free(px->cli_allow);
-	for (size_t i = 0; i < px->n_fixed_budgets; i++)
-		free(px->fixed_budgets[i].host);
-	free(px->fixed_budgets);
-	free(px->fixed_origin);
-	free(px->allow_private);
 	free(px->grave);
 	for (size_t i = 0; i < px->n_spare; i++)
 		free(px->spare[i]);

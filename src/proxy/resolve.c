@@ -147,19 +147,10 @@ static void cand_normalize(struct cand *k)
 	}
 }
 
-static bool allowed_private(const struct ar_proxy *px, const struct cand *k)
-{
-	for (size_t i = 0; i < px->n_allow_private; i++)
-		if (ar_cidr_contains(&px->allow_private[i], k->family, k->addr))
-			return true;
-	return false;
-}
-
 /* Drop the candidates in refused ranges. When none is left, reply 403 naming the
  * first refused address. Returns false when the request ended. */
 static bool filter_cands(struct client *c)
 {
-	struct ar_proxy *px = c->px;
 	uint8_t kept = 0;
 	struct cand refused = {0};
 	enum ar_addr_class refused_class = AR_ADDR_PUBLIC;
@@ -167,7 +158,8 @@ static bool filter_cands(struct client *c)
 		struct cand k = c->cands[i];
 		cand_normalize(&k);
 		enum ar_addr_class cls = ar_proxy_addr_classify(k.family, k.addr);
-		if (cls == AR_ADDR_PUBLIC || c->rule_literal || allowed_private(px, &k)) {
+		if (cls == AR_ADDR_PUBLIC || c->rule_literal ||
+		    egress_private_ok(c->egress, k.family, k.addr)) {
 			c->cands[kept++] = k;
 		} else if (refused.family == 0) {
 			refused = k;
@@ -248,7 +240,7 @@ static void dial_next(struct client *c)
 		if (c->up) {
 			c->state = CS_CONNECT;
 			c->up_ready = false;
-			c->deadline = c->px->now + c->px->cfg.connect_timeout_ms;
+			c->deadline = c->px->now + c->px->egress->connect_timeout_ms;
 			client_run(c);
 			return;
 		}
@@ -362,7 +354,7 @@ void upstream_start(struct client *c)
 			dial_next(c);
 		return;
 	}
-	c->deadline = px->now + px->cfg.connect_timeout_ms;
+	c->deadline = px->now + px->egress->connect_timeout_ms;
 	struct lookup *lk = ar_xcalloc(1, sizeof(*lk));
 	lk->c = c;
 	c->lookup = lk;
