@@ -138,9 +138,16 @@ enum ar_addr_class {
 	AR_ADDR_MULTICAST,
 	AR_ADDR_THIS_NETWORK, /* 0.0.0.0/8, :: */
 	AR_ADDR_BROADCAST,
-	AR_ADDR_METADATA, /* 169.254.169.254, fd00:ec2::254, 100.100.100.200 */
-	AR_ADDR_RESERVED, /* 240.0.0.0/4 */
+	AR_ADDR_METADATA,      /* 169.254.169.254, fd00:ec2::254, 100.100.100.200 */
+	AR_ADDR_RESERVED,      /* 240.0.0.0/4, 192.0.0.0/24, 100::/64 */
+	AR_ADDR_DOCUMENTATION, /* 192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32 */
+	AR_ADDR_BENCHMARK,     /* 198.18.0.0/15, 2001:2::/48 */
+	AR_ADDR_ULA,	       /* fc00::/7 */
+	AR_ADDR_SITE_LOCAL,    /* fec0::/10 (deprecated) */
 };
+/* IPv6 forms that embed an IPv4 address (::/96, ::ffff:0:0/96, ::ffff:0:0:0/96,
+ * 64:ff9b::/96, 64:ff9b:1::/48, 2002::/16, Teredo 2001::/32) get the class of the
+ * embedded address when that one is refused. */
 enum ar_addr_class ar_proxy_addr_classify(int family, const void *addr);
 const char *ar_proxy_addr_class_name(enum ar_addr_class c);
 
