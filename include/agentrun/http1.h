@@ -6,8 +6,10 @@
  *
  * The parser is deliberately strict where lenience enables request smuggling
  * (RFC 9112 §11.2): CRLF line endings only, no whitespace before a colon, no obs-fold,
- * no Transfer-Encoding together with Content-Length, exactly one well-formed
- * Content-Length, a Host header that agrees with the URL. */
+ * no Transfer-Encoding together with Content-Length, Transfer-Encoding exactly
+ * `chunked`, exactly one well-formed Content-Length, no `_` in header names, a Host
+ * header that agrees with the URL, brackets only around an IPv6 address, chunked
+ * trailers that are field lines. */
 #ifndef AGENTRUN_HTTP1_H
 #define AGENTRUN_HTTP1_H
 
@@ -87,7 +89,7 @@ struct ar_h1_request {
 };
 
 struct ar_h1_error {
-	int status;	    /* 400 or 431 */
+	int status;	    /* 400, 431 or 501 */
 	const char *reason; /* static text for the response, the log and the audit */
 };
 
@@ -98,9 +100,12 @@ int ar_h1_parse_request(const char *buf, size_t len, struct ar_h1_request *req,
 
 /* Append the head to send upstream for a non-CONNECT request: origin-form request
  * line, the client's fields minus hop-by-hop ones (Connection and the names it
- * lists, Keep-Alive, Proxy-Authorization, Proxy-Connection, TE, Trailer, Upgrade),
- * a Host field when the client sent none. */
-void ar_h1_write_request(const char *buf, const struct ar_h1_request *req, struct ar_buf *out);
+ * lists, Keep-Alive, Proxy-Authorization, Proxy-Connection, TE, Trailer, Upgrade) and
+ * minus Forwarded and X-Forwarded-For (unless AR_H1_PASS_FORWARDED), a Host field when
+ * the client sent none, and `Via: 1.1 agentrun` last. */
+#define AR_H1_PASS_FORWARDED 1u
+void ar_h1_write_request(const char *buf, const struct ar_h1_request *req, unsigned flags,
+			 struct ar_buf *out);
 
 struct ar_h1_response {
 	int status;

@@ -27,6 +27,7 @@ static const struct {
     {408, "Request Timeout", "request timeout"},
     {413, "Payload Too Large", "byte budget exceeded"},
     {431, "Request Header Fields Too Large", "request headers too large"},
+    {501, "Not Implemented", "not implemented"},
     {502, "Bad Gateway", "bad gateway"},
     {503, "Service Unavailable", "over capacity"},
     {504, "Gateway Timeout", "gateway timeout"},
@@ -347,7 +348,8 @@ static bool decide(struct client *c, const struct ar_h1_request *req)
 static void start_forward(struct client *c, const char *head, const struct ar_h1_request *req)
 {
 	ar_buf_reset(&c->uo);
-	ar_h1_write_request(head, req, &c->uo);
+	ar_h1_write_request(head, req, c->egress->pass_forwarded ? AR_H1_PASS_FORWARDED : 0,
+			    &c->uo);
 	c->uo_off = 0;
 	c->req_framing = (uint8_t)req->framing;
 	c->req_done = req->framing == AR_H1_BODY_NONE;

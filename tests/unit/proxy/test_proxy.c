@@ -289,6 +289,49 @@ static void test_client_hello_sni(void **state)
 	assert_int_equal(ar_proxy_client_hello_sni(b, n, name, sizeof(name)), AR_SNI_MALFORMED);
 }
 
+/* The shapes that once slipped through `check`: each is parsed or refused. */
+static void test_client_hello_shapes(void **state)
+{
+	uint8_t b[8192], e[8192];
+	char name[256];
+	const char *why = NULL;
+	/* one-byte records: reassembled */
+	size_t n = build_hello(b, "api.github.com", 1);
+	assert_true(n > 6 * 60);
+	assert_int_equal(ar_proxy_client_hello_parse(b, n, name, sizeof(name), &why), AR_SNI_FOUND);
+	assert_string_equal(name, "api.github.com");
+	/* a zero-length handshake record first: refused, not skipped */
+	memcpy(e, "\x16\x03\x01\x00\x00", 5);
+	n = build_hello(e + 5, "evil.test", 0);
+	assert_int_equal(ar_proxy_client_hello_parse(e, n + 5, name, sizeof(name), &why),
+			 AR_SNI_MALFORMED);
+	assert_string_equal(why, "empty handshake record");
+	/* a handshake message over 64 KiB: refused as soon as its length is read */
+	static const uint8_t big[] = {22, 3, 1, 0, 4, 1, 0x01, 0x10, 0x00};
+	assert_int_equal(ar_proxy_client_hello_parse(big, sizeof(big), name, sizeof(name), &why),
+			 AR_SNI_MALFORMED);
+	assert_string_equal(why, "ClientHello larger than 64 KiB");
+	/* just under the limit is still "more", the caller bounds the wait */
+	static const uint8_t under[] = {22, 3, 1, 0, 4, 1, 0x00, 0xff, 0x00};
+	assert_int_equal(ar_proxy_client_hello_sni(under, sizeof(under), name, sizeof(name)),
+			 AR_SNI_MORE);
+	/* another record type after a handshake record, a record past 16 KiB, a bad version */
+	n = build_hello(b, "a.test", 20);
+	b[25] = 23;
+	assert_int_equal(ar_proxy_client_hello_sni(b, n, name, sizeof(name)), AR_SNI_MALFORMED);
+	static const uint8_t huge_rec[] = {22, 3, 1, 0x40, 0x01};
+	assert_int_equal(ar_proxy_client_hello_sni(huge_rec, 5, name, sizeof(name)),
+			 AR_SNI_MALFORMED);
+	static const uint8_t v2[] = {22, 2, 0};
+	assert_int_equal(ar_proxy_client_hello_sni(v2, 3, name, sizeof(name)), AR_SNI_MALFORMED);
+	/* only a first byte that is not a handshake record is "not TLS" */
+	static const uint8_t ccs[] = {20, 3, 3, 0, 1, 1};
+	assert_int_equal(ar_proxy_client_hello_parse(ccs, sizeof(ccs), name, sizeof(name), &why),
+			 AR_SNI_NOT_TLS);
+	static const uint8_t one[] = {22};
+	assert_int_equal(ar_proxy_client_hello_sni(one, 1, name, sizeof(name)), AR_SNI_MORE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -296,6 +339,7 @@ int main(void)
 	    cmocka_unit_test(test_cidr),
 	    cmocka_unit_test(test_audit_line),
 	    cmocka_unit_test(test_client_hello_sni),
+	    cmocka_unit_test(test_client_hello_shapes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
