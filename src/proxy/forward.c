@@ -88,9 +88,7 @@ void client_audit(struct client *c)
 	}
 	ar_buf_reset(&px->line);
 	ar_proxy_log_format(&r, &px->line);
-	if (px->log_fd >= 0 && write(px->log_fd, px->line.data, px->line.len) == -1) {
-		/* best effort */
-	}
+	logq_line(&px->log, px->line.data, px->line.len);
 }
 
 /* ---- generated replies ---- */

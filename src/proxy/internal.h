@@ -168,6 +168,20 @@ struct client {
 
 struct pipe_pool;
 
+/* The decision log (logq.c): never blocks; lines that do not fit are counted. */
+struct logq {
+	int fd;
+	bool is_sock, owned;
+	char *buf;
+	uint32_t len, cap;
+	uint64_t dropped, reported;
+};
+void logq_open(struct logq *q, int fd);
+void logq_line(struct logq *q, const char *s, size_t n);
+void logq_flush(struct logq *q);
+void logq_drain(struct logq *q, int timeout_ms);
+void logq_close(struct logq *q);
+
 struct ar_proxy {
 	struct ar_proxy_config cfg;
 	int epfd;
@@ -183,7 +197,7 @@ struct ar_proxy {
 	char *policy_path;		     /* re-read on reload */
 	struct ar_egress_settings base;	     /* flags beside the policy file (copies) */
 	int audit_fd;
-	int log_fd;
+	struct logq log;
 	int64_t now; /* CLOCK_MONOTONIC ms, refreshed each loop iteration */
 	uint64_t next_id;
 	struct ar_proxy_stats stats;

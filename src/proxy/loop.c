@@ -231,7 +231,7 @@ static void refuse_overload(struct ar_proxy *px, int fd)
 	write_line(px->audit_fd, &px->line);
 	ar_buf_reset(&px->line);
 	ar_proxy_log_format(&r, &px->line);
-	write_line(px->log_fd, &px->line);
+	logq_line(&px->log, px->line.data, px->line.len);
 }
 
 static void new_client(struct ar_proxy *px, int fd)
@@ -410,7 +410,7 @@ static void log_rules(struct ar_proxy *px, const char *what)
 	if (n == 0)
 		ar_buf_puts(&px->line, " none (everything is denied)");
 	ar_buf_putc(&px->line, '\n');
-	write_line(px->log_fd, &px->line);
+	logq_line(&px->log, px->line.data, px->line.len);
 }
 
 static void do_reload(struct ar_proxy *px)
@@ -421,7 +421,7 @@ static void do_reload(struct ar_proxy *px)
 		ar_buf_reset(&px->line);
 		ar_buf_printf(&px->line, "agentrun: proxy: %s; keeping the previous rules\n",
 			      err->msg);
-		write_line(px->log_fd, &px->line);
+		logq_line(&px->log, px->line.data, px->line.len);
 		return;
 	}
 	log_rules(px, "reloaded");
@@ -633,8 +633,9 @@ int ar_proxy_create(const struct ar_proxy_config *cfg, struct ar_proxy **out, ar
 {
 	ar_autoproxy struct ar_proxy *px = ar_xcalloc(1, sizeof(*px));
 	px->epfd = px->sigfd = px->wakefd = px->audit_fd = -1;
+	px->log.fd = -1;
 	copy_config(px, cfg);
-	px->log_fd = cfg->log_fd;
+	logq_open(&px->log, cfg->log_fd);
 	px->now = proxy_now();
 	raise_nofile();
 	struct sigaction sa;
@@ -706,7 +707,14 @@ static void log_summary(struct ar_proxy *px)
 		      "agentrun proxy stopped: %" PRIu64 " request(s), %" PRIu64
 		      " allowed, %" PRIu64 " denied, %" PRIu64 " bytes out\n",
 		      px->stats.requests, px->stats.allowed, px->stats.denied, px->stats.bytes_out);
-	write_line(px->log_fd, &px->line);
+	if (px->log.dropped > 0) /* this line may be the first to get through */
+		ar_buf_printf(&px->line,
+			      "agentrun proxy: %" PRIu64 " log line(s) dropped in all: the log "
+			      "would have blocked\n",
+			      px->log.dropped);
+	logq_drain(&px->log, 500);
+	logq_line(&px->log, px->line.data, px->line.len);
+	logq_drain(&px->log, 1000);
 }
 
 int ar_proxy_run(struct ar_proxy *px, ar_error_t *err)
@@ -733,6 +741,8 @@ int ar_proxy_run(struct ar_proxy *px, ar_error_t *err)
 		empty_grave(px);
 		if (px->reload)
 			do_reload(px);
+		if (px->log.len > 0)
+			logq_flush(&px->log);
 	}
 	finish_all(px);
 	log_summary(px);
@@ -752,6 +762,7 @@ void ar_proxy_get_stats(const struct ar_proxy *px, struct ar_proxy_stats *out)
 {
 	*out = px->stats;
 	out->open_conns = px->n_clients;
+	out->log_dropped = px->log.dropped;
 }
 
 const char *ar_proxy_listen_name(const struct ar_proxy *px, size_t i)
@@ -788,6 +799,7 @@ void ar_proxy_free(struct ar_proxy *px)
 	for (size_t i = 0; i < px->n_spare; i++)
 		free(px->spare[i]);
 	ar_buf_free(&px->line);
+	logq_close(&px->log);
 	free(px);
 }
 
