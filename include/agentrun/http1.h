@@ -138,6 +138,28 @@ enum ar_h1_chunked_result {
 enum ar_h1_chunked_result ar_h1_chunked_feed(struct ar_h1_chunked *c, const char *buf, size_t len,
 					     size_t *consumed);
 
+/* The body of one message, after haproxy's h1m: the parse state lives in this struct
+ * (set up by ar_h1m_init from the head's framing) and ar_h1m_feed is the one framing
+ * function, fed the bytes as they arrive, for requests and responses alike. The bytes
+ * pass through unchanged; it says how many belong to the body and whether it ended. */
+struct ar_h1m {
+	uint8_t framing; /* enum ar_h1_framing */
+	bool done;
+	uint64_t remaining; /* AR_H1_BODY_LENGTH: bytes still to come */
+	struct ar_h1_chunked chunk;
+};
+
+enum ar_h1m_result {
+	AR_H1M_MORE = 0, /* every byte fed is body; more follows */
+	AR_H1M_DONE = 1, /* the body ends after *used bytes (the rest is not this message's) */
+	AR_H1M_BAD = -1, /* bad chunked framing at buf[*used] */
+};
+
+void ar_h1m_init(struct ar_h1m *m, enum ar_h1_framing framing, uint64_t content_length);
+/* A close-delimited body (AR_H1_BODY_CLOSE) never ends here: the caller ends it at EOF.
+ * After DONE every further call answers DONE with *used 0. */
+enum ar_h1m_result ar_h1m_feed(struct ar_h1m *m, const char *buf, size_t len, size_t *used);
+
 /* Split "host:port" / "[v6]:port" (a CONNECT target or a Host field value). Without a
  * port, *port = default_port (-1 makes the port mandatory). Returns 0 or -1. */
 int ar_h1_split_authority(const char *s, size_t len, char *host, size_t host_size, int *port,

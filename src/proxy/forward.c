@@ -349,11 +349,9 @@ static void start_forward(struct client *c, const char *head, const struct ar_h1
 	ar_h1_write_request(head, req, c->egress->pass_forwarded ? AR_H1_PASS_FORWARDED : 0,
 			    &c->uo);
 	c->uo_off = 0;
-	c->req_framing = (uint8_t)req->framing;
-	c->req_done = req->framing == AR_H1_BODY_NONE;
-	c->req_remaining = req->framing == AR_H1_BODY_LENGTH ? req->content_length : 1;
+	ar_h1m_init(&c->req_m, req->framing, req->content_length);
+	c->req_done = c->req_m.done;
 	c->req_ready = 0;
-	memset(&c->req_chunk, 0, sizeof(c->req_chunk));
 }
 
 static bool handle_request(struct client *c, size_t head_end)
@@ -465,7 +463,6 @@ void on_upstream_ready(struct client *c)
 		c->rbase = c->rready = 0;
 		memset(&c->rscan, 0, sizeof(c->rscan));
 		c->rscan.max_fields = RESP_MAX_FIELDS;
-		memset(&c->resp_chunk, 0, sizeof(c->resp_chunk));
 	}
 	c->last_active = px->now;
 	client_run(c);
@@ -489,7 +486,7 @@ static int fwd_abort(struct client *c, const char *why)
 static int upstream_gone(struct client *c, int error)
 {
 	char why[INET6_ADDRSTRLEN + 160];
-	if (c->reused && !c->retried && c->req_framing == AR_H1_BODY_NONE && !c->resp_started &&
+	if (c->reused && !c->retried && c->req_m.framing == AR_H1_BODY_NONE && !c->resp_started &&
 	    c->out.len == 0) {
 		upstream_release(c, false);
 		c->retried = true;
@@ -525,24 +522,15 @@ static int fwd_send_head(struct client *c)
 /* How many of the buffered bytes belong to the request body (validating chunks). */
 static int frame_request_body(struct client *c)
 {
-	uint32_t avail = c->in.len - c->in.off;
-	if (c->req_framing == AR_H1_BODY_LENGTH) {
-		uint64_t take = avail < c->req_remaining ? avail : c->req_remaining;
-		c->req_ready = (uint32_t)take;
-		c->req_remaining -= take;
-		return 0;
-	}
 	size_t used;
-	enum ar_h1_chunked_result r =
-	    ar_h1_chunked_feed(&c->req_chunk, c->in.p + c->in.off, avail, &used);
-	if (r == AR_H1_CHUNKED_BAD) {
+	enum ar_h1m_result r =
+	    ar_h1m_feed(&c->req_m, c->in.p + c->in.off, c->in.len - c->in.off, &used);
+	if (r == AR_H1M_BAD) {
 		c->keepalive = false;
 		client_reply(c, 400, "bad chunk syntax in request body", false);
 		return -1;
 	}
 	c->req_ready = (uint32_t)used;
-	if (r == AR_H1_CHUNKED_DONE)
-		c->req_remaining = 0;
 	return 0;
 }
 
@@ -574,6 +562,10 @@ static int fwd_send_body(struct client *c)
 			}
 			if (frame_request_body(c) == -1)
 				return -1;
+			if (c->req_ready == 0 && c->req_m.done) {
+				c->req_done = true;
+				break;
+			}
 		}
 		uint64_t room = budget_room(c);
 		if (room == 0)
@@ -585,7 +577,7 @@ static int fwd_send_body(struct client *c)
 			c->req_ready -= (uint32_t)n;
 			c->bytes_out += (uint64_t)n;
 			budget_spend(c, (uint64_t)n);
-			c->req_done = c->req_ready == 0 && c->req_remaining == 0;
+			c->req_done = c->req_ready == 0 && c->req_m.done;
 			progress = 1;
 			continue;
 		}
@@ -615,9 +607,8 @@ static int response_head(struct client *c, size_t end)
 	}
 	c->resp_head_done = true;
 	c->rready = c->rbase + (uint32_t)end;
-	c->resp_framing = (uint8_t)r.framing;
-	c->resp_remaining = r.content_length;
-	c->resp_done = r.framing == AR_H1_BODY_NONE;
+	ar_h1m_init(&c->resp_m, r.framing, r.content_length);
+	c->resp_done = c->resp_m.done;
 	if (r.conn_close) {
 		c->up_reusable = false;
 		c->keepalive = false;
@@ -645,28 +636,17 @@ static int track_response(struct client *c)
 	}
 	uint32_t avail = c->out.len - c->rready;
 	if (!c->resp_done && avail > 0) {
-		if (c->resp_framing == AR_H1_BODY_LENGTH) {
-			uint64_t take = avail < c->resp_remaining ? avail : c->resp_remaining;
-			c->rready += (uint32_t)take;
-			c->resp_remaining -= take;
-			c->resp_done = c->resp_remaining == 0;
-		} else if (c->resp_framing == AR_H1_BODY_CHUNKED) {
-			size_t used;
-			enum ar_h1_chunked_result r =
-			    ar_h1_chunked_feed(&c->resp_chunk, c->out.p + c->rready, avail, &used);
-			c->rready += (uint32_t)used;
-			if (r == AR_H1_CHUNKED_BAD) {
-				c->out.len = c->rready;
-				c->keepalive = c->up_reusable = false;
-				c->resp_done = true;
-				size_t n = strlen(c->reason);
-				snprintf(c->reason + n, sizeof(c->reason) - n,
-					 "; bad chunked framing from upstream");
-			}
-			c->resp_done |= r == AR_H1_CHUNKED_DONE;
-		} else {
-			c->rready = c->out.len;
+		size_t used;
+		enum ar_h1m_result r = ar_h1m_feed(&c->resp_m, c->out.p + c->rready, avail, &used);
+		c->rready += (uint32_t)used;
+		if (r == AR_H1M_BAD) {
+			c->out.len = c->rready;
+			c->keepalive = c->up_reusable = false;
+			size_t n = strlen(c->reason);
+			snprintf(c->reason + n, sizeof(c->reason) - n,
+				 "; bad chunked framing from upstream");
 		}
+		c->resp_done = r != AR_H1M_MORE;
 	}
 	if (c->resp_done && c->out.len > c->rready) {
 		c->out.len = c->rready;
@@ -725,7 +705,7 @@ static int fwd_read_response(struct client *c)
 	c->up_reusable = false;
 	if (!c->resp_head_done)
 		return upstream_gone(c, error);
-	if (c->resp_framing != AR_H1_BODY_CLOSE) {
+	if (c->resp_m.framing != AR_H1_BODY_CLOSE) {
 		size_t len = strlen(c->reason);
 		snprintf(c->reason + len, sizeof(c->reason) - len,
 			 "; upstream closed mid-response");

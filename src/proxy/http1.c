@@ -784,3 +784,37 @@ enum ar_h1_chunked_result ar_h1_chunked_feed(struct ar_h1_chunked *c, const char
 	*consumed = i;
 	return c->state == C_DONE ? AR_H1_CHUNKED_DONE : AR_H1_CHUNKED_MORE;
 }
+
+void ar_h1m_init(struct ar_h1m *m, enum ar_h1_framing framing, uint64_t content_length)
+{
+	memset(m, 0, sizeof(*m));
+	m->framing = (uint8_t)framing;
+	m->remaining = framing == AR_H1_BODY_LENGTH ? content_length : 0;
+	m->done =
+	    framing == AR_H1_BODY_NONE || (framing == AR_H1_BODY_LENGTH && content_length == 0);
+}
+
+enum ar_h1m_result ar_h1m_feed(struct ar_h1m *m, const char *buf, size_t len, size_t *used)
+{
+	*used = 0;
+	if (m->done)
+		return AR_H1M_DONE;
+	switch (m->framing) {
+	case AR_H1_BODY_LENGTH:
+		*used = len < m->remaining ? len : (size_t)m->remaining;
+		m->remaining -= *used;
+		m->done = m->remaining == 0;
+		break;
+	case AR_H1_BODY_CHUNKED: {
+		enum ar_h1_chunked_result r = ar_h1_chunked_feed(&m->chunk, buf, len, used);
+		if (r == AR_H1_CHUNKED_BAD)
+			return AR_H1M_BAD;
+		m->done = r == AR_H1_CHUNKED_DONE;
+		break;
+	}
+	default: /* close-delimited: everything until EOF */
+		*used = len;
+		break;
+	}
+	return m->done ? AR_H1M_DONE : AR_H1M_MORE;
+}

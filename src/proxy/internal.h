@@ -150,14 +150,10 @@ struct client {
 	char uo_addr[INET6_ADDRSTRLEN + 8]; /* the address dialled */
 
 	/* plain HTTP framing */
-	uint8_t req_framing;
 	bool req_done, resp_head_done, resp_done, up_eof, up_reusable;
-	uint64_t req_remaining;
-	uint32_t req_ready; /* validated body bytes at in.off not yet sent */
-	struct ar_h1_chunked req_chunk;
-	uint8_t resp_framing;
-	uint64_t resp_remaining;
-	struct ar_h1_chunked resp_chunk;
+	uint32_t req_ready;  /* validated body bytes at in.off not yet sent */
+	struct ar_h1m req_m; /* the request body's framing */
+	struct ar_h1m resp_m;
 	struct ar_h1_scan rscan;
 	uint32_t rbase;	 /* start of the response head being read, in out */
 	uint32_t rready; /* out bytes before this may go to the client */

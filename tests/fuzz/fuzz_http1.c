@@ -178,6 +178,34 @@ static void fuzz_chunked(const char *buf, size_t len)
 		      c_step);
 }
 
+/* The message framing (ar_h1m) as the proxy runs it: fed in two pieces split at every
+ * 7th byte, it must end where one whole feed ends, and never claim bytes past the end. */
+static void fuzz_h1m(const char *buf, size_t len, enum ar_h1_framing f, uint64_t cl)
+{
+	struct ar_h1m whole, parts;
+	size_t u_whole = 0, u_parts = 0;
+	ar_h1m_init(&whole, f, cl);
+	enum ar_h1m_result rw = ar_h1m_feed(&whole, buf, len, &u_whole);
+	AR_FUZZ_CHECK(u_whole <= len, "h1m used %zu of %zu", u_whole, len);
+	AR_FUZZ_CHECK(f != AR_H1_BODY_LENGTH || rw == AR_H1M_BAD ||
+			  u_whole == (cl < len ? cl : len),
+		      "length body used %zu", u_whole);
+	for (size_t cut = 0; cut <= len; cut += 7) {
+		size_t a = 0, b = 0;
+		ar_h1m_init(&parts, f, cl);
+		enum ar_h1m_result r = ar_h1m_feed(&parts, buf, cut, &a);
+		if (r == AR_H1M_MORE)
+			r = ar_h1m_feed(&parts, buf + cut, len - cut, &b);
+		u_parts = a + b;
+		if (r != AR_H1M_BAD && rw != AR_H1M_BAD)
+			AR_FUZZ_CHECK(r == rw && u_parts == u_whole,
+				      "h1m split at %zu: %d/%zu vs whole %d/%zu", cut, r, u_parts,
+				      rw, u_whole);
+		else
+			AR_FUZZ_CHECK(r == rw, "h1m split at %zu: %d vs whole %d", cut, r, rw);
+	}
+}
+
 static void fuzz_authority(const char *s, size_t len)
 {
 	char host[AR_H1_HOST_MAX];
@@ -213,4 +241,5 @@ void ar_fuzz_http1(const uint8_t *data, size_t size)
 	fuzz_request(head, hlen);
 	fuzz_response(head, hlen, size % 2 == 1);
 	fuzz_chunked(buf + end1, size - end1);
+	fuzz_h1m(buf + end1, size - end1, (enum ar_h1_framing)(size % 4), size % 97);
 }

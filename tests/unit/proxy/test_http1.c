@@ -444,15 +444,44 @@ static void test_chunked(void **state)
 			fail_msg("broken chunked case %zu accepted", i);
 }
 
+/* One framing function for requests and responses, fed the bytes as they come. */
+static void test_h1m(void **state)
+{
+	struct ar_h1m m;
+	size_t used;
+	ar_h1m_init(&m, AR_H1_BODY_LENGTH, 5);
+	assert_int_equal(ar_h1m_feed(&m, "hel", 3, &used), AR_H1M_MORE);
+	assert_int_equal(used, 3);
+	assert_int_equal(ar_h1m_feed(&m, "loGET /", 7, &used), AR_H1M_DONE);
+	assert_int_equal(used, 2); /* the next request is not this body's */
+	assert_int_equal(ar_h1m_feed(&m, "x", 1, &used), AR_H1M_DONE);
+	assert_int_equal(used, 0);
+	ar_h1m_init(&m, AR_H1_BODY_NONE, 0);
+	assert_true(m.done);
+	assert_int_equal(ar_h1m_feed(&m, "x", 1, &used), AR_H1M_DONE);
+	assert_int_equal(used, 0);
+	ar_h1m_init(&m, AR_H1_BODY_CLOSE, 0);
+	assert_int_equal(ar_h1m_feed(&m, "abc", 3, &used), AR_H1M_MORE);
+	assert_int_equal(used, 3);
+	ar_h1m_init(&m, AR_H1_BODY_CHUNKED, 0);
+	assert_int_equal(ar_h1m_feed(&m, "3\r\nabc\r\n0\r\n", 11, &used), AR_H1M_MORE);
+	assert_int_equal(ar_h1m_feed(&m, "\r\nNEXT", 6, &used), AR_H1M_DONE);
+	assert_int_equal(used, 2);
+	ar_h1m_init(&m, AR_H1_BODY_CHUNKED, 0);
+	assert_int_equal(ar_h1m_feed(&m, "0\r\nGET / HTTP/1.1\r\n\r\n", 23, &used), AR_H1M_BAD);
+	assert_int_equal(used, 6); /* at the space after GET */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_absolute_get),      cmocka_unit_test(test_rewrite_hop_by_hop),
-	    cmocka_unit_test(test_rewrite_forwarded), cmocka_unit_test(test_ipv6_and_root),
-	    cmocka_unit_test(test_connect),	      cmocka_unit_test(test_rejections),
-	    cmocka_unit_test(test_chunked_request),   cmocka_unit_test(test_scan_limits),
-	    cmocka_unit_test(test_scan_incremental),  cmocka_unit_test(test_split_authority),
-	    cmocka_unit_test(test_response_framing),  cmocka_unit_test(test_chunked),
+	    cmocka_unit_test(test_rewrite_forwarded), cmocka_unit_test(test_h1m),
+	    cmocka_unit_test(test_ipv6_and_root),     cmocka_unit_test(test_connect),
+	    cmocka_unit_test(test_rejections),	      cmocka_unit_test(test_chunked_request),
+	    cmocka_unit_test(test_scan_limits),	      cmocka_unit_test(test_scan_incremental),
+	    cmocka_unit_test(test_split_authority),   cmocka_unit_test(test_response_framing),
+	    cmocka_unit_test(test_chunked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
