@@ -71,7 +71,7 @@ void client_audit(struct client *c)
 	    .rule = c->rule,
 	    .bytes_out = c->bytes_out,
 	    .bytes_in = c->bytes_in,
-	    .duration_ms = px->now - c->started,
+	    .duration_ms = px->loop.now - c->started,
 	};
 	c->audited = true;
 	px->stats.requests++;
@@ -145,7 +145,7 @@ void client_reply(struct client *c, int status, const char *reason, bool allowed
 	c->out.len = n;
 	client_audit(c);
 	c->state = CS_REPLY;
-	c->deadline = c->px->now + LINGER_MS * 2;
+	c->deadline = c->px->loop.now + LINGER_MS * 2;
 }
 
 static void begin_request(struct client *c)
@@ -153,7 +153,7 @@ static void begin_request(struct client *c)
 	ar_egress_unref(c->egress);
 	c->egress = NULL;
 	c->id = ++c->px->next_id;
-	c->started = c->px->now;
+	c->started = c->px->loop.now;
 	c->rule = NULL;
 	c->audited = c->allowed = c->is_connect = c->is_head = c->host_v6 = false;
 	c->reused = c->retried = c->have_method = c->rule_literal = c->host_is_ip = false;
@@ -182,8 +182,8 @@ static bool next_request(struct client *c)
 		iobuf_free(px, &c->in);
 	iobuf_free(px, &c->out);
 	c->head_deadline = c->in.len > c->in.off;
-	c->deadline = px->now + (c->head_deadline ? px->egress->header_timeout_ms
-						  : px->egress->keepalive_timeout_ms);
+	c->deadline = px->loop.now + (c->head_deadline ? px->egress->header_timeout_ms
+						       : px->egress->keepalive_timeout_ms);
 	return true;
 }
 
@@ -207,7 +207,7 @@ bool step_reply(struct client *c)
 		return next_request(c);
 	shutdown(c->fd, SHUT_WR);
 	c->state = CS_LINGER;
-	c->deadline = c->px->now + LINGER_MS;
+	c->deadline = c->px->loop.now + LINGER_MS;
 	return true;
 }
 
@@ -423,7 +423,7 @@ bool step_head(struct client *c)
 			c->in.len += (uint32_t)n;
 			if (!c->head_deadline) {
 				c->head_deadline = true;
-				c->deadline = px->now + px->egress->header_timeout_ms;
+				c->deadline = px->loop.now + px->egress->header_timeout_ms;
 			}
 			continue;
 		}
@@ -454,7 +454,7 @@ void on_upstream_ready(struct client *c)
 		c->state = CS_TUNNEL;
 		c->sni_wait = c->egress && c->egress->sni != AR_SNI_OFF;
 		if (c->sni_wait) /* a ClientHello has the header timeout to arrive */
-			c->deadline = px->now + c->egress->header_timeout_ms;
+			c->deadline = px->loop.now + c->egress->header_timeout_ms;
 	} else {
 		c->state = CS_FORWARD;
 		c->resp_head_done = c->resp_done = c->up_eof = c->resp_started = false;
@@ -464,7 +464,7 @@ void on_upstream_ready(struct client *c)
 		memset(&c->rscan, 0, sizeof(c->rscan));
 		c->rscan.max_fields = RESP_MAX_FIELDS;
 	}
-	c->last_active = px->now;
+	c->last_active = px->loop.now;
 	client_run(c);
 }
 
@@ -778,7 +778,7 @@ void client_timeout(struct client *c)
 	char why[AR_HOST_MAX + 96];
 	switch (c->state) {
 	case CS_HEAD:
-		if (c->deadline == 0 || px->now < c->deadline)
+		if (c->deadline == 0 || px->loop.now < c->deadline)
 			return;
 		if (!c->head_deadline || (c->first_request && c->in.len == c->in.off)) {
 			client_close(c); /* idle, nothing asked: no request to answer */
@@ -792,7 +792,7 @@ void client_timeout(struct client *c)
 		return;
 	case CS_RESOLVE:
 	case CS_CONNECT:
-		if (c->deadline == 0 || px->now < c->deadline)
+		if (c->deadline == 0 || px->loop.now < c->deadline)
 			return;
 		if (c->state == CS_CONNECT && upstream_try_next(c))
 			return;
@@ -805,11 +805,12 @@ void client_timeout(struct client *c)
 		return;
 	case CS_FORWARD:
 	case CS_TUNNEL:
-		if (c->state == CS_TUNNEL && c->sni_wait && c->deadline && px->now >= c->deadline) {
+		if (c->state == CS_TUNNEL && c->sni_wait && c->deadline &&
+		    px->loop.now >= c->deadline) {
 			tunnel_timeout(c);
 			return;
 		}
-		if (px->now - c->last_active < px->egress->idle_timeout_ms)
+		if (px->loop.now - c->last_active < px->egress->idle_timeout_ms)
 			return;
 		if (c->state == CS_FORWARD && !c->resp_started) {
 			snprintf(why, sizeof(why), "upstream sent no response within %d ms",
@@ -823,7 +824,7 @@ void client_timeout(struct client *c)
 		client_close(c);
 		return;
 	default:
-		if (c->deadline && px->now >= c->deadline)
+		if (c->deadline && px->loop.now >= c->deadline)
 			client_close(c);
 		return;
 	}

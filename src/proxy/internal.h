@@ -1,9 +1,10 @@
-/* Private to src/proxy: the loop's objects and the functions the proxy files share.
+/* Private to src/proxy: the proxy's objects and the functions its files share.
  *
- * Every socket is registered once, edge-triggered, for IN|OUT|RDHUP; a client's
- * state machine (client_run) then retries every operation until it would block, so
- * no epoll_ctl is needed while a connection lives. Objects closed while an event
- * batch is being dispatched are freed after the batch (px->grave). */
+ * The event core (ev.h) calls back per descriptor and per timer. A client or upstream
+ * socket is registered once, edge-triggered, for IN|OUT|RDHUP; a client's state
+ * machine (client_run) then retries every operation until it would block, so no
+ * epoll_ctl is needed while a connection lives. Objects closed while an event batch
+ * is being dispatched are freed after the batch (ev_defer_free). */
 #ifndef AGENTRUN_PROXY_INTERNAL_H
 #define AGENTRUN_PROXY_INTERNAL_H
 
@@ -17,16 +18,13 @@
 #include "agentrun/policy.h"
 #include "agentrun/proxy.h"
 #include "agentrun/rules.h"
+#include "ev.h"
 
-enum ep_kind { EP_LISTENER, EP_CLIENT, EP_UPSTREAM, EP_DNS, EP_SIGNAL, EP_WAKE };
-
-struct ep {
-	uint8_t kind;
-	bool dead;
-};
-
+/* A listening socket; its kind is its accept callback (a transparent listener or a
+ * DNS stub is another callback and entry state, not another case in a switch). */
 struct listener {
-	struct ep ep;
+	struct ev_io io;
+	struct ar_proxy *px;
 	int fd;
 	char name[INET6_ADDRSTRLEN + 16];
 };
@@ -62,7 +60,7 @@ struct budget_use {
 struct origin_pool;
 
 struct upstream {
-	struct ep ep;
+	struct ev_io io;
 	int fd;
 	struct ar_proxy *px;
 	bool connected;
@@ -106,7 +104,8 @@ enum cstate {
 };
 
 struct client {
-	struct ep ep;
+	struct ev_io io;
+	struct ev_timer timer; /* the nearest deadline; see client_arm */
 	uint8_t state;
 	bool in_run, again;
 	bool keepalive;	    /* the client connection may carry another request */
@@ -180,21 +179,20 @@ void logq_close(struct logq *q);
 
 struct ar_proxy {
 	struct ar_proxy_config cfg;
-	int epfd;
+	struct ev_loop loop;
 	int sigfd;
-	int wakefd;
-	struct ep sig_ep, wake_ep;
+	struct ev_io sig_io;
+	struct ev_timer house;	/* idle upstream expiry, once a second */
+	struct ev_timer resume; /* accept again after running out of descriptors */
 	struct listener listeners[AR_PROXY_MAX_LISTEN * 2];
 	size_t n_listeners;
 	bool accept_paused;
-	int64_t accept_resume;
 	struct ar_egress *egress;	     /* in force for new requests */
 	_Atomic(struct ar_egress *) pending; /* ar_proxy_set_egress, taken by the loop */
 	char *policy_path;		     /* re-read on reload */
 	struct ar_egress_settings base;	     /* flags beside the policy file (copies) */
 	int audit_fd;
 	struct logq log;
-	int64_t now; /* CLOCK_MONOTONIC ms, refreshed each loop iteration */
 	uint64_t next_id;
 	struct ar_proxy_stats stats;
 	struct client *clients; /* all live clients */
@@ -206,8 +204,6 @@ struct ar_proxy {
 	struct dns_sock *dns_socks;
 	char *spare[128]; /* idle AR_IOBUF_UNIT buffers */
 	size_t n_spare;
-	void **grave;
-	size_t n_grave, cap_grave;
 	struct ar_buf line; /* scratch for audit and log lines */
 	struct budget_use *budgets;
 	atomic_bool stop;
@@ -217,8 +213,10 @@ struct ar_proxy {
 /* loop.c */
 void client_run(struct client *c);
 void client_close(struct client *c);
-void proxy_bury(struct ar_proxy *px, void *obj);
-int64_t proxy_now(void);
+/* Move the client's timer to its nearest deadline (only ever earlier: a timer that
+ * fires early finds nothing due and re-arms). */
+void client_arm(struct client *c);
+#define proxy_now     ev_clock_ms
 #define AR_IOBUF_UNIT 16384
 void iobuf_free(struct ar_proxy *px, struct iobuf *b);
 void iobuf_take(struct ar_proxy *px, struct iobuf *b);
@@ -237,6 +235,8 @@ void client_timeout(struct client *c);
 void upstream_release(struct client *c, bool reusable);
 void upstream_close(struct ar_proxy *px, struct upstream *up);
 void pool_idle_event(struct upstream *up);
+/* The event callback of every upstream socket: its client's, or the pool's. */
+void upstream_event(void *arg, uint32_t events);
 struct upstream *pool_get(struct ar_proxy *px, const char *host, int port);
 void pool_expire(struct ar_proxy *px, int64_t older_than);
 void pool_free_all(struct ar_proxy *px);
@@ -248,7 +248,6 @@ void budget_reason(struct client *c);
 /* resolve.c: c-ares, address checks, dialling */
 int resolver_init(struct ar_proxy *px, ar_error_t *err);
 void resolver_free(struct ar_proxy *px);
-void resolver_event(struct ar_proxy *px, struct ep *ep, uint32_t events);
 void resolver_tick(struct ar_proxy *px);
 int resolver_timeout(struct ar_proxy *px, int max_ms);
 void resolver_cancel(struct client *c);

@@ -23,14 +23,7 @@
 #include "agentrun/policy.h"
 #include "internal.h"
 
-#define TICK_MS 100
-
-int64_t proxy_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#define HOUSE_MS 1000 /* idle upstream expiry granularity */
 
 /* A buffer of one unit goes back to the proxy's spares (an idle keep-alive
  * connection then holds no buffer, and the next request takes one without malloc). */
@@ -86,22 +79,6 @@ void iobuf_compact(struct iobuf *b)
 		b->off = b->len = 0;
 }
 
-void proxy_bury(struct ar_proxy *px, void *obj)
-{
-	if (px->n_grave == px->cap_grave) {
-		px->cap_grave = px->cap_grave ? px->cap_grave * 2 : 64;
-		px->grave = ar_xrealloc(px->grave, px->cap_grave * sizeof(void *));
-	}
-	px->grave[px->n_grave++] = obj;
-}
-
-static void empty_grave(struct ar_proxy *px)
-{
-	for (size_t i = 0; i < px->n_grave; i++)
-		free(px->grave[i]);
-	px->n_grave = 0;
-}
-
 void ar_proxy_config_init(struct ar_proxy_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -147,9 +124,10 @@ void client_close(struct client *c)
 	free(c->cands);
 	c->cands = NULL;
 	c->state = CS_DEAD;
-	c->ep.dead = true;
+	c->io.fn = NULL;
+	ev_timer_stop(&c->px->loop, &c->timer);
 	client_unlink(c);
-	proxy_bury(c->px, c);
+	ev_defer_free(&c->px->loop, c);
 }
 
 void client_run(struct client *c)
@@ -159,7 +137,7 @@ void client_run(struct client *c)
 		return;
 	}
 	c->in_run = true;
-	c->last_active = c->px->now;
+	c->last_active = c->px->loop.now;
 	bool more;
 	do {
 		c->again = false;
@@ -188,6 +166,40 @@ void client_run(struct client *c)
 		}
 	} while ((more || c->again) && c->state != CS_DEAD);
 	c->in_run = false;
+	if (c->state != CS_DEAD)
+		client_arm(c);
+}
+
+void client_arm(struct client *c)
+{
+	struct ar_proxy *px = c->px;
+	int64_t next = c->deadline;
+	if (c->state == CS_FORWARD || c->state == CS_TUNNEL) {
+		int64_t idle = c->last_active + px->egress->idle_timeout_ms;
+		if (next == 0 || idle < next)
+			next = idle;
+	}
+	if (next == 0)
+		return; /* an armed timer fires, finds nothing due, and is not re-armed */
+	if (next <= px->loop.now)
+		next = px->loop.now + 1;
+	if (c->timer.slot != 0 && c->timer.when <= next)
+		return;
+	ev_timer_at(&px->loop, &c->timer, next);
+}
+
+static void client_timer(void *arg)
+{
+	struct client *c = arg;
+	client_timeout(c);
+	if (c->state != CS_DEAD)
+		client_arm(c);
+}
+
+static void client_event(void *arg, uint32_t events)
+{
+	(void)events;
+	client_run(arg);
 }
 
 static void write_line(int fd, struct ar_buf *b)
@@ -243,13 +255,14 @@ static void new_client(struct ar_proxy *px, int fd)
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	struct client *c = ar_xcalloc(1, sizeof(*c));
-	c->ep.kind = EP_CLIENT;
+	c->io = (struct ev_io){client_event, c};
+	c->timer = (struct ev_timer){.fn = client_timer, .arg = c};
 	c->fd = fd;
 	c->px = px;
 	c->state = CS_HEAD;
 	c->first_request = true;
 	c->head_deadline = true;
-	c->deadline = px->now + px->egress->header_timeout_ms;
+	c->deadline = px->loop.now + px->egress->header_timeout_ms;
 	c->dir[0].pipe.r = c->dir[0].pipe.w = -1;
 	c->dir[1].pipe.r = c->dir[1].pipe.w = -1;
 	c->next = px->clients;
@@ -257,9 +270,7 @@ static void new_client(struct ar_proxy *px, int fd)
 		px->clients->prev = c;
 	px->clients = c;
 	px->n_clients++;
-	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
-				 .data.ptr = &c->ep};
-	if (epoll_ctl(px->epfd, EPOLL_CTL_ADD, fd, &ev) == -1) {
+	if (ev_add(&px->loop, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, &c->io) == -1) {
 		c->status = 0;
 		client_close(c);
 		return;
@@ -267,8 +278,11 @@ static void new_client(struct ar_proxy *px, int fd)
 	client_run(c);
 }
 
-static void do_accept(struct ar_proxy *px, struct listener *l)
+static void do_accept(void *arg, uint32_t events)
 {
+	struct listener *l = arg;
+	struct ar_proxy *px = l->px;
+	(void)events;
 	for (;;) {
 		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd >= 0) {
@@ -280,9 +294,9 @@ static void do_accept(struct ar_proxy *px, struct listener *l)
 		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
 			/* out of descriptors: stop accepting for a moment instead of spinning */
 			for (size_t i = 0; i < px->n_listeners; i++)
-				epoll_ctl(px->epfd, EPOLL_CTL_DEL, px->listeners[i].fd, NULL);
+				ev_del(&px->loop, px->listeners[i].fd, NULL);
 			px->accept_paused = true;
-			px->accept_resume = px->now + 100;
+			ev_timer_at(&px->loop, &px->resume, px->loop.now + 100);
 			ar_warn("proxy: accept: %s; pausing new connections", strerror(errno));
 		}
 		return;
@@ -292,37 +306,36 @@ static void do_accept(struct ar_proxy *px, struct listener *l)
 static int watch_listeners(struct ar_proxy *px, ar_error_t *err)
 {
 	for (size_t i = 0; i < px->n_listeners; i++) {
-		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &px->listeners[i].ep};
-		if (epoll_ctl(px->epfd, EPOLL_CTL_ADD, px->listeners[i].fd, &ev) == -1)
+		if (ev_add(&px->loop, px->listeners[i].fd, EPOLLIN, &px->listeners[i].io) == -1)
 			return ar_error_make(err, errno, "epoll_ctl listener %s",
 					     px->listeners[i].name);
 	}
 	return 0;
 }
 
-static void tick(struct ar_proxy *px)
+static void resume_accept(void *arg)
 {
-	if (px->accept_paused && px->now >= px->accept_resume) {
-		px->accept_paused = false;
-		watch_listeners(px, NULL);
-	}
-	for (struct client *c = px->clients, *next; c; c = next) {
-		next = c->next;
-		client_timeout(c);
-	}
-	pool_expire(px, px->now - 30000);
-	resolver_tick(px);
+	struct ar_proxy *px = arg;
+	px->accept_paused = false;
+	watch_listeners(px, NULL);
+}
+
+static void housekeeping(void *arg)
+{
+	struct ar_proxy *px = arg;
+	pool_expire(px, px->loop.now - 30000);
+	ev_timer_at(&px->loop, &px->house, px->loop.now + HOUSE_MS);
 }
 
 /* ---- signals and reload ---- */
 
+static void read_signals(void *arg, uint32_t events);
+static void take_pending(void *arg, uint32_t events);
+
 static int setup_signals(struct ar_proxy *px, ar_error_t *err)
 {
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &px->wake_ep};
-	px->wake_ep.kind = EP_WAKE;
-	px->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (px->wakefd == -1 || epoll_ctl(px->epfd, EPOLL_CTL_ADD, px->wakefd, &ev) == -1)
-		return ar_error_make(err, errno, "eventfd");
+	px->loop.on_wake = take_pending;
+	px->loop.wake_arg = px;
 	if (!px->cfg.handle_signals)
 		return 0;
 	sigset_t set;
@@ -333,15 +346,16 @@ static int setup_signals(struct ar_proxy *px, ar_error_t *err)
 	if (sigprocmask(SIG_BLOCK, &set, NULL) == -1)
 		return ar_error_make(err, errno, "sigprocmask");
 	px->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-	px->sig_ep.kind = EP_SIGNAL;
-	ev.data.ptr = &px->sig_ep;
-	if (px->sigfd == -1 || epoll_ctl(px->epfd, EPOLL_CTL_ADD, px->sigfd, &ev) == -1)
+	px->sig_io = (struct ev_io){read_signals, px};
+	if (px->sigfd == -1 || ev_add(&px->loop, px->sigfd, EPOLLIN, &px->sig_io) == -1)
 		return ar_error_make(err, errno, "signalfd");
 	return 0;
 }
 
-static void read_signals(struct ar_proxy *px)
+static void read_signals(void *arg, uint32_t events)
 {
+	struct ar_proxy *px = arg;
+	(void)events;
 	struct signalfd_siginfo si;
 	while (read(px->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGHUP)
@@ -383,14 +397,13 @@ void ar_proxy_set_egress(struct ar_proxy *px, struct ar_egress *e)
 {
 	struct ar_egress *old = atomic_exchange(&px->pending, ar_egress_ref(e));
 	ar_egress_unref(old);
-	uint64_t one = 1;
-	if (px->wakefd >= 0 && write(px->wakefd, &one, sizeof(one)) == -1) {
-		/* the loop takes it at its next wakeup anyway */
-	}
+	ev_wake(&px->loop);
 }
 
-static void take_pending(struct ar_proxy *px)
+static void take_pending(void *arg, uint32_t events)
 {
+	struct ar_proxy *px = arg;
+	(void)events;
 	struct ar_egress *e = atomic_exchange(&px->pending, NULL);
 	if (e)
 		egress_swap(px, e);
@@ -507,7 +520,8 @@ static int bind_listener(const char *spec, int *out, ar_error_t *err)
 static int add_listener(struct ar_proxy *px, int fd, ar_error_t *err)
 {
 	struct listener *l = &px->listeners[px->n_listeners];
-	l->ep.kind = EP_LISTENER;
+	l->io = (struct ev_io){do_accept, l};
+	l->px = px;
 	l->fd = fd;
 	px->n_listeners++;
 	if (listener_name(fd, l->name, sizeof(l->name)) == -1)
@@ -632,11 +646,10 @@ static void copy_config(struct ar_proxy *px, const struct ar_proxy_config *cfg)
 int ar_proxy_create(const struct ar_proxy_config *cfg, struct ar_proxy **out, ar_error_t *err)
 {
 	ar_autoproxy struct ar_proxy *px = ar_xcalloc(1, sizeof(*px));
-	px->epfd = px->sigfd = px->wakefd = px->audit_fd = -1;
+	px->loop.epfd = px->loop.wakefd = px->sigfd = px->audit_fd = -1;
 	px->log.fd = -1;
 	copy_config(px, cfg);
 	logq_open(&px->log, cfg->log_fd);
-	px->now = proxy_now();
 	raise_nofile();
 	struct sigaction sa;
 	if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
@@ -644,9 +657,10 @@ int ar_proxy_create(const struct ar_proxy_config *cfg, struct ar_proxy **out, ar
 	if (open_listeners(px, cfg, err) == -1 || first_egress(px, cfg, err) == -1 ||
 	    open_audit(px, cfg, err) == -1)
 		return -1;
-	px->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (px->epfd == -1)
-		return ar_error_make(err, errno, "epoll_create1");
+	if (ev_init(&px->loop, err) == -1)
+		return -1;
+	px->house = (struct ev_timer){.fn = housekeeping, .arg = px};
+	px->resume = (struct ev_timer){.fn = resume_accept, .arg = px};
 	if (setup_signals(px, err) == -1 || resolver_init(px, err) == -1 || pipes_init(px) == -1)
 		return -1;
 	px->pools = ar_xcalloc(256, sizeof(*px->pools));
@@ -654,50 +668,11 @@ int ar_proxy_create(const struct ar_proxy_config *cfg, struct ar_proxy **out, ar
 	return 0;
 }
 
-static void dispatch(struct ar_proxy *px, struct epoll_event *ev)
-{
-	struct ep *ep = ev->data.ptr;
-	if (ep->dead)
-		return;
-	switch (ep->kind) {
-	case EP_LISTENER:
-		do_accept(px, (struct listener *)ep);
-		break;
-	case EP_CLIENT:
-		client_run((struct client *)ep);
-		break;
-	case EP_UPSTREAM: {
-		struct upstream *up = (struct upstream *)ep;
-		if (up->owner == NULL) {
-			pool_idle_event(up);
-		} else {
-			up->owner->up_ready = true;
-			client_run(up->owner);
-		}
-		break;
-	}
-	case EP_DNS:
-		resolver_event(px, ep, ev->events);
-		break;
-	case EP_SIGNAL:
-		read_signals(px);
-		break;
-	case EP_WAKE: {
-		uint64_t v;
-		if (read(px->wakefd, &v, sizeof(v)) == -1) {
-			/* a spurious wakeup; px->stop says what to do */
-		}
-		take_pending(px);
-		break;
-	}
-	}
-}
-
 static void finish_all(struct ar_proxy *px)
 {
 	while (px->clients)
 		client_close(px->clients);
-	empty_grave(px);
+	ev_collect(&px->loop);
 }
 
 static void log_summary(struct ar_proxy *px)
@@ -719,26 +694,15 @@ static void log_summary(struct ar_proxy *px)
 
 int ar_proxy_run(struct ar_proxy *px, ar_error_t *err)
 {
-	struct epoll_event evs[256];
 	if (watch_listeners(px, err) == -1)
 		return -1;
 	log_rules(px, "listening on");
-	int64_t next_tick = proxy_now() + TICK_MS;
+	px->loop.now = proxy_now();
+	ev_timer_at(&px->loop, &px->house, px->loop.now + HOUSE_MS);
 	while (!atomic_load(&px->stop)) {
-		px->now = proxy_now();
-		int timeout = next_tick > px->now ? (int)(next_tick - px->now) : 0;
-		timeout = resolver_timeout(px, timeout);
-		int n = epoll_wait(px->epfd, evs, AR_ARRAY_SIZE(evs), timeout);
-		if (n == -1 && errno != EINTR)
-			return ar_error_make(err, errno, "epoll_wait");
-		px->now = proxy_now();
-		for (int i = 0; i < n; i++)
-			dispatch(px, &evs[i]);
-		if (px->now >= next_tick) {
-			tick(px);
-			next_tick = px->now + TICK_MS;
-		}
-		empty_grave(px);
+		if (ev_run_once(&px->loop, resolver_timeout(px, -1), err) == -1)
+			return -1;
+		resolver_tick(px);
 		if (px->reload)
 			do_reload(px);
 		if (px->log.len > 0)
@@ -751,11 +715,8 @@ int ar_proxy_run(struct ar_proxy *px, ar_error_t *err)
 
 void ar_proxy_stop(struct ar_proxy *px)
 {
-	uint64_t one = 1;
 	atomic_store(&px->stop, true);
-	if (px->wakefd >= 0 && write(px->wakefd, &one, sizeof(one)) == -1) {
-		/* the flag is set; the loop sees it at its next tick */
-	}
+	ev_wake(&px->loop);
 }
 
 void ar_proxy_get_stats(const struct ar_proxy *px, struct ar_proxy_stats *out)
@@ -778,10 +739,11 @@ void ar_proxy_free(struct ar_proxy *px)
 	pool_free_all(px);
 	resolver_free(px);
 	pipes_free(px);
-	empty_grave(px);
+	ev_collect(&px->loop);
 	for (size_t i = 0; i < px->n_listeners; i++)
 		close(px->listeners[i].fd);
-	int fds[] = {px->epfd, px->sigfd, px->wakefd, px->audit_fd};
+	ev_free(&px->loop);
+	int fds[] = {px->sigfd, px->audit_fd};
 	for (size_t i = 0; i < AR_ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
@@ -795,7 +757,6 @@ void ar_proxy_free(struct ar_proxy *px)
 	}
 	free(px->pools);
 	free(px->policy_path);
-	free(px->grave);
 	for (size_t i = 0; i < px->n_spare; i++)
 		free(px->spare[i]);
 	ar_buf_free(&px->line);

@@ -19,7 +19,8 @@
 #define MAX_CANDS 16
 
 struct dns_sock {
-	struct ep ep;
+	struct ev_io io;
+	struct ar_proxy *px;
 	int fd;
 	struct dns_sock *next;
 };
@@ -28,6 +29,14 @@ struct dns_sock {
 struct lookup {
 	struct client *c;
 };
+
+static void dns_event(void *arg, uint32_t events)
+{
+	struct dns_sock *ds = arg;
+	ares_process_fd(ds->px->ares,
+			(events & (EPOLLIN | EPOLLERR | EPOLLHUP)) ? ds->fd : ARES_SOCKET_BAD,
+			(events & EPOLLOUT) ? ds->fd : ARES_SOCKET_BAD);
+}
 
 static void sock_state(void *data, ares_socket_t fd, int readable, int writable)
 {
@@ -38,23 +47,23 @@ static void sock_state(void *data, ares_socket_t fd, int readable, int writable)
 	if (!readable && !writable) {
 		if (*pp) {
 			struct dns_sock *ds = *pp;
-			epoll_ctl(px->epfd, EPOLL_CTL_DEL, fd, NULL);
+			ev_del(&px->loop, fd, &ds->io);
 			*pp = ds->next;
-			ds->ep.dead = true;
-			proxy_bury(px, ds);
+			ev_defer_free(&px->loop, ds);
 		}
 		return;
 	}
-	int op = EPOLL_CTL_MOD;
-	if (*pp == NULL) {
-		*pp = ar_xcalloc(1, sizeof(**pp));
-		(*pp)->ep.kind = EP_DNS;
-		(*pp)->fd = fd;
-		op = EPOLL_CTL_ADD;
+	uint32_t events = (readable ? EPOLLIN : 0) | (writable ? EPOLLOUT : 0);
+	if (*pp != NULL) {
+		ev_mod(&px->loop, fd, events, &(*pp)->io);
+		return;
 	}
-	struct epoll_event ev = {.events = (readable ? EPOLLIN : 0) | (writable ? EPOLLOUT : 0),
-				 .data.ptr = &(*pp)->ep};
-	epoll_ctl(px->epfd, op, fd, &ev);
+	struct dns_sock *ds = ar_xcalloc(1, sizeof(*ds));
+	ds->io = (struct ev_io){dns_event, ds};
+	ds->px = px;
+	ds->fd = fd;
+	*pp = ds;
+	ev_add(&px->loop, fd, events, &ds->io);
 }
 
 int resolver_init(struct ar_proxy *px, ar_error_t *err)
@@ -93,14 +102,6 @@ void resolver_free(struct ar_proxy *px)
 	}
 }
 
-void resolver_event(struct ar_proxy *px, struct ep *ep, uint32_t events)
-{
-	struct dns_sock *ds = (struct dns_sock *)ep;
-	int fd = ds->fd;
-	ares_process_fd(px->ares, (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) ? fd : ARES_SOCKET_BAD,
-			(events & EPOLLOUT) ? fd : ARES_SOCKET_BAD);
-}
-
 void resolver_tick(struct ar_proxy *px)
 {
 	if (px->ares && px->dns_socks)
@@ -112,9 +113,11 @@ int resolver_timeout(struct ar_proxy *px, int max_ms)
 	if (px->ares == NULL || px->dns_socks == NULL)
 		return max_ms;
 	struct timeval maxtv = {max_ms / 1000, (max_ms % 1000) * 1000}, tv;
-	struct timeval *t = ares_timeout(px->ares, &maxtv, &tv);
+	struct timeval *t = ares_timeout(px->ares, max_ms < 0 ? NULL : &maxtv, &tv);
+	if (t == NULL)
+		return max_ms;
 	int ms = (int)(t->tv_sec * 1000 + (t->tv_usec + 999) / 1000);
-	return ms < max_ms ? ms : max_ms;
+	return max_ms < 0 || ms < max_ms ? ms : max_ms;
 }
 
 void resolver_cancel(struct client *c)
@@ -213,14 +216,12 @@ static struct upstream *dial(struct client *c, const struct cand *k, int *error)
 		return NULL;
 	}
 	struct upstream *up = ar_xcalloc(1, sizeof(*up));
-	up->ep.kind = EP_UPSTREAM;
+	up->io = (struct ev_io){upstream_event, up};
 	up->fd = fd;
 	up->px = c->px;
 	up->owner = c;
 	cand_text(k, 0, up->addr, sizeof(up->addr));
-	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
-				 .data.ptr = &up->ep};
-	if (epoll_ctl(c->px->epfd, EPOLL_CTL_ADD, fd, &ev) == -1) {
+	if (ev_add(&c->px->loop, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, &up->io) == -1) {
 		*error = errno;
 		close(fd);
 		free(up);
@@ -240,7 +241,7 @@ static void dial_next(struct client *c)
 		if (c->up) {
 			c->state = CS_CONNECT;
 			c->up_ready = false;
-			c->deadline = c->px->now + c->px->egress->connect_timeout_ms;
+			c->deadline = c->px->loop.now + c->px->egress->connect_timeout_ms;
 			client_run(c);
 			return;
 		}
@@ -354,7 +355,7 @@ void upstream_start(struct client *c)
 			dial_next(c);
 		return;
 	}
-	c->deadline = px->now + px->egress->connect_timeout_ms;
+	c->deadline = px->loop.now + px->egress->connect_timeout_ms;
 	struct lookup *lk = ar_xcalloc(1, sizeof(*lk));
 	lk->c = c;
 	c->lookup = lk;
