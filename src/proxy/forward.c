@@ -453,8 +453,6 @@ void on_upstream_ready(struct client *c)
 		c->out.len = sizeof(ok) - 1;
 		c->state = CS_TUNNEL;
 		c->sni_wait = c->egress && c->egress->sni != AR_SNI_OFF;
-		if (c->sni_wait) /* a ClientHello has the header timeout to arrive */
-			c->deadline = px->loop.now + c->egress->header_timeout_ms;
 	} else {
 		c->state = CS_FORWARD;
 		c->resp_head_done = c->resp_done = c->up_eof = c->resp_started = false;

@@ -249,6 +249,18 @@ static enum tunnel_end sni_verdict(struct client *c, int r, const char *name, co
 static enum tunnel_end sni_step(struct client *c)
 {
 	char name[AR_HOST_MAX];
+	if (c->in.len == c->in.off) {
+		/* nothing yet: an idle tunnel holds no buffer, and server-first protocols
+		 * (the origin speaks before the client) are not on a clock */
+		char b;
+		ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+		if (n == -1 && !fatal_errno())
+			return TUNNEL_OPEN;
+		if (n <= 0)
+			return TUNNEL_BROKEN;
+	}
+	if (c->deadline == 0) /* a ClientHello, once begun, has the header timeout */
+		c->deadline = c->px->loop.now + c->px->egress->header_timeout_ms;
 	for (;;) {
 		const char *why = NULL;
 		int r =
@@ -311,6 +323,8 @@ static enum tunnel_end tunnel_prologue(struct client *c)
 	int out = send_established(c);
 	if (out < 0)
 		return TUNNEL_BROKEN;
+	if (out == 0 && c->out.p != NULL)
+		iobuf_free(c->px, &c->out);
 	if (c->sni_wait) {
 		enum tunnel_end r = sni_step(c);
 		if (r != TUNNEL_OPEN || c->sni_wait)
@@ -337,9 +351,8 @@ bool step_tunnel(struct client *c)
 		r = tunnel_prologue(c);
 	if (r != TUNNEL_OPEN)
 		return tunnel_close(c, r);
-	if (c->sni_wait)
-		return false;
-	bool out_ready = c->in.off >= c->in.len;
+	/* before the SNI verdict only the origin's bytes flow (server-first protocols) */
+	bool out_ready = !c->sni_wait && c->in.off >= c->in.len;
 	bool in_ready = c->out.off >= c->out.len;
 	r = out_ready ? pump(c, &c->dir[0], c->fd, c->up->fd, true) : TUNNEL_OPEN;
 	if (r != TUNNEL_OPEN)

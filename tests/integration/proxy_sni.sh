@@ -17,6 +17,10 @@ TLS=$(free_port)
 PC=$(free_port)
 PR=$(free_port)
 start_echo "$ECHO"
+BANNER=$(free_port)
+python3 "$PX_DIR/echo.py" "$BANNER" "220 banner" >"$AR_TMP/banner.log" 2>&1 &
+on_exit "kill $!"
+wait_file_has "$AR_TMP/banner.log" ready
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=api.test.example \
 	-keyout "$AR_TMP/key.pem" -out "$AR_TMP/cert.pem" >/dev/null 2>&1
 openssl s_server -accept "127.0.0.1:$TLS" -cert "$AR_TMP/cert.pem" -key "$AR_TMP/key.pem" \
@@ -25,7 +29,7 @@ on_exit "kill $!"
 wait_port "$TLS"
 
 # no --sni: check is the default
-start_proxy check "$PC" --allow "api.test.example:$ECHO" --allow "api.test.example:$TLS" --allow "127.0.0.1:$TLS" \
+start_proxy check "$PC" --allow "api.test.example:$ECHO" --allow "api.test.example:$BANNER" --allow "api.test.example:$TLS" --allow "127.0.0.1:$TLS" \
 	--allow-private 127.0.0.0/8 --header-timeout 0.5
 start_proxy require "$PR" --allow "api.test.example:$ECHO" --allow-private 127.0.0.0/8 --sni require
 
@@ -47,6 +51,8 @@ verdict "check, empty record first, matching SNI: still refused" "$PC" empty-fir
 verdict "check, not TLS: forwarded" "$PC" plain - passed
 verdict "require, not TLS: refused" "$PR" plain - refused
 verdict "require, matching SNI: forwarded" "$PR" hello api.test.example passed
+got=$(python3 "$PX_DIR/sni.py" "$PC" "api.test.example:$BANNER" server-first - 3)
+expect_eq "check, server-first protocol: the banner comes through, then the client's bytes" passed "${got%% *}"
 got=$(shape "$PC" truncated evil.example 3)
 expect_eq "check, half a hello then silence: cut after the header timeout" refused "${got%% *}"
 expect_match "... within about 0.5 s" "^refused 0\.[4-9]" "$got"

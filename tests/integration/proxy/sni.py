@@ -9,7 +9,7 @@ deadline, followed by the seconds it took.
 SHAPE: hello (one record), empty-first (a zero-length handshake record, then the
 hello), bytewise (the hello in 1-byte records), big (a 20 KiB padding extension, the
 hello over two records), big-bytewise (both), truncated (half a hello, then silence),
-plain (not TLS). NAME is the server_name sent, or - for none.
+plain (not TLS), server-first (read the origin's banner before sending plain bytes). NAME is the server_name sent, or - for none.
 """
 import socket
 import struct
@@ -74,6 +74,17 @@ def main():
     if not head.startswith(b"HTTP/1.1 200"):
         print("no-tunnel", head.split(b"\r\n")[0].decode())
         return
+    if shape == "server-first":
+        # the origin speaks first: its banner must come through before the client sends
+        s.settimeout(deadline)
+        try:
+            banner = s.recv(100)
+        except socket.timeout:
+            banner = b""
+        if not banner.startswith(b"220 "):
+            print("stalled banner")
+            return
+        shape = "plain"
     data = shape_bytes(shape, name)
     start = time.monotonic()
     s.sendall(data)
