@@ -326,6 +326,9 @@ static enum tunnel_end tunnel_prologue(struct client *c)
 	if (out == 0 && c->out.p != NULL)
 		iobuf_free(c->px, &c->out);
 	if (c->sni_wait) {
+		if (c->in.len == c->in.off && c->in.p != NULL)
+			iobuf_free(c->px,
+				   &c->in); /* the head's buffer: a waiting tunnel holds none */
 		enum tunnel_end r = sni_step(c);
 		if (r != TUNNEL_OPEN || c->sni_wait)
 			return r; /* nothing is forwarded before the verdict */
