@@ -354,6 +354,8 @@ static void start_forward(struct client *c, const char *head, const struct ar_h1
 	c->req_ready = 0;
 }
 
+static void on_upstream(struct client *c, int status, const char *why);
+
 static bool handle_request(struct client *c, size_t head_end)
 {
 	struct ar_h1_request req;
@@ -385,7 +387,7 @@ static bool handle_request(struct client *c, size_t head_end)
 		start_forward(c, head, &req);
 	c->state = CS_RESOLVE;
 	c->deadline = 0;
-	upstream_start(c);
+	upstream_start(c, on_upstream);
 	return true;
 }
 
@@ -440,7 +442,7 @@ bool step_head(struct client *c)
 /* ---- the plain HTTP exchange ---- */
 
 /* Called when c->up is connected (fresh or from the pool). */
-void on_upstream_ready(struct client *c)
+static void on_upstream_ready(struct client *c)
 {
 	struct ar_proxy *px = c->px;
 	c->deadline = 0;
@@ -463,6 +465,17 @@ void on_upstream_ready(struct client *c)
 		c->rscan.max_fields = RESP_MAX_FIELDS;
 	}
 	c->last_active = px->loop.now;
+	client_run(c);
+}
+
+/* The end of upstream_start: connected, or the answer the client gets instead. */
+static void on_upstream(struct client *c, int status, const char *why)
+{
+	if (status == 0) {
+		on_upstream_ready(c);
+		return;
+	}
+	client_reply(c, status, why, status == 403 ? false : c->allowed);
 	client_run(c);
 }
 
@@ -491,7 +504,7 @@ static int upstream_gone(struct client *c, int error)
 		c->uo_off = 0;
 		c->bytes_out = 0;
 		c->state = CS_RESOLVE;
-		upstream_start(c);
+		upstream_start(c, on_upstream);
 		return -1;
 	}
 	snprintf(why, sizeof(why), "upstream %s closed the connection%s%s", c->uo_addr,

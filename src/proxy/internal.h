@@ -58,6 +58,8 @@ struct budget_use {
 };
 
 struct origin_pool;
+struct client;
+typedef void upstream_done_fn(struct client *c, int status, const char *why);
 
 struct upstream {
 	struct ev_io io;
@@ -129,6 +131,7 @@ struct client {
 	size_t uo_off;
 	struct upstream *up;
 	struct lookup *lookup;
+	upstream_done_fn *up_done; /* how upstream_start ends */
 	struct cand *cands;
 	uint8_t n_cands, next_cand;
 	struct ar_h1_scan scan;
@@ -251,12 +254,13 @@ void resolver_free(struct ar_proxy *px);
 void resolver_tick(struct ar_proxy *px);
 int resolver_timeout(struct ar_proxy *px, int max_ms);
 void resolver_cancel(struct client *c);
-/* Find an upstream for the client's host:port: pooled, or resolve + check + dial.
- * Continues in on_upstream_ready (forward.c) or ends the request with a reply. */
-void upstream_start(struct client *c);
+/* Find an upstream for the client's host:port: the pool, else resolve -> filter the
+ * addresses -> dial, trying the next address on failure. Ends in one call of `done`:
+ * status 0 with c->up connected, or the HTTP status (403 refused address, 502, ...)
+ * and the reason for the client's answer. */
+void upstream_start(struct client *c, upstream_done_fn *done);
 bool step_connect(struct client *c);
 bool upstream_try_next(struct client *c);
-void on_upstream_ready(struct client *c);
 
 /* tunnel.c */
 int pipes_init(struct ar_proxy *px);

@@ -178,8 +178,7 @@ static bool filter_cands(struct client *c)
 	snprintf(why, sizeof(why),
 		 "%s resolves to %s, a %s address (allow it with --allow-private)", c->host, a,
 		 ar_proxy_addr_class_name(refused_class));
-	client_reply(c, 403, why, false);
-	client_run(c);
+	c->up_done(c, 403, why);
 	return false;
 }
 
@@ -249,8 +248,7 @@ static void dial_next(struct client *c)
 	char why[AR_HOST_MAX + 160];
 	snprintf(why, sizeof(why), "connect to %s port %d failed: %s", c->uo_addr, c->port,
 		 strerror(error));
-	client_reply(c, 502, why, c->allowed);
-	client_run(c);
+	c->up_done(c, 502, why);
 }
 
 /* The connect deadline passed: the next candidate gets a fresh one, if any. */
@@ -277,7 +275,7 @@ bool step_connect(struct client *c)
 		if (getpeername(c->up->fd, (struct sockaddr *)&ss, &pl) == -1)
 			return false; /* still connecting: a spurious wakeup */
 		c->up->connected = true;
-		on_upstream_ready(c);
+		c->up_done(c, 0, NULL);
 		return true;
 	}
 	upstream_release(c, false);
@@ -288,7 +286,7 @@ bool step_connect(struct client *c)
 	char why[AR_HOST_MAX + 160];
 	snprintf(why, sizeof(why), "connect to %s port %d failed: %s", c->uo_addr, c->port,
 		 strerror(error));
-	client_reply(c, 502, why, c->allowed);
+	c->up_done(c, 502, why);
 	return true;
 }
 
@@ -326,17 +324,17 @@ static void on_resolved(void *arg, int status, int timeouts, struct ares_addrinf
 		char why[AR_HOST_MAX + 160];
 		snprintf(why, sizeof(why), "cannot resolve %s: %s", c->host,
 			 status == ARES_SUCCESS ? "no address" : ares_strerror(status));
-		client_reply(c, 502, why, c->allowed);
-		client_run(c);
+		c->up_done(c, 502, why);
 		return;
 	}
 	if (filter_cands(c))
 		dial_next(c);
 }
 
-void upstream_start(struct client *c)
+void upstream_start(struct client *c, upstream_done_fn *done)
 {
 	struct ar_proxy *px = c->px;
+	c->up_done = done;
 	c->state = CS_RESOLVE;
 	if (!c->is_connect && !c->retried) {
 		struct upstream *up = pool_get(px, c->host, c->port);
@@ -345,7 +343,7 @@ void upstream_start(struct client *c)
 			c->up = up;
 			c->reused = true;
 			snprintf(c->uo_addr, sizeof(c->uo_addr), "%s", up->addr);
-			on_upstream_ready(c);
+			c->up_done(c, 0, NULL);
 			return;
 		}
 	}
