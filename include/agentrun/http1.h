@@ -6,8 +6,10 @@
  *
  * The parser is deliberately strict where lenience enables request smuggling
  * (RFC 9112 §11.2): CRLF line endings only, no whitespace before a colon, no obs-fold,
- * no Transfer-Encoding together with Content-Length, exactly one well-formed
- * Content-Length, a Host header that agrees with the URL. */
+ * no Transfer-Encoding together with Content-Length, Transfer-Encoding exactly
+ * `chunked`, exactly one well-formed Content-Length, no `_` in header names, a Host
+ * header that agrees with the URL, brackets only around an IPv6 address, chunked
+ * trailers that are field lines. */
 #ifndef AGENTRUN_HTTP1_H
 #define AGENTRUN_HTTP1_H
 
@@ -87,7 +89,7 @@ struct ar_h1_request {
 };
 
 struct ar_h1_error {
-	int status;	    /* 400 or 431 */
+	int status;	    /* 400, 431 or 501 */
 	const char *reason; /* static text for the response, the log and the audit */
 };
 
@@ -98,9 +100,12 @@ int ar_h1_parse_request(const char *buf, size_t len, struct ar_h1_request *req,
 
 /* Append the head to send upstream for a non-CONNECT request: origin-form request
  * line, the client's fields minus hop-by-hop ones (Connection and the names it
- * lists, Keep-Alive, Proxy-Authorization, Proxy-Connection, TE, Trailer, Upgrade),
- * a Host field when the client sent none. */
-void ar_h1_write_request(const char *buf, const struct ar_h1_request *req, struct ar_buf *out);
+ * lists, Keep-Alive, Proxy-Authorization, Proxy-Connection, TE, Trailer, Upgrade) and
+ * minus Forwarded and X-Forwarded-For (unless AR_H1_PASS_FORWARDED), a Host field when
+ * the client sent none, and `Via: 1.1 agentrun` last. */
+#define AR_H1_PASS_FORWARDED 1u
+void ar_h1_write_request(const char *buf, const struct ar_h1_request *req, unsigned flags,
+			 struct ar_buf *out);
 
 struct ar_h1_response {
 	int status;
@@ -132,6 +137,28 @@ enum ar_h1_chunked_result {
 
 enum ar_h1_chunked_result ar_h1_chunked_feed(struct ar_h1_chunked *c, const char *buf, size_t len,
 					     size_t *consumed);
+
+/* The body of one message, after haproxy's h1m: the parse state lives in this struct
+ * (set up by ar_h1m_init from the head's framing) and ar_h1m_feed is the one framing
+ * function, fed the bytes as they arrive, for requests and responses alike. The bytes
+ * pass through unchanged; it says how many belong to the body and whether it ended. */
+struct ar_h1m {
+	uint8_t framing; /* enum ar_h1_framing */
+	bool done;
+	uint64_t remaining; /* AR_H1_BODY_LENGTH: bytes still to come */
+	struct ar_h1_chunked chunk;
+};
+
+enum ar_h1m_result {
+	AR_H1M_MORE = 0, /* every byte fed is body; more follows */
+	AR_H1M_DONE = 1, /* the body ends after *used bytes (the rest is not this message's) */
+	AR_H1M_BAD = -1, /* bad chunked framing at buf[*used] */
+};
+
+void ar_h1m_init(struct ar_h1m *m, enum ar_h1_framing framing, uint64_t content_length);
+/* A close-delimited body (AR_H1_BODY_CLOSE) never ends here: the caller ends it at EOF.
+ * After DONE every further call answers DONE with *used 0. */
+enum ar_h1m_result ar_h1m_feed(struct ar_h1m *m, const char *buf, size_t len, size_t *used);
 
 /* Split "host:port" / "[v6]:port" (a CONNECT target or a Host field value). Without a
  * port, *port = default_port (-1 makes the port mandatory). Returns 0 or -1. */

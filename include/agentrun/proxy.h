@@ -14,12 +14,49 @@
 #include <stdint.h>
 
 #include "agentrun/error.h"
+#include "agentrun/policy.h"
 #include "agentrun/rules.h"
 #include "agentrun/util.h"
 
 #define AR_PROXY_MAX_LISTEN 8
 
 struct ar_policy;
+
+/* The egress object: the compiled allow-list, the private ranges name rules may reach,
+ * byte budgets, the SNI mode and the timeouts, built once by the caller and handed to
+ * the proxy (cfg.egress) or swapped in whole (ar_proxy_set_egress). Immutable and
+ * reference-counted; a request keeps the object it was decided with. */
+struct ar_egress;
+
+struct ar_egress_settings {
+	char *const *allow; /* host rules (as --allow RULE) */
+	size_t n_allow;
+	const char *origin; /* names the rules in messages: "--allow", "p.json" */
+	const struct ar_byte_budget *budgets;
+	size_t n_budgets;
+	enum ar_sni_mode sni; /* default AR_SNI_CHECK */
+	const struct ar_cidr *allow_private;
+	size_t n_allow_private;
+	int connect_timeout_ms;	  /* 0 = 10000 */
+	int header_timeout_ms;	  /* 0 = 10000; also the time a ClientHello may take */
+	int idle_timeout_ms;	  /* tunnels, 0 = 120000 */
+	int keepalive_timeout_ms; /* idle client connections, 0 = 60000 */
+	bool pass_forwarded;	  /* keep a client's Forwarded / X-Forwarded-For */
+};
+
+/* Defaults: no rules, sni check, default timeouts. */
+void ar_egress_settings_init(struct ar_egress_settings *s);
+/* Compile the rules and copy everything; nothing in *s is kept. */
+int ar_egress_new(const struct ar_egress_settings *s, struct ar_egress **out, ar_error_t *err);
+/* A policy's allowed_hosts, proxy.max_bytes_out, proxy.sni and proxy.allow_private,
+ * joined with extra's rules and private ranges; timeouts and pass_forwarded from
+ * extra. */
+int ar_egress_from_policy(const struct ar_policy *p, const struct ar_egress_settings *extra,
+			  struct ar_egress **out, ar_error_t *err);
+struct ar_egress *ar_egress_ref(struct ar_egress *e);
+void ar_egress_unref(struct ar_egress *e); /* thread-safe */
+void ar_cleanup_egressp(struct ar_egress **e);
+#define ar_autoegress __attribute__((cleanup(ar_cleanup_egressp)))
 
 struct ar_proxy_config {
 	/* "ADDR:PORT" / "[V6]:PORT" to bind, and/or already bound listening sockets
@@ -37,6 +74,9 @@ struct ar_proxy_config {
 	 * allowed_hosts, proxy.max_bytes_out and proxy.sni are copied at create time.
 	 * Ignored when policy_path is set. */
 	const struct ar_policy *policy;
+	/* Or a ready egress object (the proxy takes its own reference); when set, allow,
+	 * policy_path, policy, allow_private and the timeouts below are ignored. */
+	struct ar_egress *egress;
 	const char *audit_path; /* JSON Lines, O_APPEND; NULL: no audit file */
 	int audit_fd;		/* or an open descriptor (-1: none); the proxy owns it */
 	int log_fd;		/* decision lines; -1: none (the CLI passes 2) */
@@ -49,6 +89,7 @@ struct ar_proxy_config {
 	int keepalive_timeout_ms; /* idle client connections, 0 = 60000 */
 	bool dns_files_only;	  /* resolve from /etc/hosts only (tests) */
 	bool handle_signals;	  /* SIGTERM/SIGINT stop, SIGHUP reloads (signalfd) */
+	bool pass_forwarded;	  /* keep a client's Forwarded / X-Forwarded-For */
 };
 
 struct ar_proxy_stats {
@@ -58,6 +99,7 @@ struct ar_proxy_stats {
 	uint64_t bytes_out;
 	uint64_t bytes_in;
 	uint64_t open_conns;
+	uint64_t log_dropped; /* log lines dropped because the log would have blocked */
 };
 
 struct ar_proxy;
@@ -74,6 +116,9 @@ void ar_proxy_stop(struct ar_proxy *px);
 /* Re-read the policy file and swap the allow-list; open tunnels are kept. On error the
  * old rules stay. */
 int ar_proxy_reload(struct ar_proxy *px, ar_error_t *err);
+/* Put a new egress object in force for new requests, from any thread (the proxy
+ * takes a reference; the loop swaps it in at its next wakeup). */
+void ar_proxy_set_egress(struct ar_proxy *px, struct ar_egress *e);
 void ar_proxy_get_stats(const struct ar_proxy *px, struct ar_proxy_stats *out);
 /* The address a listener is bound to ("127.0.0.1:3128"), for messages and tests. */
 const char *ar_proxy_listen_name(const struct ar_proxy *px, size_t i);
@@ -93,13 +138,25 @@ enum ar_addr_class {
 	AR_ADDR_MULTICAST,
 	AR_ADDR_THIS_NETWORK, /* 0.0.0.0/8, :: */
 	AR_ADDR_BROADCAST,
-	AR_ADDR_METADATA, /* 169.254.169.254, fd00:ec2::254, 100.100.100.200 */
-	AR_ADDR_RESERVED, /* 240.0.0.0/4 */
+	AR_ADDR_METADATA,      /* 169.254.169.254, fd00:ec2::254, 100.100.100.200 */
+	AR_ADDR_RESERVED,      /* 240.0.0.0/4, 192.0.0.0/24, 100::/64 */
+	AR_ADDR_DOCUMENTATION, /* 192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32 */
+	AR_ADDR_BENCHMARK,     /* 198.18.0.0/15, 2001:2::/48 */
+	AR_ADDR_ULA,	       /* fc00::/7 */
+	AR_ADDR_SITE_LOCAL,    /* fec0::/10 (deprecated) */
 };
+/* IPv6 forms that embed an IPv4 address (::/96, ::ffff:0:0/96, ::ffff:0:0:0/96,
+ * 64:ff9b::/96, 64:ff9b:1::/48, 2002::/16, Teredo 2001::/32) get the class of the
+ * embedded address when that one is refused. */
 enum ar_addr_class ar_proxy_addr_classify(int family, const void *addr);
 const char *ar_proxy_addr_class_name(enum ar_addr_class c);
 
-/* The server_name of a TLS ClientHello at the start of buf (proxy.sni). */
+/* The server_name of a TLS ClientHello at the start of buf (proxy.sni). A buffer
+ * whose first byte is not a handshake record (22) is NOT_TLS; anything else that is
+ * not a complete, well-formed ClientHello of at most AR_SNI_HELLO_MAX bytes, in
+ * non-empty handshake records, is MORE (not all there yet) or MALFORMED, never
+ * skipped. */
+#define AR_SNI_HELLO_MAX (64 * 1024)
 enum {
 	AR_SNI_FOUND = 1,      /* out holds the name as sent */
 	AR_SNI_NONE = 0,       /* a complete ClientHello without server_name */
@@ -108,6 +165,9 @@ enum {
 	AR_SNI_MALFORMED = -3, /* a ClientHello that does not parse */
 };
 int ar_proxy_client_hello_sni(const uint8_t *buf, size_t len, char *out, size_t size);
+/* The same, with *why (static text) saying what is wrong for NOT_TLS and MALFORMED. */
+int ar_proxy_client_hello_parse(const uint8_t *buf, size_t len, char *out, size_t size,
+				const char **why);
 
 /* One finished request, as the audit line and the log line describe it. */
 struct ar_audit_rec {

@@ -36,8 +36,10 @@ static void usage(FILE *out)
 		"  --keepalive-timeout SEC idle client connection between requests (default 60)\n"
 		"  --max-bytes-out HOST=BYTES  close HOST's tunnels past BYTES sent in all\n"
 		"                          (413 in the audit; repeatable; not with --policy)\n"
-		"  --sni off|check|require a CONNECT's TLS server name must match its host\n"
-		"                          (421 otherwise; not with --policy)\n"
+		"  --sni off|check|require a tunnel that starts as TLS must name its CONNECT\n"
+		"                          host (default check; require also refuses non-TLS\n"
+		"                          tunnels; 421 otherwise; not with --policy)\n"
+		"  --pass-forwarded        keep a client's Forwarded and X-Forwarded-For fields\n"
 		"  --dns-files-only        resolve from /etc/hosts only, never query DNS\n"
 		"  -h, --help              show this help\n\n"
 		"SIGHUP reloads --policy without dropping open tunnels; SIGTERM/SIGINT stop and\n"
@@ -59,6 +61,7 @@ enum {
 	OPT_DNS_FILES,
 	OPT_MAX_BYTES_OUT,
 	OPT_SNI,
+	OPT_PASS_FORWARDED,
 };
 
 static const struct option options[] = {
@@ -76,6 +79,7 @@ static const struct option options[] = {
     {"dns-files-only", no_argument, NULL, OPT_DNS_FILES},
     {"max-bytes-out", required_argument, NULL, OPT_MAX_BYTES_OUT},
     {"sni", required_argument, NULL, OPT_SNI},
+    {"pass-forwarded", no_argument, NULL, OPT_PASS_FORWARDED},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -99,54 +103,84 @@ struct cli_state {
 	char **allow;
 	size_t n_allow;
 	struct ar_cidr cidrs[64];
-	/* --max-bytes-out and --sni become the proxy section of an in-memory policy,
-	 * read by the policy parser so the flags and the file share one validation */
-	struct ar_buf budgets;
-	const char *sni;
-	struct ar_policy *settings;
+	/* --max-bytes-out and --sni: the egress object's, unless a policy gives them */
+	struct ar_byte_budget *budgets;
+	size_t n_budgets;
+	bool have_sni;
+	enum ar_sni_mode sni;
 };
 
-/* --max-bytes-out HOST=BYTES: one more `"HOST": BYTES` member. */
+static const struct {
+	const char *name;
+	enum ar_sni_mode mode;
+} sni_modes[] = {
+    {"off", AR_SNI_OFF},
+    {"check", AR_SNI_CHECK},
+    {"require", AR_SNI_REQUIRE},
+};
+
+static int set_sni(struct cli_state *st, const char *arg)
+{
+	for (size_t i = 0; i < AR_ARRAY_SIZE(sni_modes); i++)
+		if (strcmp(arg, sni_modes[i].name) == 0) {
+			st->sni = sni_modes[i].mode;
+			st->have_sni = true;
+			return 0;
+		}
+	return ar_cli_usage_error("proxy", AR_EXIT_USAGE,
+				  "--sni `%s`: must be off, check or require", arg);
+}
+
+/* --max-bytes-out HOST=BYTES: one more budget, the host canonical as the policy's. */
 static int add_budget(struct cli_state *st, const char *arg)
 {
+	ar_auto_error ar_error_t err = NULL;
 	const char *eq = strrchr(arg, '=');
+	struct ar_host h;
 	int64_t v;
 	if (eq == NULL || eq == arg || ar_parse_int(eq + 1, 1, INT64_MAX, &v) == -1)
 		return ar_cli_usage_error("proxy", AR_EXIT_USAGE,
 					  "--max-bytes-out `%s`: expected HOST=BYTES", arg);
-	ar_autofree char *host = ar_xstrndup(arg, (size_t)(eq - arg));
-	if (st->budgets.len > 0)
-		ar_buf_putc(&st->budgets, ',');
-	ar_json_quote(&st->budgets, host);
-	ar_buf_printf(&st->budgets, ":%" PRId64, v);
+	if (ar_host_canonicalize_n(arg, (size_t)(eq - arg), &h, &err) == -1)
+		return ar_cli_usage_error("proxy", AR_EXIT_USAGE, "--max-bytes-out `%s`: %s", arg,
+					  err->msg);
+	st->budgets = ar_xrealloc(st->budgets, (st->n_budgets + 1) * sizeof(*st->budgets));
+	st->budgets[st->n_budgets].host = ar_xstrdup(h.name);
+	st->budgets[st->n_budgets++].max_bytes_out = v;
 	return 0;
 }
 
-static int build_settings(struct cli_state *st)
+/* Without --policy the flags are the whole egress object, built here. */
+static int build_egress(struct cli_state *st)
 {
 	ar_auto_error ar_error_t err = NULL;
-	ar_autobuf struct ar_buf json = {0};
-
-	if (st->budgets.len == 0 && st->sni == NULL)
-		return 0;
-	if (st->cfg.policy_path != NULL)
+	struct ar_egress_settings s;
+	if (st->cfg.policy_path != NULL) {
+		if (st->n_budgets == 0 && !st->have_sni)
+			return 0;
 		return ar_cli_usage_error("proxy", AR_EXIT_USAGE,
 					  "--max-bytes-out and --sni come from the policy's proxy "
 					  "section when --policy is given");
-	ar_buf_printf(&json, "{\"proxy\": {\"max_bytes_out\": {%s}",
-		      st->budgets.data ? st->budgets.data : "");
-	if (st->sni != NULL) {
-		ar_buf_puts(&json, ", \"sni\": ");
-		ar_json_quote(&json, st->sni);
 	}
-	ar_buf_puts(&json, "}}");
-	if (ar_policy_parse(json.data, json.len, "--max-bytes-out/--sni", &st->settings, &err) ==
-	    -1) {
+	ar_egress_settings_init(&s);
+	s.allow = st->allow;
+	s.n_allow = st->n_allow;
+	s.budgets = st->budgets;
+	s.n_budgets = st->n_budgets;
+	if (st->have_sni)
+		s.sni = st->sni;
+	s.allow_private = st->cidrs;
+	s.n_allow_private = st->cfg.n_allow_private;
+	s.connect_timeout_ms = st->cfg.connect_timeout_ms;
+	s.header_timeout_ms = st->cfg.header_timeout_ms;
+	s.idle_timeout_ms = st->cfg.idle_timeout_ms;
+	s.keepalive_timeout_ms = st->cfg.keepalive_timeout_ms;
+	s.pass_forwarded = st->cfg.pass_forwarded;
+	if (ar_egress_new(&s, &st->cfg.egress, &err) == -1) {
 		ar_error_wrap(&err, "proxy");
 		ar_error_print(&err);
 		return AR_EXIT_USAGE;
 	}
-	st->cfg.policy = st->settings;
 	return 0;
 }
 
@@ -217,7 +251,9 @@ static int parse_opt(struct cli_state *st, int opt, const char *arg)
 	case OPT_MAX_BYTES_OUT:
 		return add_budget(st, arg);
 	case OPT_SNI:
-		st->sni = arg;
+		return set_sni(st, arg);
+	case OPT_PASS_FORWARDED:
+		cfg->pass_forwarded = true;
 		return 0;
 	default:
 		return set_timeout(st, opt, arg);
@@ -288,7 +324,7 @@ int ar_cmd_proxy(int argc, char **argv)
 						"--listen ADDR:PORT or --listen-fd N is required");
 	}
 	if (rc == 0)
-		rc = build_settings(&st);
+		rc = build_egress(&st);
 	if (rc == 0) {
 		st.cfg.allow = st.allow;
 		st.cfg.n_allow = st.n_allow;
@@ -298,7 +334,9 @@ int ar_cmd_proxy(int argc, char **argv)
 		rc = serve(&st);
 	}
 	ar_strv_free(st.allow);
-	ar_buf_free(&st.budgets);
-	ar_policy_free(st.settings);
+	for (size_t i = 0; i < st.n_budgets; i++)
+		free(st.budgets[i].host);
+	free(st.budgets);
+	ar_egress_unref(st.cfg.egress);
 	return rc;
 }

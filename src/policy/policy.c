@@ -45,7 +45,7 @@ struct ar_policy *policy_new(const char *origin)
 	p->seccomp = ar_xstrdup("default");
 	p->network = AR_NETWORK_NONE;
 	p->proxy.port = AR_DEFAULT_PROXY_PORT;
-	p->proxy.sni = AR_SNI_OFF;
+	p->proxy.sni = AR_SNI_CHECK; /* a tunnel that starts as TLS must name its host */
 	p->proxy.transparent = true;
 	return p;
 }

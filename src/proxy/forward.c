@@ -27,6 +27,7 @@ static const struct {
     {408, "Request Timeout", "request timeout"},
     {413, "Payload Too Large", "byte budget exceeded"},
     {431, "Request Header Fields Too Large", "request headers too large"},
+    {501, "Not Implemented", "not implemented"},
     {502, "Bad Gateway", "bad gateway"},
     {503, "Service Unavailable", "over capacity"},
     {504, "Gateway Timeout", "gateway timeout"},
@@ -70,7 +71,7 @@ void client_audit(struct client *c)
 	    .rule = c->rule,
 	    .bytes_out = c->bytes_out,
 	    .bytes_in = c->bytes_in,
-	    .duration_ms = px->now - c->started,
+	    .duration_ms = px->loop.now - c->started,
 	};
 	c->audited = true;
 	px->stats.requests++;
@@ -87,9 +88,7 @@ void client_audit(struct client *c)
 	}
 	ar_buf_reset(&px->line);
 	ar_proxy_log_format(&r, &px->line);
-	if (px->log_fd >= 0 && write(px->log_fd, px->line.data, px->line.len) == -1) {
-		/* best effort */
-	}
+	logq_line(&px->log, px->line.data, px->line.len);
 }
 
 /* ---- generated replies ---- */
@@ -146,18 +145,18 @@ void client_reply(struct client *c, int status, const char *reason, bool allowed
 	c->out.len = n;
 	client_audit(c);
 	c->state = CS_REPLY;
-	c->deadline = c->px->now + LINGER_MS * 2;
+	c->deadline = c->px->loop.now + LINGER_MS * 2;
 }
 
 static void begin_request(struct client *c)
 {
-	rules_unref(c->rref);
-	c->rref = NULL;
+	ar_egress_unref(c->egress);
+	c->egress = NULL;
 	c->id = ++c->px->next_id;
-	c->started = c->px->now;
+	c->started = c->px->loop.now;
 	c->rule = NULL;
 	c->audited = c->allowed = c->is_connect = c->is_head = c->host_v6 = false;
-	c->reused = c->retried = c->have_method = c->rule_literal = false;
+	c->reused = c->retried = c->have_method = c->rule_literal = c->host_is_ip = false;
 	c->budget = NULL;
 	c->status = 0;
 	c->port = 0;
@@ -172,8 +171,8 @@ static void begin_request(struct client *c)
 static bool next_request(struct client *c)
 {
 	struct ar_proxy *px = c->px;
-	rules_unref(c->rref);
-	c->rref = NULL;
+	ar_egress_unref(c->egress);
+	c->egress = NULL;
 	c->state = CS_HEAD;
 	c->first_request = false;
 	c->close_after = false;
@@ -183,8 +182,8 @@ static bool next_request(struct client *c)
 		iobuf_free(px, &c->in);
 	iobuf_free(px, &c->out);
 	c->head_deadline = c->in.len > c->in.off;
-	c->deadline =
-	    px->now + (c->head_deadline ? px->cfg.header_timeout_ms : px->cfg.keepalive_timeout_ms);
+	c->deadline = px->loop.now + (c->head_deadline ? px->egress->header_timeout_ms
+						       : px->egress->keepalive_timeout_ms);
 	return true;
 }
 
@@ -208,7 +207,7 @@ bool step_reply(struct client *c)
 		return next_request(c);
 	shutdown(c->fd, SHUT_WR);
 	c->state = CS_LINGER;
-	c->deadline = c->px->now + LINGER_MS;
+	c->deadline = c->px->loop.now + LINGER_MS;
 	return true;
 }
 
@@ -252,7 +251,7 @@ static bool rule_is_literal(const struct ar_rules *r, const char *rule)
 static void budget_attach(struct client *c)
 {
 	struct ar_proxy *px = c->px;
-	const struct rules_ref *r = c->rref;
+	const struct ar_egress *r = c->egress;
 	c->budget = NULL;
 	for (size_t i = 0; i < r->n_budgets; i++) {
 		if (strcmp(r->budgets[i].host, c->host) != 0)
@@ -323,11 +322,11 @@ static bool decide(struct client *c, const struct ar_h1_request *req)
 	snprintf(c->host, sizeof(c->host), "%s", h.name);
 	c->host_v6 = h.family == AF_INET6;
 	struct ar_decision d;
-	ar_rules_decide(px->rules->rules, &h, req->port, &d);
-	c->rref = px->rules;
-	c->rref->refs++;
+	ar_rules_decide(px->egress->rules, &h, req->port, &d);
+	c->egress = ar_egress_ref(px->egress);
+	c->host_is_ip = h.family != 0;
 	c->rule = d.rule;
-	c->rule_literal = rule_is_literal(px->rules->rules, d.rule);
+	c->rule_literal = rule_is_literal(px->egress->rules, d.rule);
 	c->allowed = d.allowed;
 	snprintf(c->reason, sizeof(c->reason), "%s", d.reason);
 	if (!d.allowed) {
@@ -347,14 +346,15 @@ static bool decide(struct client *c, const struct ar_h1_request *req)
 static void start_forward(struct client *c, const char *head, const struct ar_h1_request *req)
 {
 	ar_buf_reset(&c->uo);
-	ar_h1_write_request(head, req, &c->uo);
+	ar_h1_write_request(head, req, c->egress->pass_forwarded ? AR_H1_PASS_FORWARDED : 0,
+			    &c->uo);
 	c->uo_off = 0;
-	c->req_framing = (uint8_t)req->framing;
-	c->req_done = req->framing == AR_H1_BODY_NONE;
-	c->req_remaining = req->framing == AR_H1_BODY_LENGTH ? req->content_length : 1;
+	ar_h1m_init(&c->req_m, req->framing, req->content_length);
+	c->req_done = c->req_m.done;
 	c->req_ready = 0;
-	memset(&c->req_chunk, 0, sizeof(c->req_chunk));
 }
+
+static void on_upstream(struct client *c, int status, const char *why);
 
 static bool handle_request(struct client *c, size_t head_end)
 {
@@ -387,7 +387,7 @@ static bool handle_request(struct client *c, size_t head_end)
 		start_forward(c, head, &req);
 	c->state = CS_RESOLVE;
 	c->deadline = 0;
-	upstream_start(c);
+	upstream_start(c, on_upstream);
 	return true;
 }
 
@@ -425,7 +425,7 @@ bool step_head(struct client *c)
 			c->in.len += (uint32_t)n;
 			if (!c->head_deadline) {
 				c->head_deadline = true;
-				c->deadline = px->now + px->cfg.header_timeout_ms;
+				c->deadline = px->loop.now + px->egress->header_timeout_ms;
 			}
 			continue;
 		}
@@ -442,7 +442,7 @@ bool step_head(struct client *c)
 /* ---- the plain HTTP exchange ---- */
 
 /* Called when c->up is connected (fresh or from the pool). */
-void on_upstream_ready(struct client *c)
+static void on_upstream_ready(struct client *c)
 {
 	struct ar_proxy *px = c->px;
 	c->deadline = 0;
@@ -454,7 +454,7 @@ void on_upstream_ready(struct client *c)
 		memcpy(c->out.p, ok, sizeof(ok) - 1);
 		c->out.len = sizeof(ok) - 1;
 		c->state = CS_TUNNEL;
-		c->sni_wait = c->rref && c->rref->sni != AR_SNI_OFF;
+		c->sni_wait = c->egress && c->egress->sni != AR_SNI_OFF;
 	} else {
 		c->state = CS_FORWARD;
 		c->resp_head_done = c->resp_done = c->up_eof = c->resp_started = false;
@@ -463,9 +463,19 @@ void on_upstream_ready(struct client *c)
 		c->rbase = c->rready = 0;
 		memset(&c->rscan, 0, sizeof(c->rscan));
 		c->rscan.max_fields = RESP_MAX_FIELDS;
-		memset(&c->resp_chunk, 0, sizeof(c->resp_chunk));
 	}
-	c->last_active = px->now;
+	c->last_active = px->loop.now;
+	client_run(c);
+}
+
+/* The end of upstream_start: connected, or the answer the client gets instead. */
+static void on_upstream(struct client *c, int status, const char *why)
+{
+	if (status == 0) {
+		on_upstream_ready(c);
+		return;
+	}
+	client_reply(c, status, why, status == 403 ? false : c->allowed);
 	client_run(c);
 }
 
@@ -487,14 +497,14 @@ static int fwd_abort(struct client *c, const char *why)
 static int upstream_gone(struct client *c, int error)
 {
 	char why[INET6_ADDRSTRLEN + 160];
-	if (c->reused && !c->retried && c->req_framing == AR_H1_BODY_NONE && !c->resp_started &&
+	if (c->reused && !c->retried && c->req_m.framing == AR_H1_BODY_NONE && !c->resp_started &&
 	    c->out.len == 0) {
 		upstream_release(c, false);
 		c->retried = true;
 		c->uo_off = 0;
 		c->bytes_out = 0;
 		c->state = CS_RESOLVE;
-		upstream_start(c);
+		upstream_start(c, on_upstream);
 		return -1;
 	}
 	snprintf(why, sizeof(why), "upstream %s closed the connection%s%s", c->uo_addr,
@@ -523,24 +533,15 @@ static int fwd_send_head(struct client *c)
 /* How many of the buffered bytes belong to the request body (validating chunks). */
 static int frame_request_body(struct client *c)
 {
-	uint32_t avail = c->in.len - c->in.off;
-	if (c->req_framing == AR_H1_BODY_LENGTH) {
-		uint64_t take = avail < c->req_remaining ? avail : c->req_remaining;
-		c->req_ready = (uint32_t)take;
-		c->req_remaining -= take;
-		return 0;
-	}
 	size_t used;
-	enum ar_h1_chunked_result r =
-	    ar_h1_chunked_feed(&c->req_chunk, c->in.p + c->in.off, avail, &used);
-	if (r == AR_H1_CHUNKED_BAD) {
+	enum ar_h1m_result r =
+	    ar_h1m_feed(&c->req_m, c->in.p + c->in.off, c->in.len - c->in.off, &used);
+	if (r == AR_H1M_BAD) {
 		c->keepalive = false;
 		client_reply(c, 400, "bad chunk syntax in request body", false);
 		return -1;
 	}
 	c->req_ready = (uint32_t)used;
-	if (r == AR_H1_CHUNKED_DONE)
-		c->req_remaining = 0;
 	return 0;
 }
 
@@ -572,6 +573,10 @@ static int fwd_send_body(struct client *c)
 			}
 			if (frame_request_body(c) == -1)
 				return -1;
+			if (c->req_ready == 0 && c->req_m.done) {
+				c->req_done = true;
+				break;
+			}
 		}
 		uint64_t room = budget_room(c);
 		if (room == 0)
@@ -583,7 +588,7 @@ static int fwd_send_body(struct client *c)
 			c->req_ready -= (uint32_t)n;
 			c->bytes_out += (uint64_t)n;
 			budget_spend(c, (uint64_t)n);
-			c->req_done = c->req_ready == 0 && c->req_remaining == 0;
+			c->req_done = c->req_ready == 0 && c->req_m.done;
 			progress = 1;
 			continue;
 		}
@@ -613,9 +618,8 @@ static int response_head(struct client *c, size_t end)
 	}
 	c->resp_head_done = true;
 	c->rready = c->rbase + (uint32_t)end;
-	c->resp_framing = (uint8_t)r.framing;
-	c->resp_remaining = r.content_length;
-	c->resp_done = r.framing == AR_H1_BODY_NONE;
+	ar_h1m_init(&c->resp_m, r.framing, r.content_length);
+	c->resp_done = c->resp_m.done;
 	if (r.conn_close) {
 		c->up_reusable = false;
 		c->keepalive = false;
@@ -643,28 +647,17 @@ static int track_response(struct client *c)
 	}
 	uint32_t avail = c->out.len - c->rready;
 	if (!c->resp_done && avail > 0) {
-		if (c->resp_framing == AR_H1_BODY_LENGTH) {
-			uint64_t take = avail < c->resp_remaining ? avail : c->resp_remaining;
-			c->rready += (uint32_t)take;
-			c->resp_remaining -= take;
-			c->resp_done = c->resp_remaining == 0;
-		} else if (c->resp_framing == AR_H1_BODY_CHUNKED) {
-			size_t used;
-			enum ar_h1_chunked_result r =
-			    ar_h1_chunked_feed(&c->resp_chunk, c->out.p + c->rready, avail, &used);
-			c->rready += (uint32_t)used;
-			if (r == AR_H1_CHUNKED_BAD) {
-				c->out.len = c->rready;
-				c->keepalive = c->up_reusable = false;
-				c->resp_done = true;
-				size_t n = strlen(c->reason);
-				snprintf(c->reason + n, sizeof(c->reason) - n,
-					 "; bad chunked framing from upstream");
-			}
-			c->resp_done |= r == AR_H1_CHUNKED_DONE;
-		} else {
-			c->rready = c->out.len;
+		size_t used;
+		enum ar_h1m_result r = ar_h1m_feed(&c->resp_m, c->out.p + c->rready, avail, &used);
+		c->rready += (uint32_t)used;
+		if (r == AR_H1M_BAD) {
+			c->out.len = c->rready;
+			c->keepalive = c->up_reusable = false;
+			size_t n = strlen(c->reason);
+			snprintf(c->reason + n, sizeof(c->reason) - n,
+				 "; bad chunked framing from upstream");
 		}
+		c->resp_done = r != AR_H1M_MORE;
 	}
 	if (c->resp_done && c->out.len > c->rready) {
 		c->out.len = c->rready;
@@ -723,7 +716,7 @@ static int fwd_read_response(struct client *c)
 	c->up_reusable = false;
 	if (!c->resp_head_done)
 		return upstream_gone(c, error);
-	if (c->resp_framing != AR_H1_BODY_CLOSE) {
+	if (c->resp_m.framing != AR_H1_BODY_CLOSE) {
 		size_t len = strlen(c->reason);
 		snprintf(c->reason + len, sizeof(c->reason) - len,
 			 "; upstream closed mid-response");
@@ -796,7 +789,7 @@ void client_timeout(struct client *c)
 	char why[AR_HOST_MAX + 96];
 	switch (c->state) {
 	case CS_HEAD:
-		if (c->deadline == 0 || px->now < c->deadline)
+		if (c->deadline == 0 || px->loop.now < c->deadline)
 			return;
 		if (!c->head_deadline || (c->first_request && c->in.len == c->in.off)) {
 			client_close(c); /* idle, nothing asked: no request to answer */
@@ -804,39 +797,45 @@ void client_timeout(struct client *c)
 		}
 		begin_request(c);
 		snprintf(why, sizeof(why), "request headers not complete within %d ms",
-			 px->cfg.header_timeout_ms);
+			 px->egress->header_timeout_ms);
 		client_reply(c, 408, why, false);
 		client_run(c);
 		return;
 	case CS_RESOLVE:
 	case CS_CONNECT:
-		if (c->deadline == 0 || px->now < c->deadline)
+		if (c->deadline == 0 || px->loop.now < c->deadline)
 			return;
 		if (c->state == CS_CONNECT && upstream_try_next(c))
 			return;
 		snprintf(why, sizeof(why), "%s %s timed out after %d ms",
 			 c->state == CS_RESOLVE ? "resolving" : "connecting to",
-			 c->state == CS_RESOLVE ? c->host : c->uo_addr, px->cfg.connect_timeout_ms);
+			 c->state == CS_RESOLVE ? c->host : c->uo_addr,
+			 px->egress->connect_timeout_ms);
 		client_reply(c, 504, why, c->allowed);
 		client_run(c);
 		return;
 	case CS_FORWARD:
 	case CS_TUNNEL:
-		if (px->now - c->last_active < px->cfg.idle_timeout_ms)
+		if (c->state == CS_TUNNEL && c->sni_wait && c->deadline &&
+		    px->loop.now >= c->deadline) {
+			tunnel_timeout(c);
+			return;
+		}
+		if (px->loop.now - c->last_active < px->egress->idle_timeout_ms)
 			return;
 		if (c->state == CS_FORWARD && !c->resp_started) {
 			snprintf(why, sizeof(why), "upstream sent no response within %d ms",
-				 px->cfg.idle_timeout_ms);
+				 px->egress->idle_timeout_ms);
 			client_reply(c, 504, why, c->allowed);
 			client_run(c);
 			return;
 		}
 		snprintf(c->reason + strlen(c->reason), sizeof(c->reason) - strlen(c->reason),
-			 "; idle for %d ms", px->cfg.idle_timeout_ms);
+			 "; idle for %d ms", px->egress->idle_timeout_ms);
 		client_close(c);
 		return;
 	default:
-		if (c->deadline && px->now >= c->deadline)
+		if (c->deadline && px->loop.now >= c->deadline)
 			client_close(c);
 		return;
 	}

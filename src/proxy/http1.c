@@ -1,6 +1,7 @@
 /* HTTP/1.x head parsing, request rewriting and chunked framing (see http1.h).
  * Everything here is a pure function over the caller's buffer. */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -19,6 +20,14 @@ static bool is_tchar(unsigned char c)
 static bool is_vchar(unsigned char c)
 {
 	return c == '\t' || (c >= 0x20 && c != 0x7f);
+}
+
+/* A header or trailer name character: a token character other than `_`, which CGI and
+ * WSGI origins fold into `-` (so `Transfer_Encoding` would become a second
+ * Transfer-Encoding behind the proxy). */
+static bool field_name_char(unsigned char c)
+{
+	return c != '_' && is_tchar(c);
 }
 
 static bool is_ows(char c)
@@ -112,9 +121,15 @@ int ar_h1_split_authority(const char *s, size_t len, char *host, size_t host_siz
 			return -1;
 		h = s + 1;
 		hlen = (size_t)(close - h);
-		for (size_t i = 0; i < hlen; i++)
-			if (ar_hexval((unsigned char)h[i]) < 0 && h[i] != ':' && h[i] != '.')
-				return -1;
+		/* brackets hold an IPv6 address and nothing else ([127.0.0.1], [2130706433]) */
+		char a6[INET6_ADDRSTRLEN];
+		struct in6_addr scratch;
+		if (hlen == 0 || hlen >= sizeof(a6))
+			return -1;
+		memcpy(a6, h, hlen);
+		a6[hlen] = '\0';
+		if (inet_pton(AF_INET6, a6, &scratch) != 1)
+			return -1;
 		rest = (size_t)(close + 1 - s);
 		*is_v6 = true;
 	} else {
@@ -341,8 +356,11 @@ static int note_field(const char *buf, const struct ar_h1_field *f, struct ar_h1
 		/* several TE fields would be one list; refusing them is simpler and safe */
 		if (++ff->n_te > 1)
 			return fail(e, 400, "duplicate Transfer-Encoding");
-		if (te_is_chunked(buf, f->value, &ff->chunked) == -1 || !ff->chunked)
-			return fail(e, 400, "unsupported Transfer-Encoding (chunked must be last)");
+		/* exactly "chunked": a coding list is a parser differential waiting to happen,
+		 * and the proxy would have to decode it to find the end (RFC 9112 §6.1: 501) */
+		if (!span_ieq(buf, f->value, "chunked"))
+			return fail(e, 501, "unsupported Transfer-Encoding (only chunked)");
+		ff->chunked = true;
 		return 0;
 	case F_HOST:
 		if (++ff->n_host > 1)
@@ -424,7 +442,11 @@ static int parse_fields(const char *buf, size_t len, size_t p, struct ar_h1_requ
 		if (req->n_fields == AR_H1_MAX_FIELDS)
 			return fail(e, 431, "too many header lines");
 		struct ar_h1_field *f = &req->fields[req->n_fields];
-		if (parse_field(buf, p, eol, f, e) == -1 || note_field(buf, f, req, ff, e) == -1)
+		if (parse_field(buf, p, eol, f, e) == -1)
+			return -1;
+		if (memchr(buf + f->name.off, '_', f->name.len) != NULL)
+			return fail(e, 400, "underscore in header name");
+		if (note_field(buf, f, req, ff, e) == -1)
 			return -1;
 		req->n_fields++;
 		p = eol + 2;
@@ -477,6 +499,18 @@ static const char *const hop_by_hop[] = {
     "trailer",	  "upgrade",
 };
 
+/* Fields the proxy drops unless told to pass them: a client's claims about where the
+ * request came from, which an origin could believe. */
+static const char *const forwarded_fields[] = {"forwarded", "x-forwarded-for"};
+
+static bool is_forwarded(const char *buf, struct ar_h1_span name)
+{
+	for (size_t i = 0; i < AR_ARRAY_SIZE(forwarded_fields); i++)
+		if (span_ieq(buf, name, forwarded_fields[i]))
+			return true;
+	return false;
+}
+
 static bool is_hop_by_hop(const char *buf, const struct ar_h1_request *req, struct ar_h1_span name)
 {
 	for (size_t i = 0; i < AR_ARRAY_SIZE(hop_by_hop); i++)
@@ -490,7 +524,8 @@ static bool is_hop_by_hop(const char *buf, const struct ar_h1_request *req, stru
 	return false;
 }
 
-void ar_h1_write_request(const char *buf, const struct ar_h1_request *req, struct ar_buf *out)
+void ar_h1_write_request(const char *buf, const struct ar_h1_request *req, unsigned flags,
+			 struct ar_buf *out)
 {
 	ar_buf_append(out, buf + req->method.off, req->method.len);
 	ar_buf_putc(out, ' ');
@@ -501,6 +536,8 @@ void ar_h1_write_request(const char *buf, const struct ar_h1_request *req, struc
 	for (size_t i = 0; i < req->n_fields; i++) {
 		const struct ar_h1_field *f = &req->fields[i];
 		if (is_hop_by_hop(buf, req, f->name))
+			continue;
+		if (!(flags & AR_H1_PASS_FORWARDED) && is_forwarded(buf, f->name))
 			continue;
 		ar_buf_append(out, buf + f->name.off, f->name.len);
 		ar_buf_append(out, ": ", 2);
@@ -513,7 +550,8 @@ void ar_h1_write_request(const char *buf, const struct ar_h1_request *req, struc
 			ar_buf_printf(out, ":%d", req->port);
 		ar_buf_append(out, "\r\n", 2);
 	}
-	ar_buf_append(out, "\r\n", 2);
+	/* RFC 9110 §7.6.3; a client's own Via lines stay before it, as the list's start */
+	ar_buf_puts(out, req->minor ? "Via: 1.1 agentrun\r\n\r\n" : "Via: 1.0 agentrun\r\n\r\n");
 }
 
 static int parse_status_line(const char *buf, size_t eol, struct ar_h1_response *r)
@@ -628,7 +666,8 @@ enum {
 	C_DATA_CR,
 	C_DATA_LF,
 	C_TRAILER_START,
-	C_TRAILER,
+	C_TRAILER_NAME,
+	C_TRAILER_VALUE,
 	C_TRAILER_LF,
 	C_FINAL_LF,
 	C_DONE,
@@ -654,6 +693,8 @@ static int chunk_size_byte(struct ar_h1_chunked *c, unsigned char ch)
 		return -1;
 	return 0;
 }
+
+static int trailer_byte(struct ar_h1_chunked *c, unsigned char ch);
 
 static int chunk_byte(struct ar_h1_chunked *c, unsigned char ch)
 {
@@ -681,11 +722,26 @@ static int chunk_byte(struct ar_h1_chunked *c, unsigned char ch)
 		c->remaining = 0;
 		return ch == '\n' ? 0 : -1;
 	case C_TRAILER_START:
-		c->state = ch == '\r' ? C_FINAL_LF : C_TRAILER;
-		return ch == '\r' || is_tchar(ch) ? 0 : -1;
-	case C_TRAILER:
-		if (++c->trailer > AR_H1_MAX_TRAILER)
-			return -1;
+		c->state = ch == '\r' ? C_FINAL_LF : C_TRAILER_NAME;
+		return ch == '\r' || field_name_char(ch) ? 0 : -1;
+	default:
+		return trailer_byte(c, ch);
+	}
+}
+
+/* A trailer line is a field line (RFC 9112 §7.1.2): a token, a colon right after it,
+ * a value of visible characters. Anything else, such as a request line smuggled into
+ * the trailer section, is bad framing. */
+static int trailer_byte(struct ar_h1_chunked *c, unsigned char ch)
+{
+	if (++c->trailer > AR_H1_MAX_TRAILER)
+		return -1;
+	switch (c->state) {
+	case C_TRAILER_NAME:
+		if (ch == ':')
+			c->state = C_TRAILER_VALUE;
+		return ch == ':' || field_name_char(ch) ? 0 : -1;
+	case C_TRAILER_VALUE:
 		if (ch == '\r')
 			c->state = C_TRAILER_LF;
 		else if (!is_vchar(ch))
@@ -727,4 +783,38 @@ enum ar_h1_chunked_result ar_h1_chunked_feed(struct ar_h1_chunked *c, const char
 	}
 	*consumed = i;
 	return c->state == C_DONE ? AR_H1_CHUNKED_DONE : AR_H1_CHUNKED_MORE;
+}
+
+void ar_h1m_init(struct ar_h1m *m, enum ar_h1_framing framing, uint64_t content_length)
+{
+	memset(m, 0, sizeof(*m));
+	m->framing = (uint8_t)framing;
+	m->remaining = framing == AR_H1_BODY_LENGTH ? content_length : 0;
+	m->done =
+	    framing == AR_H1_BODY_NONE || (framing == AR_H1_BODY_LENGTH && content_length == 0);
+}
+
+enum ar_h1m_result ar_h1m_feed(struct ar_h1m *m, const char *buf, size_t len, size_t *used)
+{
+	*used = 0;
+	if (m->done)
+		return AR_H1M_DONE;
+	switch (m->framing) {
+	case AR_H1_BODY_LENGTH:
+		*used = len < m->remaining ? len : (size_t)m->remaining;
+		m->remaining -= *used;
+		m->done = m->remaining == 0;
+		break;
+	case AR_H1_BODY_CHUNKED: {
+		enum ar_h1_chunked_result r = ar_h1_chunked_feed(&m->chunk, buf, len, used);
+		if (r == AR_H1_CHUNKED_BAD)
+			return AR_H1M_BAD;
+		m->done = r == AR_H1_CHUNKED_DONE;
+		break;
+	}
+	default: /* close-delimited: everything until EOF */
+		*used = len;
+		break;
+	}
+	return m->done ? AR_H1M_DONE : AR_H1M_MORE;
 }

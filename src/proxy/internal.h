@@ -1,14 +1,16 @@
-/* Private to src/proxy: the loop's objects and the functions the proxy files share.
+/* Private to src/proxy: the proxy's objects and the functions its files share.
  *
- * Every socket is registered once, edge-triggered, for IN|OUT|RDHUP; a client's
- * state machine (client_run) then retries every operation until it would block, so
- * no epoll_ctl is needed while a connection lives. Objects closed while an event
- * batch is being dispatched are freed after the batch (px->grave). */
+ * The event core (ev.h) calls back per descriptor and per timer. A client or upstream
+ * socket is registered once, edge-triggered, for IN|OUT|RDHUP; a client's state
+ * machine (client_run) then retries every operation until it would block, so no
+ * epoll_ctl is needed while a connection lives. Objects closed while an event batch
+ * is being dispatched are freed after the batch (ev_defer_free). */
 #ifndef AGENTRUN_PROXY_INTERNAL_H
 #define AGENTRUN_PROXY_INTERNAL_H
 
 #include <ares.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -16,16 +18,13 @@
 #include "agentrun/policy.h"
 #include "agentrun/proxy.h"
 #include "agentrun/rules.h"
+#include "ev.h"
 
-enum ep_kind { EP_LISTENER, EP_CLIENT, EP_UPSTREAM, EP_DNS, EP_SIGNAL, EP_WAKE };
-
-struct ep {
-	uint8_t kind;
-	bool dead;
-};
-
+/* A listening socket; its kind is its accept callback (a transparent listener or a
+ * DNS stub is another callback and entry state, not another case in a switch). */
 struct listener {
-	struct ep ep;
+	struct ev_io io;
+	struct ar_proxy *px;
 	int fd;
 	char name[INET6_ADDRSTRLEN + 16];
 };
@@ -35,14 +34,20 @@ struct iobuf {
 	uint32_t off, len, cap;
 };
 
-/* The allow-list in force; requests keep the one they were decided with alive. */
-struct rules_ref {
+/* The egress object (egress.c): immutable once built; the loop holds the one in
+ * force and every request holds the one it was decided with. */
+struct ar_egress {
+	atomic_uint refs; /* the caller may drop its reference from another thread */
 	struct ar_rules *rules;
-	unsigned refs;
-	struct ar_byte_budget *budgets; /* proxy.max_bytes_out of the policy */
+	struct ar_byte_budget *budgets; /* proxy.max_bytes_out */
 	size_t n_budgets;
 	enum ar_sni_mode sni;
+	struct ar_cidr *allow_private;
+	size_t n_allow_private;
+	int connect_timeout_ms, header_timeout_ms, idle_timeout_ms, keepalive_timeout_ms;
+	bool pass_forwarded;
 };
+bool egress_private_ok(const struct ar_egress *e, int family, const void *addr);
 
 /* Bytes sent upstream to a host with a budget, over the proxy's lifetime (kept
  * across reloads). */
@@ -53,9 +58,11 @@ struct budget_use {
 };
 
 struct origin_pool;
+struct client;
+typedef void upstream_done_fn(struct client *c, int status, const char *why);
 
 struct upstream {
-	struct ep ep;
+	struct ev_io io;
 	int fd;
 	struct ar_proxy *px;
 	bool connected;
@@ -99,7 +106,8 @@ enum cstate {
 };
 
 struct client {
-	struct ep ep;
+	struct ev_io io;
+	struct ev_timer timer; /* the nearest deadline; see client_arm */
 	uint8_t state;
 	bool in_run, again;
 	bool keepalive;	    /* the client connection may carry another request */
@@ -110,7 +118,8 @@ struct client {
 	bool rule_literal;  /* the matching rule names an IP literal */
 	bool resp_started;  /* response bytes reached the client */
 	bool tunnel_bufs_freed;
-	bool sni_wait; /* CONNECT: the ClientHello is read and checked before relaying */
+	bool sni_wait;	 /* CONNECT: the ClientHello is read and checked before relaying */
+	bool host_is_ip; /* the request names an IP literal */
 	int fd;
 	struct ar_proxy *px;
 	struct client *next, *prev;
@@ -122,6 +131,7 @@ struct client {
 	size_t uo_off;
 	struct upstream *up;
 	struct lookup *lookup;
+	upstream_done_fn *up_done; /* how upstream_start ends */
 	struct cand *cands;
 	uint8_t n_cands, next_cand;
 	struct ar_h1_scan scan;
@@ -129,7 +139,7 @@ struct client {
 	/* the request in flight */
 	uint64_t id;
 	int64_t started;
-	struct rules_ref *rref;
+	struct ar_egress *egress;
 	const char *rule;
 	struct budget_use *budget; /* NULL: no budget for this host */
 	uint64_t budget_max;
@@ -142,14 +152,10 @@ struct client {
 	char uo_addr[INET6_ADDRSTRLEN + 8]; /* the address dialled */
 
 	/* plain HTTP framing */
-	uint8_t req_framing;
 	bool req_done, resp_head_done, resp_done, up_eof, up_reusable;
-	uint64_t req_remaining;
-	uint32_t req_ready; /* validated body bytes at in.off not yet sent */
-	struct ar_h1_chunked req_chunk;
-	uint8_t resp_framing;
-	uint64_t resp_remaining;
-	struct ar_h1_chunked resp_chunk;
+	uint32_t req_ready;  /* validated body bytes at in.off not yet sent */
+	struct ar_h1m req_m; /* the request body's framing */
+	struct ar_h1m resp_m;
 	struct ar_h1_scan rscan;
 	uint32_t rbase;	 /* start of the response head being read, in out */
 	uint32_t rready; /* out bytes before this may go to the client */
@@ -160,29 +166,36 @@ struct client {
 
 struct pipe_pool;
 
+/* The decision log (logq.c): never blocks; lines that do not fit are counted. */
+struct logq {
+	int fd;
+	bool is_sock, owned;
+	char *buf;
+	uint32_t len, cap;
+	uint64_t dropped, reported;
+};
+void logq_open(struct logq *q, int fd);
+void logq_line(struct logq *q, const char *s, size_t n);
+void logq_flush(struct logq *q);
+void logq_drain(struct logq *q, int timeout_ms);
+void logq_close(struct logq *q);
+
 struct ar_proxy {
 	struct ar_proxy_config cfg;
-	int epfd;
+	struct ev_loop loop;
 	int sigfd;
-	int wakefd;
-	struct ep sig_ep, wake_ep;
+	struct ev_io sig_io;
+	struct ev_timer house;	/* idle upstream expiry, once a second */
+	struct ev_timer resume; /* accept again after running out of descriptors */
 	struct listener listeners[AR_PROXY_MAX_LISTEN * 2];
 	size_t n_listeners;
 	bool accept_paused;
-	int64_t accept_resume;
-	struct rules_ref *rules;
-	char *policy_path;
-	char **cli_allow; /* --allow rules (and an in-memory policy's allowed_hosts) */
-	size_t n_cli_allow;
-	char *fixed_origin; /* the in-memory policy's origin, for messages */
-	struct ar_byte_budget *fixed_budgets;
-	size_t n_fixed_budgets;
-	enum ar_sni_mode fixed_sni;
-	struct ar_cidr *allow_private;
-	size_t n_allow_private;
+	struct ar_egress *egress;	     /* in force for new requests */
+	_Atomic(struct ar_egress *) pending; /* ar_proxy_set_egress, taken by the loop */
+	char *policy_path;		     /* re-read on reload */
+	struct ar_egress_settings base;	     /* flags beside the policy file (copies) */
 	int audit_fd;
-	int log_fd;
-	int64_t now; /* CLOCK_MONOTONIC ms, refreshed each loop iteration */
+	struct logq log;
 	uint64_t next_id;
 	struct ar_proxy_stats stats;
 	struct client *clients; /* all live clients */
@@ -194,19 +207,19 @@ struct ar_proxy {
 	struct dns_sock *dns_socks;
 	char *spare[128]; /* idle AR_IOBUF_UNIT buffers */
 	size_t n_spare;
-	void **grave;
-	size_t n_grave, cap_grave;
 	struct ar_buf line; /* scratch for audit and log lines */
 	struct budget_use *budgets;
-	volatile int stop;
+	atomic_bool stop;
 	bool reload;
 };
 
 /* loop.c */
 void client_run(struct client *c);
 void client_close(struct client *c);
-void proxy_bury(struct ar_proxy *px, void *obj);
-int64_t proxy_now(void);
+/* Move the client's timer to its nearest deadline (only ever earlier: a timer that
+ * fires early finds nothing due and re-arms). */
+void client_arm(struct client *c);
+#define proxy_now     ev_clock_ms
 #define AR_IOBUF_UNIT 16384
 void iobuf_free(struct ar_proxy *px, struct iobuf *b);
 void iobuf_take(struct ar_proxy *px, struct iobuf *b);
@@ -225,10 +238,11 @@ void client_timeout(struct client *c);
 void upstream_release(struct client *c, bool reusable);
 void upstream_close(struct ar_proxy *px, struct upstream *up);
 void pool_idle_event(struct upstream *up);
+/* The event callback of every upstream socket: its client's, or the pool's. */
+void upstream_event(void *arg, uint32_t events);
 struct upstream *pool_get(struct ar_proxy *px, const char *host, int port);
 void pool_expire(struct ar_proxy *px, int64_t older_than);
 void pool_free_all(struct ar_proxy *px);
-void rules_unref(struct rules_ref *r);
 /* Budget accounting: how much more may go upstream, spend it, and the 413 reason. */
 uint64_t budget_room(const struct client *c);
 void budget_spend(struct client *c, uint64_t n);
@@ -237,21 +251,32 @@ void budget_reason(struct client *c);
 /* resolve.c: c-ares, address checks, dialling */
 int resolver_init(struct ar_proxy *px, ar_error_t *err);
 void resolver_free(struct ar_proxy *px);
-void resolver_event(struct ar_proxy *px, struct ep *ep, uint32_t events);
 void resolver_tick(struct ar_proxy *px);
 int resolver_timeout(struct ar_proxy *px, int max_ms);
 void resolver_cancel(struct client *c);
-/* Find an upstream for the client's host:port: pooled, or resolve + check + dial.
- * Continues in on_upstream_ready (forward.c) or ends the request with a reply. */
-void upstream_start(struct client *c);
+/* Find an upstream for the client's host:port: the pool, else resolve -> filter the
+ * addresses -> dial, trying the next address on failure. Ends in one call of `done`:
+ * status 0 with c->up connected, or the HTTP status (403 refused address, 502, ...)
+ * and the reason for the client's answer. */
+void upstream_start(struct client *c, upstream_done_fn *done);
 bool step_connect(struct client *c);
 bool upstream_try_next(struct client *c);
-void on_upstream_ready(struct client *c);
 
 /* tunnel.c */
 int pipes_init(struct ar_proxy *px);
 void pipes_free(struct ar_proxy *px);
 bool step_tunnel(struct client *c);
 void tunnel_release(struct client *c);
+/* The ClientHello did not arrive within the header timeout: 421. */
+void tunnel_timeout(struct client *c);
+
+/* The end of a tunnel, as pump/sni_step report it. */
+enum tunnel_end {
+	TUNNEL_OPEN,	    /* not ended */
+	TUNNEL_BROKEN,	    /* a socket error or both sides done */
+	TUNNEL_BUDGET,	    /* proxy.max_bytes_out spent: 413 */
+	TUNNEL_SNI,	    /* the ClientHello was refused: 421 */
+	TUNNEL_SNI_TIMEOUT, /* no whole ClientHello in time: 421 */
+};
 
 #endif

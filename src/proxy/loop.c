@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,14 +23,7 @@
 #include "agentrun/policy.h"
 #include "internal.h"
 
-#define TICK_MS 100
-
-int64_t proxy_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#define HOUSE_MS 1000 /* idle upstream expiry granularity */
 
 /* A buffer of one unit goes back to the proxy's spares (an idle keep-alive
  * connection then holds no buffer, and the next request takes one without malloc). */
@@ -85,33 +79,6 @@ void iobuf_compact(struct iobuf *b)
 		b->off = b->len = 0;
 }
 
-void proxy_bury(struct ar_proxy *px, void *obj)
-{
-	if (px->n_grave == px->cap_grave) {
-		px->cap_grave = px->cap_grave ? px->cap_grave * 2 : 64;
-		px->grave = ar_xrealloc(px->grave, px->cap_grave * sizeof(void *));
-	}
-	px->grave[px->n_grave++] = obj;
-}
-
-static void empty_grave(struct ar_proxy *px)
-{
-	for (size_t i = 0; i < px->n_grave; i++)
-		free(px->grave[i]);
-	px->n_grave = 0;
-}
-
-void rules_unref(struct rules_ref *r)
-{
-	if (r && --r->refs == 0) {
-		ar_rules_free(r->rules);
-		for (size_t i = 0; i < r->n_budgets; i++)
-			free(r->budgets[i].host);
-		free(r->budgets);
-		free(r);
-	}
-}
-
 void ar_proxy_config_init(struct ar_proxy_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -147,8 +114,8 @@ void client_close(struct client *c)
 	tunnel_release(c);
 	if (c->up)
 		upstream_release(c, false);
-	rules_unref(c->rref);
-	c->rref = NULL;
+	ar_egress_unref(c->egress);
+	c->egress = NULL;
 	close(c->fd);
 	c->fd = -1;
 	iobuf_free(c->px, &c->in);
@@ -157,9 +124,10 @@ void client_close(struct client *c)
 	free(c->cands);
 	c->cands = NULL;
 	c->state = CS_DEAD;
-	c->ep.dead = true;
+	c->io.fn = NULL;
+	ev_timer_stop(&c->px->loop, &c->timer);
 	client_unlink(c);
-	proxy_bury(c->px, c);
+	ev_defer_free(&c->px->loop, c);
 }
 
 void client_run(struct client *c)
@@ -169,7 +137,7 @@ void client_run(struct client *c)
 		return;
 	}
 	c->in_run = true;
-	c->last_active = c->px->now;
+	c->last_active = c->px->loop.now;
 	bool more;
 	do {
 		c->again = false;
@@ -198,6 +166,40 @@ void client_run(struct client *c)
 		}
 	} while ((more || c->again) && c->state != CS_DEAD);
 	c->in_run = false;
+	if (c->state != CS_DEAD)
+		client_arm(c);
+}
+
+void client_arm(struct client *c)
+{
+	struct ar_proxy *px = c->px;
+	int64_t next = c->deadline;
+	if (c->state == CS_FORWARD || c->state == CS_TUNNEL) {
+		int64_t idle = c->last_active + px->egress->idle_timeout_ms;
+		if (next == 0 || idle < next)
+			next = idle;
+	}
+	if (next == 0)
+		return; /* an armed timer fires, finds nothing due, and is not re-armed */
+	if (next <= px->loop.now)
+		next = px->loop.now + 1;
+	if (c->timer.slot != 0 && c->timer.when <= next)
+		return;
+	ev_timer_at(&px->loop, &c->timer, next);
+}
+
+static void client_timer(void *arg)
+{
+	struct client *c = arg;
+	client_timeout(c);
+	if (c->state != CS_DEAD)
+		client_arm(c);
+}
+
+static void client_event(void *arg, uint32_t events)
+{
+	(void)events;
+	client_run(arg);
 }
 
 static void write_line(int fd, struct ar_buf *b)
@@ -241,7 +243,7 @@ static void refuse_overload(struct ar_proxy *px, int fd)
 	write_line(px->audit_fd, &px->line);
 	ar_buf_reset(&px->line);
 	ar_proxy_log_format(&r, &px->line);
-	write_line(px->log_fd, &px->line);
+	logq_line(&px->log, px->line.data, px->line.len);
 }
 
 static void new_client(struct ar_proxy *px, int fd)
@@ -253,13 +255,14 @@ static void new_client(struct ar_proxy *px, int fd)
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	struct client *c = ar_xcalloc(1, sizeof(*c));
-	c->ep.kind = EP_CLIENT;
+	c->io = (struct ev_io){client_event, c};
+	c->timer = (struct ev_timer){.fn = client_timer, .arg = c};
 	c->fd = fd;
 	c->px = px;
 	c->state = CS_HEAD;
 	c->first_request = true;
 	c->head_deadline = true;
-	c->deadline = px->now + px->cfg.header_timeout_ms;
+	c->deadline = px->loop.now + px->egress->header_timeout_ms;
 	c->dir[0].pipe.r = c->dir[0].pipe.w = -1;
 	c->dir[1].pipe.r = c->dir[1].pipe.w = -1;
 	c->next = px->clients;
@@ -267,9 +270,7 @@ static void new_client(struct ar_proxy *px, int fd)
 		px->clients->prev = c;
 	px->clients = c;
 	px->n_clients++;
-	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
-				 .data.ptr = &c->ep};
-	if (epoll_ctl(px->epfd, EPOLL_CTL_ADD, fd, &ev) == -1) {
+	if (ev_add(&px->loop, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, &c->io) == -1) {
 		c->status = 0;
 		client_close(c);
 		return;
@@ -277,8 +278,11 @@ static void new_client(struct ar_proxy *px, int fd)
 	client_run(c);
 }
 
-static void do_accept(struct ar_proxy *px, struct listener *l)
+static void do_accept(void *arg, uint32_t events)
 {
+	struct listener *l = arg;
+	struct ar_proxy *px = l->px;
+	(void)events;
 	for (;;) {
 		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd >= 0) {
@@ -290,9 +294,9 @@ static void do_accept(struct ar_proxy *px, struct listener *l)
 		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
 			/* out of descriptors: stop accepting for a moment instead of spinning */
 			for (size_t i = 0; i < px->n_listeners; i++)
-				epoll_ctl(px->epfd, EPOLL_CTL_DEL, px->listeners[i].fd, NULL);
+				ev_del(&px->loop, px->listeners[i].fd, NULL);
 			px->accept_paused = true;
-			px->accept_resume = px->now + 100;
+			ev_timer_at(&px->loop, &px->resume, px->loop.now + 100);
 			ar_warn("proxy: accept: %s; pausing new connections", strerror(errno));
 		}
 		return;
@@ -302,37 +306,36 @@ static void do_accept(struct ar_proxy *px, struct listener *l)
 static int watch_listeners(struct ar_proxy *px, ar_error_t *err)
 {
 	for (size_t i = 0; i < px->n_listeners; i++) {
-		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &px->listeners[i].ep};
-		if (epoll_ctl(px->epfd, EPOLL_CTL_ADD, px->listeners[i].fd, &ev) == -1)
+		if (ev_add(&px->loop, px->listeners[i].fd, EPOLLIN, &px->listeners[i].io) == -1)
 			return ar_error_make(err, errno, "epoll_ctl listener %s",
 					     px->listeners[i].name);
 	}
 	return 0;
 }
 
-static void tick(struct ar_proxy *px)
+static void resume_accept(void *arg)
 {
-	if (px->accept_paused && px->now >= px->accept_resume) {
-		px->accept_paused = false;
-		watch_listeners(px, NULL);
-	}
-	for (struct client *c = px->clients, *next; c; c = next) {
-		next = c->next;
-		client_timeout(c);
-	}
-	pool_expire(px, px->now - 30000);
-	resolver_tick(px);
+	struct ar_proxy *px = arg;
+	px->accept_paused = false;
+	watch_listeners(px, NULL);
+}
+
+static void housekeeping(void *arg)
+{
+	struct ar_proxy *px = arg;
+	pool_expire(px, px->loop.now - 30000);
+	ev_timer_at(&px->loop, &px->house, px->loop.now + HOUSE_MS);
 }
 
 /* ---- signals and reload ---- */
 
+static void read_signals(void *arg, uint32_t events);
+static void take_pending(void *arg, uint32_t events);
+
 static int setup_signals(struct ar_proxy *px, ar_error_t *err)
 {
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &px->wake_ep};
-	px->wake_ep.kind = EP_WAKE;
-	px->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (px->wakefd == -1 || epoll_ctl(px->epfd, EPOLL_CTL_ADD, px->wakefd, &ev) == -1)
-		return ar_error_make(err, errno, "eventfd");
+	px->loop.on_wake = take_pending;
+	px->loop.wake_arg = px;
 	if (!px->cfg.handle_signals)
 		return 0;
 	sigset_t set;
@@ -343,71 +346,67 @@ static int setup_signals(struct ar_proxy *px, ar_error_t *err)
 	if (sigprocmask(SIG_BLOCK, &set, NULL) == -1)
 		return ar_error_make(err, errno, "sigprocmask");
 	px->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-	px->sig_ep.kind = EP_SIGNAL;
-	ev.data.ptr = &px->sig_ep;
-	if (px->sigfd == -1 || epoll_ctl(px->epfd, EPOLL_CTL_ADD, px->sigfd, &ev) == -1)
+	px->sig_io = (struct ev_io){read_signals, px};
+	if (px->sigfd == -1 || ev_add(&px->loop, px->sigfd, EPOLLIN, &px->sig_io) == -1)
 		return ar_error_make(err, errno, "signalfd");
 	return 0;
 }
 
-static void read_signals(struct ar_proxy *px)
+static void read_signals(void *arg, uint32_t events)
 {
+	struct ar_proxy *px = arg;
+	(void)events;
 	struct signalfd_siginfo si;
 	while (read(px->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGHUP)
 			px->reload = true;
 		else
-			px->stop = 1;
+			atomic_store(&px->stop, true);
 	}
 }
 
-static char **joined_rules(struct ar_proxy *px, const struct ar_policy *p, size_t *n)
-{
-	size_t np = p ? p->n_allowed_hosts : 0;
-	char **v = ar_xcalloc(np + px->n_cli_allow + 1, sizeof(char *));
-	for (size_t i = 0; i < np; i++)
-		v[i] = p->allowed_hosts[i];
-	for (size_t i = 0; i < px->n_cli_allow; i++)
-		v[np + i] = px->cli_allow[i];
-	*n = np + px->n_cli_allow;
-	return v;
-}
-
-/* Compile the allow-list from the policy file (if any) and the --allow rules. */
-static int load_rules(struct ar_proxy *px, struct rules_ref **out, ar_error_t *err)
+/* A fresh egress object from the policy file and the settings beside it. */
+static int load_egress(struct ar_proxy *px, struct ar_egress **out, ar_error_t *err)
 {
 	ar_autopolicy struct ar_policy *p = NULL;
-	if (px->policy_path && ar_policy_load(px->policy_path, &p, err) == -1)
+	if (px->policy_path == NULL)
+		return ar_egress_new(&px->base, out, err);
+	if (ar_policy_load(px->policy_path, &p, err) == -1)
 		return -1;
-	size_t n;
-	ar_autofree char **v = joined_rules(px, p, &n);
-	struct ar_rules *r = NULL;
-	const char *what = p ? p->origin : px->fixed_origin ? px->fixed_origin : "--allow";
-	if (ar_rules_compile(v, n, what, &r, err) == -1)
-		return -1;
-	*out = ar_xcalloc(1, sizeof(**out));
-	(*out)->rules = r;
-	(*out)->refs = 1;
-	const struct ar_byte_budget *b = p ? p->proxy.budgets : px->fixed_budgets;
-	size_t nb = p ? p->proxy.n_budgets : px->n_fixed_budgets;
-	(*out)->sni = p ? p->proxy.sni : px->fixed_sni;
-	(*out)->n_budgets = nb;
-	(*out)->budgets = ar_xcalloc(nb + 1, sizeof(struct ar_byte_budget));
-	for (size_t i = 0; i < nb; i++) {
-		(*out)->budgets[i].host = ar_xstrdup(b[i].host);
-		(*out)->budgets[i].max_bytes_out = b[i].max_bytes_out;
-	}
-	return 0;
+	return ar_egress_from_policy(p, &px->base, out, err);
+}
+
+static void egress_swap(struct ar_proxy *px, struct ar_egress *e)
+{
+	ar_egress_unref(px->egress);
+	px->egress = e;
 }
 
 int ar_proxy_reload(struct ar_proxy *px, ar_error_t *err)
 {
-	struct rules_ref *r = NULL;
-	if (load_rules(px, &r, err) == -1)
+	struct ar_egress *e = NULL;
+	if (px->policy_path == NULL)
+		return 0; /* a fixed egress object: nothing to re-read */
+	if (load_egress(px, &e, err) == -1)
 		return ar_error_wrap(err, "reload");
-	rules_unref(px->rules);
-	px->rules = r;
+	egress_swap(px, e);
 	return 0;
+}
+
+void ar_proxy_set_egress(struct ar_proxy *px, struct ar_egress *e)
+{
+	struct ar_egress *old = atomic_exchange(&px->pending, ar_egress_ref(e));
+	ar_egress_unref(old);
+	ev_wake(&px->loop);
+}
+
+static void take_pending(void *arg, uint32_t events)
+{
+	struct ar_proxy *px = arg;
+	(void)events;
+	struct ar_egress *e = atomic_exchange(&px->pending, NULL);
+	if (e)
+		egress_swap(px, e);
 }
 
 static void log_rules(struct ar_proxy *px, const char *what)
@@ -416,15 +415,15 @@ static void log_rules(struct ar_proxy *px, const char *what)
 	ar_buf_printf(&px->line, "agentrun proxy %s", what);
 	for (size_t i = 0; i < px->n_listeners; i++)
 		ar_buf_printf(&px->line, "%s%s", i ? ", " : " ", px->listeners[i].name);
-	size_t n = ar_rules_count(px->rules->rules);
+	size_t n = ar_rules_count(px->egress->rules);
 	ar_buf_printf(&px->line, "; %zu rule(s):", n);
 	for (size_t i = 0; i < n; i++)
 		ar_buf_printf(&px->line, "%s%s", i ? ", " : " ",
-			      ar_rules_text(px->rules->rules, i));
+			      ar_rules_text(px->egress->rules, i));
 	if (n == 0)
 		ar_buf_puts(&px->line, " none (everything is denied)");
 	ar_buf_putc(&px->line, '\n');
-	write_line(px->log_fd, &px->line);
+	logq_line(&px->log, px->line.data, px->line.len);
 }
 
 static void do_reload(struct ar_proxy *px)
@@ -435,7 +434,7 @@ static void do_reload(struct ar_proxy *px)
 		ar_buf_reset(&px->line);
 		ar_buf_printf(&px->line, "agentrun: proxy: %s; keeping the previous rules\n",
 			      err->msg);
-		write_line(px->log_fd, &px->line);
+		logq_line(&px->log, px->line.data, px->line.len);
 		return;
 	}
 	log_rules(px, "reloaded");
@@ -521,7 +520,8 @@ static int bind_listener(const char *spec, int *out, ar_error_t *err)
 static int add_listener(struct ar_proxy *px, int fd, ar_error_t *err)
 {
 	struct listener *l = &px->listeners[px->n_listeners];
-	l->ep.kind = EP_LISTENER;
+	l->io = (struct ev_io){do_accept, l};
+	l->px = px;
 	l->fd = fd;
 	px->n_listeners++;
 	if (listener_name(fd, l->name, sizeof(l->name)) == -1)
@@ -569,14 +569,6 @@ static void apply_defaults(struct ar_proxy_config *cfg)
 {
 	if (cfg->max_conns <= 0)
 		cfg->max_conns = 4096;
-	if (cfg->connect_timeout_ms <= 0)
-		cfg->connect_timeout_ms = 10000;
-	if (cfg->header_timeout_ms <= 0)
-		cfg->header_timeout_ms = 10000;
-	if (cfg->idle_timeout_ms <= 0)
-		cfg->idle_timeout_ms = 120000;
-	if (cfg->keepalive_timeout_ms <= 0)
-		cfg->keepalive_timeout_ms = 60000;
 }
 
 static int open_audit(struct ar_proxy *px, const struct ar_proxy_config *cfg, ar_error_t *err)
@@ -590,38 +582,62 @@ static int open_audit(struct ar_proxy *px, const struct ar_proxy_config *cfg, ar
 	return 0;
 }
 
+/* The settings beside a policy file, copied: they outlive the caller's config. */
+static void copy_base(struct ar_proxy *px, const struct ar_proxy_config *cfg)
+{
+	struct ar_egress_settings *b = &px->base;
+	ar_egress_settings_init(b);
+	char **allow = ar_xcalloc(cfg->n_allow + 1, sizeof(char *));
+	for (size_t i = 0; i < cfg->n_allow; i++)
+		allow[i] = ar_xstrdup(cfg->allow[i]);
+	b->allow = allow;
+	b->n_allow = cfg->n_allow;
+	struct ar_cidr *c = ar_xcalloc(cfg->n_allow_private + 1, sizeof(*c));
+	if (cfg->n_allow_private)
+		memcpy(c, cfg->allow_private, cfg->n_allow_private * sizeof(*c));
+	b->allow_private = c;
+	b->n_allow_private = cfg->n_allow_private;
+	b->connect_timeout_ms = cfg->connect_timeout_ms;
+	b->header_timeout_ms = cfg->header_timeout_ms;
+	b->idle_timeout_ms = cfg->idle_timeout_ms;
+	b->keepalive_timeout_ms = cfg->keepalive_timeout_ms;
+	b->pass_forwarded = cfg->pass_forwarded;
+}
+
+static void free_base(struct ar_egress_settings *b)
+{
+	ar_strv_free((char **)b->allow);
+	free((void *)b->allow_private);
+	memset(b, 0, sizeof(*b));
+}
+
+/* The egress object in force at start: given, from an in-memory policy, or from the
+ * policy file and flags (and re-read from them on reload). */
+static int first_egress(struct ar_proxy *px, const struct ar_proxy_config *cfg, ar_error_t *err)
+{
+	if (cfg->egress) {
+		px->egress = ar_egress_ref(cfg->egress);
+		return 0;
+	}
+	copy_base(px, cfg);
+	if (cfg->policy_path) {
+		px->policy_path = ar_xstrdup(cfg->policy_path);
+		return load_egress(px, &px->egress, err);
+	}
+	if (cfg->policy)
+		return ar_egress_from_policy(cfg->policy, &px->base, &px->egress, err);
+	return ar_egress_new(&px->base, &px->egress, err);
+}
+
 static void copy_config(struct ar_proxy *px, const struct ar_proxy_config *cfg)
 {
 	px->cfg = *cfg;
 	apply_defaults(&px->cfg);
-	px->policy_path = cfg->policy_path ? ar_xstrdup(cfg->policy_path) : NULL;
-	const struct ar_policy *p = cfg->policy_path ? NULL : cfg->policy;
-	size_t np = p ? p->n_allowed_hosts : 0;
-	px->cli_allow = ar_xcalloc(np + cfg->n_allow + 1, sizeof(char *));
-	for (size_t i = 0; i < np; i++)
-		px->cli_allow[px->n_cli_allow++] = ar_xstrdup(p->allowed_hosts[i]);
-	for (size_t i = 0; i < cfg->n_allow; i++)
-		px->cli_allow[px->n_cli_allow++] = ar_xstrdup(cfg->allow[i]);
-	if (p) {
-		px->fixed_origin = ar_xstrdup(p->origin ? p->origin : "policy");
-		px->fixed_sni = p->proxy.sni;
-		px->n_fixed_budgets = p->proxy.n_budgets;
-		px->fixed_budgets =
-		    ar_xcalloc(p->proxy.n_budgets + 1, sizeof(struct ar_byte_budget));
-		for (size_t i = 0; i < p->proxy.n_budgets; i++) {
-			px->fixed_budgets[i].host = ar_xstrdup(p->proxy.budgets[i].host);
-			px->fixed_budgets[i].max_bytes_out = p->proxy.budgets[i].max_bytes_out;
-		}
-	}
-	px->allow_private = ar_xcalloc(cfg->n_allow_private + 1, sizeof(struct ar_cidr));
-	if (cfg->n_allow_private)
-		memcpy(px->allow_private, cfg->allow_private,
-		       cfg->n_allow_private * sizeof(struct ar_cidr));
-	px->n_allow_private = cfg->n_allow_private;
 	/* pointers into the caller's memory must not outlive this call */
 	px->cfg.allow = NULL;
 	px->cfg.policy_path = NULL;
 	px->cfg.policy = NULL;
+	px->cfg.egress = NULL;
 	px->cfg.audit_path = NULL;
 	px->cfg.allow_private = NULL;
 	memset(px->cfg.listen, 0, sizeof(px->cfg.listen));
@@ -630,20 +646,21 @@ static void copy_config(struct ar_proxy *px, const struct ar_proxy_config *cfg)
 int ar_proxy_create(const struct ar_proxy_config *cfg, struct ar_proxy **out, ar_error_t *err)
 {
 	ar_autoproxy struct ar_proxy *px = ar_xcalloc(1, sizeof(*px));
-	px->epfd = px->sigfd = px->wakefd = px->audit_fd = -1;
+	px->loop.epfd = px->loop.wakefd = px->sigfd = px->audit_fd = -1;
+	px->log.fd = -1;
 	copy_config(px, cfg);
-	px->log_fd = cfg->log_fd;
-	px->now = proxy_now();
+	logq_open(&px->log, cfg->log_fd);
 	raise_nofile();
 	struct sigaction sa;
 	if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
 		signal(SIGPIPE, SIG_IGN); /* splice(2) to a reset socket raises it */
-	if (open_listeners(px, cfg, err) == -1 || load_rules(px, &px->rules, err) == -1 ||
+	if (open_listeners(px, cfg, err) == -1 || first_egress(px, cfg, err) == -1 ||
 	    open_audit(px, cfg, err) == -1)
 		return -1;
-	px->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (px->epfd == -1)
-		return ar_error_make(err, errno, "epoll_create1");
+	if (ev_init(&px->loop, err) == -1)
+		return -1;
+	px->house = (struct ev_timer){.fn = housekeeping, .arg = px};
+	px->resume = (struct ev_timer){.fn = resume_accept, .arg = px};
 	if (setup_signals(px, err) == -1 || resolver_init(px, err) == -1 || pipes_init(px) == -1)
 		return -1;
 	px->pools = ar_xcalloc(256, sizeof(*px->pools));
@@ -651,49 +668,11 @@ int ar_proxy_create(const struct ar_proxy_config *cfg, struct ar_proxy **out, ar
 	return 0;
 }
 
-static void dispatch(struct ar_proxy *px, struct epoll_event *ev)
-{
-	struct ep *ep = ev->data.ptr;
-	if (ep->dead)
-		return;
-	switch (ep->kind) {
-	case EP_LISTENER:
-		do_accept(px, (struct listener *)ep);
-		break;
-	case EP_CLIENT:
-		client_run((struct client *)ep);
-		break;
-	case EP_UPSTREAM: {
-		struct upstream *up = (struct upstream *)ep;
-		if (up->owner == NULL) {
-			pool_idle_event(up);
-		} else {
-			up->owner->up_ready = true;
-			client_run(up->owner);
-		}
-		break;
-	}
-	case EP_DNS:
-		resolver_event(px, ep, ev->events);
-		break;
-	case EP_SIGNAL:
-		read_signals(px);
-		break;
-	case EP_WAKE: {
-		uint64_t v;
-		if (read(px->wakefd, &v, sizeof(v)) == -1) {
-			/* a spurious wakeup; px->stop says what to do */
-		}
-		break;
-	}
-	}
-}
-
 static void finish_all(struct ar_proxy *px)
 {
 	while (px->clients)
 		client_close(px->clients);
-	empty_grave(px);
+	ev_collect(&px->loop);
 }
 
 static void log_summary(struct ar_proxy *px)
@@ -703,33 +682,31 @@ static void log_summary(struct ar_proxy *px)
 		      "agentrun proxy stopped: %" PRIu64 " request(s), %" PRIu64
 		      " allowed, %" PRIu64 " denied, %" PRIu64 " bytes out\n",
 		      px->stats.requests, px->stats.allowed, px->stats.denied, px->stats.bytes_out);
-	write_line(px->log_fd, &px->line);
+	if (px->log.dropped > 0) /* this line may be the first to get through */
+		ar_buf_printf(&px->line,
+			      "agentrun proxy: %" PRIu64 " log line(s) dropped in all: the log "
+			      "would have blocked\n",
+			      px->log.dropped);
+	logq_drain(&px->log, 500);
+	logq_line(&px->log, px->line.data, px->line.len);
+	logq_drain(&px->log, 1000);
 }
 
 int ar_proxy_run(struct ar_proxy *px, ar_error_t *err)
 {
-	struct epoll_event evs[256];
 	if (watch_listeners(px, err) == -1)
 		return -1;
 	log_rules(px, "listening on");
-	int64_t next_tick = proxy_now() + TICK_MS;
-	while (!px->stop) {
-		px->now = proxy_now();
-		int timeout = next_tick > px->now ? (int)(next_tick - px->now) : 0;
-		timeout = resolver_timeout(px, timeout);
-		int n = epoll_wait(px->epfd, evs, AR_ARRAY_SIZE(evs), timeout);
-		if (n == -1 && errno != EINTR)
-			return ar_error_make(err, errno, "epoll_wait");
-		px->now = proxy_now();
-		for (int i = 0; i < n; i++)
-			dispatch(px, &evs[i]);
-		if (px->now >= next_tick) {
-			tick(px);
-			next_tick = px->now + TICK_MS;
-		}
-		empty_grave(px);
+	px->loop.now = proxy_now();
+	ev_timer_at(&px->loop, &px->house, px->loop.now + HOUSE_MS);
+	while (!atomic_load(&px->stop)) {
+		if (ev_run_once(&px->loop, resolver_timeout(px, -1), err) == -1)
+			return -1;
+		resolver_tick(px);
 		if (px->reload)
 			do_reload(px);
+		if (px->log.len > 0)
+			logq_flush(&px->log);
 	}
 	finish_all(px);
 	log_summary(px);
@@ -738,17 +715,15 @@ int ar_proxy_run(struct ar_proxy *px, ar_error_t *err)
 
 void ar_proxy_stop(struct ar_proxy *px)
 {
-	uint64_t one = 1;
-	px->stop = 1;
-	if (px->wakefd >= 0 && write(px->wakefd, &one, sizeof(one)) == -1) {
-		/* the flag is set; the loop sees it at its next tick */
-	}
+	atomic_store(&px->stop, true);
+	ev_wake(&px->loop);
 }
 
 void ar_proxy_get_stats(const struct ar_proxy *px, struct ar_proxy_stats *out)
 {
 	*out = px->stats;
 	out->open_conns = px->n_clients;
+	out->log_dropped = px->log.dropped;
 }
 
 const char *ar_proxy_listen_name(const struct ar_proxy *px, size_t i)
@@ -764,14 +739,17 @@ void ar_proxy_free(struct ar_proxy *px)
 	pool_free_all(px);
 	resolver_free(px);
 	pipes_free(px);
-	empty_grave(px);
+	ev_collect(&px->loop);
 	for (size_t i = 0; i < px->n_listeners; i++)
 		close(px->listeners[i].fd);
-	int fds[] = {px->epfd, px->sigfd, px->wakefd, px->audit_fd};
+	ev_free(&px->loop);
+	int fds[] = {px->sigfd, px->audit_fd};
 	for (size_t i = 0; i < AR_ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
-	rules_unref(px->rules);
+	ar_egress_unref(px->egress);
+	ar_egress_unref(atomic_exchange(&px->pending, NULL));
+	free_base(&px->base);
 	while (px->budgets) {
 		struct budget_use *b = px->budgets;
 		px->budgets = b->next;
@@ -779,16 +757,10 @@ void ar_proxy_free(struct ar_proxy *px)
 	}
 	free(px->pools);
 	free(px->policy_path);
-	ar_strv_free(px->cli_allow);
-	for (size_t i = 0; i < px->n_fixed_budgets; i++)
-		free(px->fixed_budgets[i].host);
-	free(px->fixed_budgets);
-	free(px->fixed_origin);
-	free(px->allow_private);
-	free(px->grave);
 	for (size_t i = 0; i < px->n_spare; i++)
 		free(px->spare[i]);
 	ar_buf_free(&px->line);
+	logq_close(&px->log);
 	free(px);
 }
 

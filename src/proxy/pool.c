@@ -72,8 +72,8 @@ void upstream_close(struct ar_proxy *px, struct upstream *up)
 	pool_unlink(px, up);
 	close(up->fd);
 	up->fd = -1;
-	up->ep.dead = true;
-	proxy_bury(px, up);
+	up->io.fn = NULL;
+	ev_defer_free(&px->loop, up);
 }
 
 static void pool_put(struct ar_proxy *px, struct upstream *up, const char *host, int port)
@@ -104,7 +104,7 @@ static void pool_put(struct ar_proxy *px, struct upstream *up, const char *host,
 	else
 		px->idle_head = up;
 	px->idle_tail = up;
-	up->idle_since = px->now;
+	up->idle_since = px->loop.now;
 }
 
 struct upstream *pool_get(struct ar_proxy *px, const char *host, int port)
@@ -139,6 +139,18 @@ void pool_idle_event(struct upstream *up)
 	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
 		return;
 	upstream_close(up->px, up);
+}
+
+void upstream_event(void *arg, uint32_t events)
+{
+	struct upstream *up = arg;
+	(void)events;
+	if (up->owner == NULL) {
+		pool_idle_event(up);
+		return;
+	}
+	up->owner->up_ready = true;
+	client_run(up->owner);
 }
 
 void pool_expire(struct ar_proxy *px, int64_t older_than)

@@ -19,7 +19,8 @@
 #define MAX_CANDS 16
 
 struct dns_sock {
-	struct ep ep;
+	struct ev_io io;
+	struct ar_proxy *px;
 	int fd;
 	struct dns_sock *next;
 };
@@ -28,6 +29,14 @@ struct dns_sock {
 struct lookup {
 	struct client *c;
 };
+
+static void dns_event(void *arg, uint32_t events)
+{
+	struct dns_sock *ds = arg;
+	ares_process_fd(ds->px->ares,
+			(events & (EPOLLIN | EPOLLERR | EPOLLHUP)) ? ds->fd : ARES_SOCKET_BAD,
+			(events & EPOLLOUT) ? ds->fd : ARES_SOCKET_BAD);
+}
 
 static void sock_state(void *data, ares_socket_t fd, int readable, int writable)
 {
@@ -38,23 +47,23 @@ static void sock_state(void *data, ares_socket_t fd, int readable, int writable)
 	if (!readable && !writable) {
 		if (*pp) {
 			struct dns_sock *ds = *pp;
-			epoll_ctl(px->epfd, EPOLL_CTL_DEL, fd, NULL);
+			ev_del(&px->loop, fd, &ds->io);
 			*pp = ds->next;
-			ds->ep.dead = true;
-			proxy_bury(px, ds);
+			ev_defer_free(&px->loop, ds);
 		}
 		return;
 	}
-	int op = EPOLL_CTL_MOD;
-	if (*pp == NULL) {
-		*pp = ar_xcalloc(1, sizeof(**pp));
-		(*pp)->ep.kind = EP_DNS;
-		(*pp)->fd = fd;
-		op = EPOLL_CTL_ADD;
+	uint32_t events = (readable ? EPOLLIN : 0) | (writable ? EPOLLOUT : 0);
+	if (*pp != NULL) {
+		ev_mod(&px->loop, fd, events, &(*pp)->io);
+		return;
 	}
-	struct epoll_event ev = {.events = (readable ? EPOLLIN : 0) | (writable ? EPOLLOUT : 0),
-				 .data.ptr = &(*pp)->ep};
-	epoll_ctl(px->epfd, op, fd, &ev);
+	struct dns_sock *ds = ar_xcalloc(1, sizeof(*ds));
+	ds->io = (struct ev_io){dns_event, ds};
+	ds->px = px;
+	ds->fd = fd;
+	*pp = ds;
+	ev_add(&px->loop, fd, events, &ds->io);
 }
 
 int resolver_init(struct ar_proxy *px, ar_error_t *err)
@@ -93,14 +102,6 @@ void resolver_free(struct ar_proxy *px)
 	}
 }
 
-void resolver_event(struct ar_proxy *px, struct ep *ep, uint32_t events)
-{
-	struct dns_sock *ds = (struct dns_sock *)ep;
-	int fd = ds->fd;
-	ares_process_fd(px->ares, (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) ? fd : ARES_SOCKET_BAD,
-			(events & EPOLLOUT) ? fd : ARES_SOCKET_BAD);
-}
-
 void resolver_tick(struct ar_proxy *px)
 {
 	if (px->ares && px->dns_socks)
@@ -112,9 +113,11 @@ int resolver_timeout(struct ar_proxy *px, int max_ms)
 	if (px->ares == NULL || px->dns_socks == NULL)
 		return max_ms;
 	struct timeval maxtv = {max_ms / 1000, (max_ms % 1000) * 1000}, tv;
-	struct timeval *t = ares_timeout(px->ares, &maxtv, &tv);
+	struct timeval *t = ares_timeout(px->ares, max_ms < 0 ? NULL : &maxtv, &tv);
+	if (t == NULL)
+		return max_ms;
 	int ms = (int)(t->tv_sec * 1000 + (t->tv_usec + 999) / 1000);
-	return ms < max_ms ? ms : max_ms;
+	return max_ms < 0 || ms < max_ms ? ms : max_ms;
 }
 
 void resolver_cancel(struct client *c)
@@ -147,19 +150,10 @@ static void cand_normalize(struct cand *k)
 	}
 }
 
-static bool allowed_private(const struct ar_proxy *px, const struct cand *k)
-{
-	for (size_t i = 0; i < px->n_allow_private; i++)
-		if (ar_cidr_contains(&px->allow_private[i], k->family, k->addr))
-			return true;
-	return false;
-}
-
 /* Drop the candidates in refused ranges. When none is left, reply 403 naming the
  * first refused address. Returns false when the request ended. */
 static bool filter_cands(struct client *c)
 {
-	struct ar_proxy *px = c->px;
 	uint8_t kept = 0;
 	struct cand refused = {0};
 	enum ar_addr_class refused_class = AR_ADDR_PUBLIC;
@@ -167,7 +161,8 @@ static bool filter_cands(struct client *c)
 		struct cand k = c->cands[i];
 		cand_normalize(&k);
 		enum ar_addr_class cls = ar_proxy_addr_classify(k.family, k.addr);
-		if (cls == AR_ADDR_PUBLIC || c->rule_literal || allowed_private(px, &k)) {
+		if (cls == AR_ADDR_PUBLIC || c->rule_literal ||
+		    egress_private_ok(c->egress, k.family, k.addr)) {
 			c->cands[kept++] = k;
 		} else if (refused.family == 0) {
 			refused = k;
@@ -183,8 +178,7 @@ static bool filter_cands(struct client *c)
 	snprintf(why, sizeof(why),
 		 "%s resolves to %s, a %s address (allow it with --allow-private)", c->host, a,
 		 ar_proxy_addr_class_name(refused_class));
-	client_reply(c, 403, why, false);
-	client_run(c);
+	c->up_done(c, 403, why);
 	return false;
 }
 
@@ -221,14 +215,12 @@ static struct upstream *dial(struct client *c, const struct cand *k, int *error)
 		return NULL;
 	}
 	struct upstream *up = ar_xcalloc(1, sizeof(*up));
-	up->ep.kind = EP_UPSTREAM;
+	up->io = (struct ev_io){upstream_event, up};
 	up->fd = fd;
 	up->px = c->px;
 	up->owner = c;
 	cand_text(k, 0, up->addr, sizeof(up->addr));
-	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
-				 .data.ptr = &up->ep};
-	if (epoll_ctl(c->px->epfd, EPOLL_CTL_ADD, fd, &ev) == -1) {
+	if (ev_add(&c->px->loop, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, &up->io) == -1) {
 		*error = errno;
 		close(fd);
 		free(up);
@@ -248,7 +240,7 @@ static void dial_next(struct client *c)
 		if (c->up) {
 			c->state = CS_CONNECT;
 			c->up_ready = false;
-			c->deadline = c->px->now + c->px->cfg.connect_timeout_ms;
+			c->deadline = c->px->loop.now + c->px->egress->connect_timeout_ms;
 			client_run(c);
 			return;
 		}
@@ -256,8 +248,7 @@ static void dial_next(struct client *c)
 	char why[AR_HOST_MAX + 160];
 	snprintf(why, sizeof(why), "connect to %s port %d failed: %s", c->uo_addr, c->port,
 		 strerror(error));
-	client_reply(c, 502, why, c->allowed);
-	client_run(c);
+	c->up_done(c, 502, why);
 }
 
 /* The connect deadline passed: the next candidate gets a fresh one, if any. */
@@ -284,7 +275,7 @@ bool step_connect(struct client *c)
 		if (getpeername(c->up->fd, (struct sockaddr *)&ss, &pl) == -1)
 			return false; /* still connecting: a spurious wakeup */
 		c->up->connected = true;
-		on_upstream_ready(c);
+		c->up_done(c, 0, NULL);
 		return true;
 	}
 	upstream_release(c, false);
@@ -295,7 +286,7 @@ bool step_connect(struct client *c)
 	char why[AR_HOST_MAX + 160];
 	snprintf(why, sizeof(why), "connect to %s port %d failed: %s", c->uo_addr, c->port,
 		 strerror(error));
-	client_reply(c, 502, why, c->allowed);
+	c->up_done(c, 502, why);
 	return true;
 }
 
@@ -333,17 +324,17 @@ static void on_resolved(void *arg, int status, int timeouts, struct ares_addrinf
 		char why[AR_HOST_MAX + 160];
 		snprintf(why, sizeof(why), "cannot resolve %s: %s", c->host,
 			 status == ARES_SUCCESS ? "no address" : ares_strerror(status));
-		client_reply(c, 502, why, c->allowed);
-		client_run(c);
+		c->up_done(c, 502, why);
 		return;
 	}
 	if (filter_cands(c))
 		dial_next(c);
 }
 
-void upstream_start(struct client *c)
+void upstream_start(struct client *c, upstream_done_fn *done)
 {
 	struct ar_proxy *px = c->px;
+	c->up_done = done;
 	c->state = CS_RESOLVE;
 	if (!c->is_connect && !c->retried) {
 		struct upstream *up = pool_get(px, c->host, c->port);
@@ -352,7 +343,7 @@ void upstream_start(struct client *c)
 			c->up = up;
 			c->reused = true;
 			snprintf(c->uo_addr, sizeof(c->uo_addr), "%s", up->addr);
-			on_upstream_ready(c);
+			c->up_done(c, 0, NULL);
 			return;
 		}
 	}
@@ -362,7 +353,7 @@ void upstream_start(struct client *c)
 			dial_next(c);
 		return;
 	}
-	c->deadline = px->now + px->cfg.connect_timeout_ms;
+	c->deadline = px->loop.now + px->egress->connect_timeout_ms;
 	struct lookup *lk = ar_xcalloc(1, sizeof(*lk));
 	lk->c = c;
 	c->lookup = lk;

@@ -1,12 +1,12 @@
 /* The TLS ClientHello reader behind proxy.sni (DESIGN §5): finds the server_name a
  * client asks for in the first bytes of a CONNECT tunnel. A pure function over a
- * buffer; it reassembles a ClientHello split over several handshake records. */
+ * buffer; it reassembles a ClientHello split over several handshake records (up to
+ * AR_SNI_HELLO_MAX) and refuses, rather than skips, whatever it cannot read. */
 #define _GNU_SOURCE
+#include <stdlib.h>
 #include <string.h>
 
 #include "agentrun/proxy.h"
-
-#define HS_MAX 16384 /* a ClientHello larger than this is not worth waiting for */
 
 struct rd {
 	const uint8_t *p;
@@ -86,31 +86,74 @@ static int read_hello(const uint8_t *p, size_t len, char *out, size_t size)
 	return AR_SNI_NONE;
 }
 
-int ar_proxy_client_hello_sni(const uint8_t *buf, size_t len, char *out, size_t size)
+/* Gather the handshake message from consecutive handshake records into hs. Every
+ * shape an OpenSSL server would accept but a lax reader could skip (an empty record,
+ * another record type first, a record past the plaintext limit) is MALFORMED, so
+ * nothing that starts as TLS is ever waved through unread. */
+static int gather(const uint8_t *buf, size_t len, uint8_t *hs, size_t *hs_len, const char **why)
 {
-	uint8_t hs[HS_MAX + 4];
 	size_t have = 0, off = 0;
-	/* gather handshake bytes from consecutive records until the message is whole */
 	for (;;) {
 		if (have >= 4) {
 			size_t need = (size_t)hs[1] << 16 | (size_t)hs[2] << 8 | hs[3];
-			if (hs[0] != 1 || need > HS_MAX)
-				return AR_SNI_NOT_TLS;
-			if (have >= need + 4)
-				return read_hello(hs + 4, need, out, size);
+			if (hs[0] != 1)
+				return *why = "handshake message is not a ClientHello",
+				       AR_SNI_MALFORMED;
+			if (need > AR_SNI_HELLO_MAX)
+				return *why = "ClientHello larger than 64 KiB", AR_SNI_MALFORMED;
+			if (have >= need + 4) {
+				*hs_len = need;
+				return AR_SNI_FOUND;
+			}
 		}
 		if (len - off < 5)
 			return AR_SNI_MORE;
 		const uint8_t *rec = buf + off;
 		size_t rlen = (size_t)rec[3] << 8 | rec[4];
-		if (rec[0] != 22 || rec[1] != 3 || rlen == 0 || rlen > 16384 + 2048)
-			return AR_SNI_NOT_TLS;
+		if (rec[0] != 22 || rec[1] != 3)
+			return *why = "record is not a TLS handshake record", AR_SNI_MALFORMED;
+		if (rlen == 0)
+			return *why = "empty handshake record", AR_SNI_MALFORMED;
+		if (rlen > 16384)
+			return *why = "handshake record longer than 16 KiB", AR_SNI_MALFORMED;
 		if (len - off - 5 < rlen)
 			return AR_SNI_MORE;
-		if (have + rlen > sizeof(hs))
-			return AR_SNI_NOT_TLS;
-		memcpy(hs + have, rec + 5, rlen);
-		have += rlen;
+		size_t room = AR_SNI_HELLO_MAX + 4 - have;
+		memcpy(hs + have, rec + 5, rlen < room ? rlen : room);
+		have += rlen < room ? rlen : room;
 		off += 5 + rlen;
 	}
+}
+
+int ar_proxy_client_hello_parse(const uint8_t *buf, size_t len, char *out, size_t size,
+				const char **why)
+{
+	const char *scratch;
+	if (why == NULL)
+		why = &scratch;
+	*why = NULL;
+	/* only a first byte that is not a handshake record type makes the tunnel "not TLS" */
+	if (len == 0)
+		return AR_SNI_MORE;
+	if (buf[0] != 22)
+		return *why = "not a TLS handshake", AR_SNI_NOT_TLS;
+	if (len >= 2 && buf[1] != 3)
+		return *why = "record is not a TLS handshake record", AR_SNI_MALFORMED;
+	uint8_t *hs = malloc(AR_SNI_HELLO_MAX + 4);
+	if (hs == NULL)
+		return *why = "out of memory", AR_SNI_MALFORMED;
+	size_t hs_len = 0;
+	int r = gather(buf, len, hs, &hs_len, why);
+	if (r == AR_SNI_FOUND) {
+		r = read_hello(hs + 4, hs_len, out, size);
+		if (r == AR_SNI_MALFORMED)
+			*why = "ClientHello does not parse";
+	}
+	free(hs);
+	return r;
+}
+
+int ar_proxy_client_hello_sni(const uint8_t *buf, size_t len, char *out, size_t size)
+{
+	return ar_proxy_client_hello_parse(buf, len, out, size, NULL);
 }

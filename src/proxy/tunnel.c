@@ -91,22 +91,22 @@ static bool fatal_errno(void)
 }
 
 /* With a byte budget used up, any further byte from the client ends the tunnel. */
-static int budget_gate(struct tdir *d, int src)
+static enum tunnel_end budget_gate(struct tdir *d, int src)
 {
 	char b;
 	ssize_t n = recv(src, &b, 1, MSG_PEEK | MSG_DONTWAIT);
 	if (n > 0)
-		return -2;
+		return TUNNEL_BUDGET;
 	if (n == 0) {
 		d->eof = true;
-		return 1;
+		return TUNNEL_OPEN;
 	}
-	return fatal_errno() ? -1 : 0;
+	return fatal_errno() ? TUNNEL_BROKEN : TUNNEL_OPEN;
 }
 
 /* Move what can move in one direction (`out`: client to origin, the budgeted one).
- * Returns -1 when the tunnel must close, -2 when the byte budget is exceeded. */
-static int pump(struct client *c, struct tdir *d, int src, int dst, bool out)
+ * TUNNEL_OPEN while it may go on. */
+static enum tunnel_end pump(struct client *c, struct tdir *d, int src, int dst, bool out)
 {
 	uint64_t *count = out ? &c->bytes_out : &c->bytes_in;
 	for (;;) {
@@ -122,22 +122,22 @@ static int pump(struct client *c, struct tdir *d, int src, int dst, bool out)
 				continue;
 			}
 			if (n == -1 && !fatal_errno())
-				return 0;
-			return -1;
+				return TUNNEL_OPEN;
+			return TUNNEL_BROKEN;
 		}
 		if (d->eof) {
 			pipe_put(c->px, &d->pipe, true);
 			if (!d->shut && shutdown(dst, SHUT_WR) == -1 && errno != ENOTCONN)
-				return -1;
+				return TUNNEL_BROKEN;
 			d->shut = true;
-			return 0;
+			return TUNNEL_OPEN;
 		}
 		size_t want = SIZE_MAX;
 		if (out) {
 			uint64_t room = budget_room(c);
 			if (room == 0) {
-				int g = budget_gate(d, src);
-				if (g == 1)
+				enum tunnel_end g = budget_gate(d, src);
+				if (g == TUNNEL_OPEN && d->eof)
 					continue;
 				pipe_put(c->px, &d->pipe, true);
 				return g;
@@ -146,7 +146,7 @@ static int pump(struct client *c, struct tdir *d, int src, int dst, bool out)
 				want = (size_t)room;
 		}
 		if (d->pipe.r < 0 && pipe_get(c->px, &d->pipe) == -1)
-			return -1;
+			return TUNNEL_BROKEN;
 		if (want > d->pipe.size)
 			want = d->pipe.size;
 		ssize_t n =
@@ -161,18 +161,16 @@ static int pump(struct client *c, struct tdir *d, int src, int dst, bool out)
 		}
 		if (!fatal_errno()) {
 			pipe_put(c->px, &d->pipe, true);
-			return 0;
+			return TUNNEL_OPEN;
 		}
-		return -1;
+		return TUNNEL_BROKEN;
 	}
 }
 
-/* Before the relay: the "200 Connection established" to the client and any bytes
- * the client sent after its CONNECT head (a ClientHello sent early) to the origin.
- * Returns -1 on a dead socket, 1 while something is pending, 0 when done. */
-static int tunnel_prologue(struct client *c)
+/* Before the relay: the "200 Connection established" to the client. Returns -1 on a
+ * dead socket, 1 while something is pending, 0 when done. */
+static int send_established(struct client *c)
 {
-	int pending = 0;
 	while (c->out.off < c->out.len) {
 		ssize_t n =
 		    send(c->fd, c->out.p + c->out.off, c->out.len - c->out.off, MSG_NOSIGNAL);
@@ -180,12 +178,17 @@ static int tunnel_prologue(struct client *c)
 			c->out.off += (uint32_t)n;
 			continue;
 		}
-		if (n == -1 && !fatal_errno()) {
-			pending = 1;
-			break;
-		}
+		if (n == -1 && !fatal_errno())
+			return 1;
 		return -1;
 	}
+	return 0;
+}
+
+/* The bytes the client sent after its CONNECT head or read for the SNI check go to
+ * the origin before the relay takes over. Same returns as send_established. */
+static int send_early(struct client *c)
+{
 	while (c->in.off < c->in.len) {
 		ssize_t n =
 		    send(c->up->fd, c->in.p + c->in.off, c->in.len - c->in.off, MSG_NOSIGNAL);
@@ -193,104 +196,173 @@ static int tunnel_prologue(struct client *c)
 			c->in.off += (uint32_t)n;
 			c->bytes_out += (uint64_t)n;
 			c->dir[0].bytes += (uint64_t)n;
+			budget_spend(c, (uint64_t)n);
 			continue;
 		}
 		if (n == -1 && !fatal_errno())
 			return 1;
 		return -1;
 	}
-	return pending;
+	return 0;
 }
 
-/* proxy.sni: the verdict on what the client sent first. */
-static int sni_verdict(struct client *c, int r, const char *name)
+/* proxy.sni: the verdict on what the client sent first. A tunnel that starts as TLS
+ * must show a whole ClientHello naming the CONNECT host; only `off` looks at nothing
+ * and only a tunnel that is not TLS at all passes `check` unread. */
+static enum tunnel_end sni_verdict(struct client *c, int r, const char *name, const char *why)
 {
-	enum ar_sni_mode mode = c->rref->sni;
+	enum ar_sni_mode mode = c->egress->sni;
 	struct ar_host h;
 	ar_auto_error ar_error_t err = NULL;
-	if (r == AR_SNI_FOUND) {
+	c->sni_wait = false;
+	switch (r) {
+	case AR_SNI_FOUND:
 		if (ar_host_canonicalize(name, &h, &err) == 0 && strcmp(h.name, c->host) == 0)
-			return 1;
+			return TUNNEL_OPEN;
+		snprintf(c->reason, sizeof(c->reason), "SNI %.180s does not match CONNECT %.180s",
+			 name, c->host);
+		return TUNNEL_SNI;
+	case AR_SNI_NONE:
+		if (mode == AR_SNI_CHECK && c->host_is_ip)
+			return TUNNEL_OPEN; /* clients send no SNI for an IP address */
+		snprintf(c->reason, sizeof(c->reason), "ClientHello for CONNECT %s has no SNI",
+			 c->host);
+		return TUNNEL_SNI;
+	case AR_SNI_NOT_TLS:
+		if (mode == AR_SNI_CHECK)
+			return TUNNEL_OPEN;
 		snprintf(c->reason, sizeof(c->reason),
-			 "TLS server name does not match the CONNECT host %s", c->host);
-		return -3;
+			 "tunnel to CONNECT %s is not TLS (proxy.sni is require)", c->host);
+		return TUNNEL_SNI;
+	default:
+		snprintf(c->reason, sizeof(c->reason), "malformed ClientHello for CONNECT %s: %s",
+			 c->host, why ? why : "unreadable");
+		return TUNNEL_SNI;
 	}
-	if (mode == AR_SNI_CHECK && r != AR_SNI_MALFORMED)
-		return 1; /* check: only a server name that is present must match */
-	snprintf(c->reason, sizeof(c->reason), "%s (proxy.sni is %s)",
-		 r == AR_SNI_NONE ? "TLS ClientHello without a server name"
-				  : "the tunnel did not start with a TLS ClientHello",
-		 mode == AR_SNI_CHECK ? "check" : "require");
-	return -3;
 }
 
-/* Read until the ClientHello is complete, then judge it. 1 pass, 0 wait, < 0 end. */
-static int sni_step(struct client *c)
+/* Raw bytes a ClientHello may take in records (a 64 KiB hello in small records). */
+#define SNI_RAW_MAX (2 * AR_SNI_HELLO_MAX + 16384)
+
+/* Read until the ClientHello is complete, then judge it. TUNNEL_OPEN with sni_wait
+ * still set means "wait for more bytes". */
+static enum tunnel_end sni_step(struct client *c)
 {
 	char name[AR_HOST_MAX];
+	if (c->in.len == c->in.off) {
+		/* nothing yet: an idle tunnel holds no buffer, and server-first protocols
+		 * (the origin speaks before the client) are not on a clock */
+		char b;
+		ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+		if (n == -1 && !fatal_errno())
+			return TUNNEL_OPEN;
+		if (n <= 0)
+			return TUNNEL_BROKEN;
+	}
+	if (c->deadline == 0) /* a ClientHello, once begun, has the header timeout */
+		c->deadline = c->px->loop.now + c->px->egress->header_timeout_ms;
 	for (;;) {
-		int r = ar_proxy_client_hello_sni((const uint8_t *)c->in.p + c->in.off,
-						  c->in.len - c->in.off, name, sizeof(name));
-		if (r != AR_SNI_MORE) {
-			r = sni_verdict(c, r, name);
-			c->sni_wait = r < 0;
-			return r;
-		}
-		if (!iobuf_reserve(c->px, &c->in, 4096, 20480))
-			return sni_verdict(c, AR_SNI_NOT_TLS, name);
+		const char *why = NULL;
+		int r =
+		    ar_proxy_client_hello_parse((const uint8_t *)c->in.p + c->in.off,
+						c->in.len - c->in.off, name, sizeof(name), &why);
+		if (r != AR_SNI_MORE)
+			return sni_verdict(c, r, name, why);
+		if (!iobuf_reserve(c->px, &c->in, 4096, SNI_RAW_MAX))
+			return sni_verdict(c, AR_SNI_MALFORMED, name,
+					   "ClientHello spread over more than 144 KiB of records");
 		ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
 		if (n > 0) {
 			c->in.len += (uint32_t)n;
 			continue;
 		}
 		if (n == -1 && !fatal_errno())
-			return 0;
-		return -1;
+			return TUNNEL_OPEN;
+		if (n == 0 && c->in.len > c->in.off)
+			return sni_verdict(c, AR_SNI_MALFORMED, name,
+					   "the client closed before the ClientHello was complete");
+		return TUNNEL_BROKEN;
 	}
 }
 
 /* Close the tunnel; a spent budget is audited as 413, an SNI refusal as 421. */
-static bool tunnel_end(struct client *c, int why)
+static bool tunnel_close(struct client *c, enum tunnel_end why)
 {
-	if (why == -2) {
+	switch (why) {
+	case TUNNEL_BUDGET:
 		c->status = 413;
 		budget_reason(c);
-	} else if (why == -3) {
+		break;
+	case TUNNEL_SNI:
 		c->status = 421;
 		c->allowed = false;
+		break;
+	case TUNNEL_SNI_TIMEOUT:
+		c->status = 421;
+		c->allowed = false;
+		snprintf(c->reason, sizeof(c->reason),
+			 "no complete ClientHello for CONNECT %s within %d ms", c->host,
+			 c->px->egress->header_timeout_ms);
+		break;
+	default:
+		break;
 	}
 	client_close(c);
 	return false;
 }
 
+void tunnel_timeout(struct client *c)
+{
+	tunnel_close(c, TUNNEL_SNI_TIMEOUT);
+}
+
+/* The prologue: the 200, the SNI verdict, the early bytes; then the buffers go back.
+ * TUNNEL_OPEN with tunnel_bufs_freed still false means "wait". */
+static enum tunnel_end tunnel_prologue(struct client *c)
+{
+	int out = send_established(c);
+	if (out < 0)
+		return TUNNEL_BROKEN;
+	if (out == 0 && c->out.p != NULL)
+		iobuf_free(c->px, &c->out);
+	if (c->sni_wait) {
+		if (c->in.len == c->in.off && c->in.p != NULL)
+			iobuf_free(c->px,
+				   &c->in); /* the head's buffer: a waiting tunnel holds none */
+		enum tunnel_end r = sni_step(c);
+		if (r != TUNNEL_OPEN || c->sni_wait)
+			return r; /* nothing is forwarded before the verdict */
+		c->deadline = 0;
+	}
+	int early = send_early(c);
+	if (early < 0)
+		return TUNNEL_BROKEN;
+	if (out == 0 && early == 0) {
+		/* the relay needs no user-space buffers: give them back */
+		iobuf_free(c->px, &c->in);
+		iobuf_free(c->px, &c->out);
+		ar_buf_free(&c->uo);
+		c->tunnel_bufs_freed = true;
+	}
+	return TUNNEL_OPEN;
+}
+
 bool step_tunnel(struct client *c)
 {
-	int pro = 0;
-	if (c->sni_wait) {
-		int r = sni_step(c);
-		if (r < 0)
-			return tunnel_end(c, r);
-	}
-	if (!c->tunnel_bufs_freed) {
-		pro = tunnel_prologue(c);
-		if (pro < 0)
-			return tunnel_end(c, pro);
-		if (pro == 0 && !c->sni_wait) {
-			/* the relay needs no user-space buffers: give them back */
-			iobuf_free(c->px, &c->in);
-			iobuf_free(c->px, &c->out);
-			ar_buf_free(&c->uo);
-			c->tunnel_bufs_freed = true;
-		}
-	}
+	enum tunnel_end r = TUNNEL_OPEN;
+	if (!c->tunnel_bufs_freed)
+		r = tunnel_prologue(c);
+	if (r != TUNNEL_OPEN)
+		return tunnel_close(c, r);
+	/* before the SNI verdict only the origin's bytes flow (server-first protocols) */
 	bool out_ready = !c->sni_wait && c->in.off >= c->in.len;
 	bool in_ready = c->out.off >= c->out.len;
-	int r = out_ready ? pump(c, &c->dir[0], c->fd, c->up->fd, true) : 0;
-	if (r < 0)
-		return tunnel_end(c, r);
-	r = in_ready ? pump(c, &c->dir[1], c->up->fd, c->fd, false) : 0;
-	if (r < 0)
-		return tunnel_end(c, r);
+	r = out_ready ? pump(c, &c->dir[0], c->fd, c->up->fd, true) : TUNNEL_OPEN;
+	if (r != TUNNEL_OPEN)
+		return tunnel_close(c, r);
+	r = in_ready ? pump(c, &c->dir[1], c->up->fd, c->fd, false) : TUNNEL_OPEN;
+	if (r != TUNNEL_OPEN)
+		return tunnel_close(c, r);
 	if (c->dir[0].shut && c->dir[1].shut)
 		client_close(c);
 	return false;

@@ -54,7 +54,8 @@ static bool is_hop_name(const char *name, size_t n)
 
 /* Walk the rewritten head's field lines: no hop-by-hop names; count the framing
  * fields. */
-static void rewritten_fields(const struct ar_buf *out, int *n_cl, int *n_te, int *n_host)
+static void rewritten_fields(const struct ar_buf *out, unsigned flags, int *n_cl, int *n_te,
+			     int *n_host)
 {
 	const char *p = strstr(out->data, "\r\n") + 2;
 	*n_cl = *n_te = *n_host = 0;
@@ -64,6 +65,10 @@ static void rewritten_fields(const struct ar_buf *out, int *n_cl, int *n_te, int
 		AR_FUZZ_CHECK(colon != NULL && eol != NULL && colon < eol, "bad rewritten line");
 		size_t n = (size_t)(colon - p);
 		AR_FUZZ_CHECK(!is_hop_name(p, n), "hop-by-hop field %.*s forwarded", (int)n, p);
+		AR_FUZZ_CHECK((flags & AR_H1_PASS_FORWARDED) ||
+				  !((n == 9 && strncasecmp(p, "forwarded", 9) == 0) ||
+				    (n == 15 && strncasecmp(p, "x-forwarded-for", 15) == 0)),
+			      "client's %.*s forwarded", (int)n, p);
 		*n_cl += n == 14 && strncasecmp(p, "content-length", 14) == 0;
 		*n_te += n == 17 && strncasecmp(p, "transfer-encoding", 17) == 0;
 		*n_host += n == 4 && strncasecmp(p, "host", 4) == 0;
@@ -78,16 +83,20 @@ static void check_rewrite(const char *head, const struct ar_h1_request *req)
 	size_t end = 0;
 	int n_cl, n_te, n_host;
 
-	ar_h1_write_request(head, req, &out);
+	unsigned flags = req->n_fields & 1 ? AR_H1_PASS_FORWARDED : 0;
+	ar_h1_write_request(head, req, flags, &out);
 	AR_FUZZ_CHECK(out.len > 0 && strlen(out.data) == out.len, "rewritten head has a NUL");
-	/* one head, ending where the buffer ends; the added Host field may take a head
-	 * that used every allowed line one past the limit */
+	/* one head, ending where the buffer ends; the added Host and Via fields may take a
+	 * head that used every allowed line past the limit */
 	enum ar_h1_scan_result r = scan_whole(out.data, out.len, &s, &end);
 	AR_FUZZ_CHECK((r == AR_H1_SCAN_DONE && s.start == 0 && end == out.len) ||
-			  (r == AR_H1_SCAN_TOO_MANY && !req->has_host_field &&
-			   req->n_fields == AR_H1_MAX_FIELDS),
+			  (r == AR_H1_SCAN_TOO_MANY && req->n_fields >= AR_H1_MAX_FIELDS - 1),
 		      "rewritten head is not one head (%d): %s", r, out.data);
-	rewritten_fields(&out, &n_cl, &n_te, &n_host);
+	rewritten_fields(&out, flags, &n_cl, &n_te, &n_host);
+	AR_FUZZ_CHECK(out.len > 12 &&
+			  memcmp(out.data + out.len - 12, "agentrun\r\n\r\n", 12) == 0 &&
+			  strstr(out.data, "\r\nVia: 1.") != NULL,
+		      "no Via field last: %s", out.data);
 	AR_FUZZ_CHECK(req->framing != AR_H1_BODY_LENGTH || n_cl == 1,
 		      "body of %llu bytes forwarded without its Content-Length",
 		      (unsigned long long)req->content_length);
@@ -104,8 +113,8 @@ static void fuzz_request(const char *head, size_t len)
 	struct ar_h1_error e = {0};
 
 	if (ar_h1_parse_request(head, len, req, &e) == -1) {
-		AR_FUZZ_CHECK((e.status == 400 || e.status == 431) && e.reason != NULL &&
-				  ar_fuzz_is_one_line(e.reason),
+		AR_FUZZ_CHECK((e.status == 400 || e.status == 431 || e.status == 501) &&
+				  e.reason != NULL && ar_fuzz_is_one_line(e.reason),
 			      "request error %d", e.status);
 		free(req);
 		return;
@@ -169,6 +178,34 @@ static void fuzz_chunked(const char *buf, size_t len)
 		      c_step);
 }
 
+/* The message framing (ar_h1m) as the proxy runs it: fed in two pieces split at every
+ * 7th byte, it must end where one whole feed ends, and never claim bytes past the end. */
+static void fuzz_h1m(const char *buf, size_t len, enum ar_h1_framing f, uint64_t cl)
+{
+	struct ar_h1m whole, parts;
+	size_t u_whole = 0, u_parts = 0;
+	ar_h1m_init(&whole, f, cl);
+	enum ar_h1m_result rw = ar_h1m_feed(&whole, buf, len, &u_whole);
+	AR_FUZZ_CHECK(u_whole <= len, "h1m used %zu of %zu", u_whole, len);
+	AR_FUZZ_CHECK(f != AR_H1_BODY_LENGTH || rw == AR_H1M_BAD ||
+			  u_whole == (cl < len ? cl : len),
+		      "length body used %zu", u_whole);
+	for (size_t cut = 0; cut <= len; cut += 7) {
+		size_t a = 0, b = 0;
+		ar_h1m_init(&parts, f, cl);
+		enum ar_h1m_result r = ar_h1m_feed(&parts, buf, cut, &a);
+		if (r == AR_H1M_MORE)
+			r = ar_h1m_feed(&parts, buf + cut, len - cut, &b);
+		u_parts = a + b;
+		if (r != AR_H1M_BAD && rw != AR_H1M_BAD)
+			AR_FUZZ_CHECK(r == rw && u_parts == u_whole,
+				      "h1m split at %zu: %d/%zu vs whole %d/%zu", cut, r, u_parts,
+				      rw, u_whole);
+		else
+			AR_FUZZ_CHECK(r == rw, "h1m split at %zu: %d vs whole %d", cut, r, rw);
+	}
+}
+
 static void fuzz_authority(const char *s, size_t len)
 {
 	char host[AR_H1_HOST_MAX];
@@ -204,4 +241,5 @@ void ar_fuzz_http1(const uint8_t *data, size_t size)
 	fuzz_request(head, hlen);
 	fuzz_response(head, hlen, size % 2 == 1);
 	fuzz_chunked(buf + end1, size - end1);
+	fuzz_h1m(buf + end1, size - end1, (enum ar_h1_framing)(size % 4), size % 97);
 }

@@ -121,7 +121,7 @@ expect_status "sni require: plain bytes in a tunnel cut" 52 curl -sS --max-time 
 sleep 0.2
 expect_eq "sni refusals audited as 421" 4 \
 	"$(python3 -c 'import json,sys; print(sum(1 for l in open(sys.argv[1]) if json.loads(l)["status"] == 421))' "$AR_TMP/sni.audit")"
-expect_match "421 reason" "TLS server name does not match the CONNECT host api.test.example" "$(cat "$AR_TMP/sni.err")"
+expect_match "421 reason" "SNI www.test.example does not match CONNECT api.test.example" "$(cat "$AR_TMP/sni.err")"
 expect_eq "421 forwarded nothing" 0 "$(audit_field "$AR_TMP/sni.audit" 'e["status"] == 421' bytes_out)"
 stop_proxy "$SNIPID"
 

@@ -43,5 +43,5 @@ expect_match "audited as 413" '"status":413' "$(cat "$AR_TMP/audit.jsonl")"
 expect_status "--max-bytes-out without =" 2 "$AGENTRUN" proxy --listen 127.0.0.1:0 --allow a.example --max-bytes-out a.example
 expect_match "names the flag" '^agentrun: proxy: --max-bytes-out `a.example`: expected HOST=BYTES' "$(cat "$AR_TMP/err")"
 expect_status "--sni bad mode" 2 "$AGENTRUN" proxy --listen 127.0.0.1:0 --allow a.example --sni maybe
-expect_match "names sni" 'proxy\.sni: must be "off", "check" or "require", got "maybe"' "$(cat "$AR_TMP/err")"
+expect_match "names sni" "--sni \`maybe\`: must be off, check or require" "$(cat "$AR_TMP/err")"
 finish

@@ -43,8 +43,10 @@ space before colon|POST $U/echo HTTP/1.1\r\nHost: $H\r\nContent-Length : 4\r\n\r
 obs-fold|GET $U/hello HTTP/1.1\r\nHost: $H\r\nX-A: 1\r\n  continued\r\n\r\n|obsolete line folding in header
 Host disagrees|GET $U/hello HTTP/1.1\r\nHost: evil.test.example\r\n\r\n|Host header disagrees with the request URL
 duplicate Host|GET $U/hello HTTP/1.1\r\nHost: $H\r\nHost: $H\r\n\r\n|duplicate Host header
-TE not chunked|POST $U/echo HTTP/1.1\r\nHost: $H\r\nTransfer-Encoding: identity\r\n\r\n|unsupported Transfer-Encoding
-TE chunked twice|POST $U/echo HTTP/1.1\r\nHost: $H\r\nTransfer-Encoding: chunked, chunked\r\n\r\n|unsupported Transfer-Encoding
+underscore TE beside CL|POST $U/echo HTTP/1.1\r\nHost: $H\r\nContent-Length: 4\r\nTransfer_Encoding: chunked\r\n\r\nabcd|underscore in header name
+brackets around IPv4|GET http://[127.0.0.1]:$ORIG/hello HTTP/1.1\r\n\r\n|invalid host or port in URL
+brackets around a number|GET http://[2130706433]:$ORIG/hello HTTP/1.1\r\n\r\n|invalid host or port in URL
+request line in the trailer|POST $U/echo HTTP/1.1\r\nHost: $H\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nGET http://evil.test.example/ HTTP/1.1\r\n\r\n|bad chunk syntax in request body
 bare LF|GET $U/hello HTTP/1.1\nHost: $H\n\n|line ending without CR
 bad chunk size|POST $U/echo HTTP/1.1\r\nHost: $H\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n|bad chunk syntax in request body
 chunk without CRLF|POST $U/echo HTTP/1.1\r\nHost: $H\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX0\r\n\r\n|bad chunk syntax in request body
@@ -52,6 +54,17 @@ relative URL|GET /hello HTTP/1.1\r\nHost: $H\r\n\r\n|relative URL
 https URL|GET https://$H/ HTTP/1.1\r\n\r\n|only http:// URLs
 garbage|\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n|malformed request line
 EOF2
+
+# Transfer-Encoding other than exactly chunked: 501, as squid answers
+for te in identity "chunked, chunked" "identity, chunked" "gzip, chunked"; do
+	out=$(raw "POST $U/echo HTTP/1.1\r\nHost: $H\r\nTransfer-Encoding: $te\r\n\r\n0\r\n\r\n" --all)
+	expect_match "Transfer-Encoding: $te: 501" "^HTTP/1.1 501 Not Implemented" "$out"
+done
+
+# the origin sees Via: 1.1 agentrun and none of the client's Forwarded / X-Forwarded-For
+out=$(raw "GET $U/headers HTTP/1.1\r\nHost: $H\r\nVia: 1.1 upstream-client\r\nForwarded: for=10.9.9.9\r\nX-Forwarded-For: 10.9.9.9\r\nConnection: close\r\n\r\n" --all)
+expect_match "Via added after the client's" "Via: 1.1 upstream-client.*Via: 1.1 agentrun" "$(echo "$out" | tr '\n' ' ')"
+expect_nomatch "client Forwarded / X-Forwarded-For removed" "10\.9\.9\.9" "$out"
 
 # 431: too many lines, too many bytes
 many=$(python3 -c "print('GET $U/hello HTTP/1.1\\\\r\\\\nHost: $H\\\\r\\\\n' + ''.join('X-%d: v\\\\r\\\\n' % i for i in range(101)) + '\\\\r\\\\n')")

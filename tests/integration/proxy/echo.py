@@ -2,7 +2,8 @@
 """TCP echo server for the tunnel tests (127.0.0.1 only): echoes every byte back and
 half-closes after the client half-closes, so both directions carry the payload.
 
-  echo.py PORT     print "ready" once listening
+  echo.py PORT [BANNER]    print "ready" once listening; with BANNER, send it (and
+                           CRLF) first, as a server-first protocol (SMTP, SSH) does
 """
 import asyncio
 import sys
@@ -10,6 +11,9 @@ import sys
 
 async def handle(reader, writer):
     try:
+        if len(sys.argv) > 2:
+            writer.write(sys.argv[2].encode() + b"\r\n")
+            await writer.drain()
         while True:
             data = await reader.read(65536)
             if not data:

@@ -132,7 +132,7 @@ static void test_defaults(void **state)
 	assert_string_equal(p->seccomp, "default");
 	assert_int_equal(p->network, AR_NETWORK_NONE);
 	assert_int_equal(p->proxy.port, 3128);
-	assert_int_equal(p->proxy.sni, AR_SNI_OFF);
+	assert_int_equal(p->proxy.sni, AR_SNI_CHECK);
 	assert_int_equal(p->proxy.n_budgets, 0);
 	assert_string_equal(p->agent_name, "agent-agent");
 	assert_string_equal(p->proxy_url, "http://agent-proxy:3128");

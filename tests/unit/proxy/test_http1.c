@@ -53,9 +53,30 @@ static void test_absolute_get(void **state)
 	assert_false(req.conn_close);
 	assert_int_equal(req.n_fields, 2);
 	struct ar_buf out = {0};
-	ar_h1_write_request(raw, &req, &out);
+	ar_h1_write_request(raw, &req, 0, &out);
 	assert_string_equal(out.data, "GET /a/b?c=d HTTP/1.1\r\nHost: example.com:8080\r\n"
-				      "Accept: */*\r\n\r\n");
+				      "Accept: */*\r\nVia: 1.1 agentrun\r\n\r\n");
+	ar_buf_free(&out);
+}
+
+static void test_rewrite_forwarded(void **state)
+{
+	const char *why;
+	const char *raw = "GET http://h.test/ HTTP/1.1\r\nVia: 1.1 client-side\r\n"
+			  "Forwarded: for=10.0.0.1\r\nX-Forwarded-For: 10.0.0.1\r\n"
+			  "X-Forwarded-Host: kept\r\n\r\n";
+	assert_int_equal(parse(raw, &req, &why), 0);
+	struct ar_buf out = {0};
+	ar_h1_write_request(raw, &req, 0, &out);
+	assert_string_equal(out.data, "GET / HTTP/1.1\r\nVia: 1.1 client-side\r\n"
+				      "X-Forwarded-Host: kept\r\nHost: h.test\r\n"
+				      "Via: 1.1 agentrun\r\n\r\n");
+	ar_buf_reset(&out);
+	ar_h1_write_request(raw, &req, AR_H1_PASS_FORWARDED, &out);
+	assert_string_equal(out.data, "GET / HTTP/1.1\r\nVia: 1.1 client-side\r\n"
+				      "Forwarded: for=10.0.0.1\r\nX-Forwarded-For: 10.0.0.1\r\n"
+				      "X-Forwarded-Host: kept\r\nHost: h.test\r\n"
+				      "Via: 1.1 agentrun\r\n\r\n");
 	ar_buf_free(&out);
 }
 
@@ -74,10 +95,11 @@ static void test_rewrite_hop_by_hop(void **state)
 	assert_int_equal(req.content_length, 5);
 	assert_int_equal(req.port, 80);
 	struct ar_buf out = {0};
-	ar_h1_write_request(raw, &req, &out);
+	ar_h1_write_request(raw, &req, 0, &out);
 	/* no Host from the client: one is added from the URL */
-	assert_string_equal(out.data, "POST /?q=1 HTTP/1.1\r\nX-Kept: spaced value\r\n"
-				      "Content-Length: 5\r\nHost: h.test\r\n\r\n");
+	assert_string_equal(out.data,
+			    "POST /?q=1 HTTP/1.1\r\nX-Kept: spaced value\r\n"
+			    "Content-Length: 5\r\nHost: h.test\r\nVia: 1.1 agentrun\r\n\r\n");
 	ar_buf_free(&out);
 }
 
@@ -92,8 +114,9 @@ static void test_ipv6_and_root(void **state)
 	assert_int_equal(req.port, 8443);
 	assert_true(req.conn_close); /* HTTP/1.0 without keep-alive */
 	struct ar_buf out = {0};
-	ar_h1_write_request(raw, &req, &out);
-	assert_string_equal(out.data, "HEAD / HTTP/1.0\r\nHost: [::1]:8443\r\n\r\n");
+	ar_h1_write_request(raw, &req, 0, &out);
+	assert_string_equal(out.data,
+			    "HEAD / HTTP/1.0\r\nHost: [::1]:8443\r\nVia: 1.0 agentrun\r\n\r\n");
 	ar_buf_free(&out);
 	assert_int_equal(
 	    parse("GET http://a.test/ HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", &req, &why), 0);
@@ -162,12 +185,32 @@ static const struct {
      "obsolete line folding in header"},
     {"GET http://a.test/ HTTP/1.1\r\nX-A: 1\r\n\tfolded\r\n\r\n", 400,
      "obsolete line folding in header"},
-    {"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 400,
-     "unsupported Transfer-Encoding (chunked must be last)"},
-    {"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", 400,
-     "unsupported Transfer-Encoding (chunked must be last)"},
-    {"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: xchunked\r\n\r\n", 400,
-     "unsupported Transfer-Encoding (chunked must be last)"},
+    {"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 501,
+     "unsupported Transfer-Encoding (only chunked)"},
+    {"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", 501,
+     "unsupported Transfer-Encoding (only chunked)"},
+    {"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: xchunked\r\n\r\n", 501,
+     "unsupported Transfer-Encoding (only chunked)"},
+    {"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: identity, chunked\r\n\r\n", 501,
+     "unsupported Transfer-Encoding (only chunked)"},
+    {"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501,
+     "unsupported Transfer-Encoding (only chunked)"},
+    {"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", 501,
+     "unsupported Transfer-Encoding (only chunked)"},
+    {"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: chunked,\r\n\r\n", 501,
+     "unsupported Transfer-Encoding (only chunked)"},
+    /* CGI/WSGI origins fold `_` into `-`: a second Transfer-Encoding behind the proxy */
+    {"POST http://a.test/ HTTP/1.1\r\nContent-Length: 5\r\nTransfer_Encoding: chunked\r\n\r\n", 400,
+     "underscore in header name"},
+    {"GET http://a.test/ HTTP/1.1\r\nX_Forwarded_For: 1.2.3.4\r\n\r\n", 400,
+     "underscore in header name"},
+    /* brackets hold an IPv6 address only */
+    {"GET http://[127.0.0.1]:80/ HTTP/1.1\r\n\r\n", 400, "invalid host or port in URL"},
+    {"GET http://[2130706433]/ HTTP/1.1\r\n\r\n", 400, "invalid host or port in URL"},
+    {"GET http://[a.test]/ HTTP/1.1\r\n\r\n", 400, "invalid host or port in URL"},
+    {"GET http://[::1%25lo]/ HTTP/1.1\r\n\r\n", 400, "invalid host or port in URL"},
+    {"GET http://[]/ HTTP/1.1\r\n\r\n", 400, "invalid host or port in URL"},
+    {"CONNECT [127.0.0.1]:443 HTTP/1.1\r\n\r\n", 400, "CONNECT target must be host:port"},
     {"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
      "chunked\r\n\r\n",
      400, "duplicate Transfer-Encoding"},
@@ -207,11 +250,10 @@ static void test_rejections(void **state)
 static void test_chunked_request(void **state)
 {
 	const char *why;
-	assert_int_equal(
-	    parse("POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: gzip, Chunked\r\n"
-		  "\r\n",
-		  &req, &why),
-	    0);
+	assert_int_equal(parse("POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n"
+			       "\r\n",
+			       &req, &why),
+			 0);
 	assert_int_equal(req.framing, AR_H1_BODY_CHUNKED);
 	/* Content-Length: 0 is no body */
 	assert_int_equal(
@@ -285,6 +327,10 @@ static void test_split_authority(void **state)
 	assert_int_equal(ar_h1_split_authority("a.test:", 7, h, sizeof(h), &port, &v6, 80), -1);
 	assert_int_equal(ar_h1_split_authority(":80", 3, h, sizeof(h), &port, &v6, 80), -1);
 	assert_int_equal(ar_h1_split_authority("a b:80", 6, h, sizeof(h), &port, &v6, 80), -1);
+	assert_int_equal(ar_h1_split_authority("[1.2.3.4]:80", 12, h, sizeof(h), &port, &v6, 80),
+			 -1);
+	assert_int_equal(
+	    ar_h1_split_authority("[::ffff:1.2.3.4]", 16, h, sizeof(h), &port, &v6, 80), 0);
 }
 
 static int resp(const char *raw, bool head, struct ar_h1_response *r)
@@ -370,6 +416,8 @@ static void test_chunked(void **state)
 	assert_int_equal(total, strlen(ok) - 4);
 	assert_int_equal(feed_all("0\r\n\r\n", &used), AR_H1_CHUNKED_DONE);
 	assert_int_equal(used, 5);
+	assert_int_equal(feed_all("0\r\nX-A:1\r\nX-B: two words\r\n\r\n", &used),
+			 AR_H1_CHUNKED_DONE);
 	assert_int_equal(feed_all("A\r\n0123456789", &used), AR_H1_CHUNKED_MORE);
 	assert_int_equal(used, 13);
 
@@ -383,20 +431,56 @@ static void test_chunked(void **state)
 	    "10000000000000000\r\n",		   /* size overflow */
 	    "5\r\nhello\r\n0\r\nX\001: t\r\n\r\n", /* control byte in a trailer */
 	    "0\r\n\n",				   /* bare LF at the end */
+	    /* trailers are field lines: a request line smuggled there is bad framing */
+	    "0\r\nGET http://evil.test/ HTTP/1.1\r\n\r\n",
+	    "0\r\nX-A : 1\r\n\r\n", /* whitespace before the colon */
+	    "0\r\nX-A\r\n\r\n",	    /* no colon */
+	    "0\r\n: 1\r\n\r\n",	    /* no name */
+	    "0\r\n X-A: 1\r\n\r\n", /* obs-fold */
+	    "0\r\nX_A: 1\r\n\r\n",  /* underscore */
 	};
 	for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++)
 		if (feed_all(broken[i], &used) != AR_H1_CHUNKED_BAD)
 			fail_msg("broken chunked case %zu accepted", i);
 }
 
+/* One framing function for requests and responses, fed the bytes as they come. */
+static void test_h1m(void **state)
+{
+	struct ar_h1m m;
+	size_t used;
+	ar_h1m_init(&m, AR_H1_BODY_LENGTH, 5);
+	assert_int_equal(ar_h1m_feed(&m, "hel", 3, &used), AR_H1M_MORE);
+	assert_int_equal(used, 3);
+	assert_int_equal(ar_h1m_feed(&m, "loGET /", 7, &used), AR_H1M_DONE);
+	assert_int_equal(used, 2); /* the next request is not this body's */
+	assert_int_equal(ar_h1m_feed(&m, "x", 1, &used), AR_H1M_DONE);
+	assert_int_equal(used, 0);
+	ar_h1m_init(&m, AR_H1_BODY_NONE, 0);
+	assert_true(m.done);
+	assert_int_equal(ar_h1m_feed(&m, "x", 1, &used), AR_H1M_DONE);
+	assert_int_equal(used, 0);
+	ar_h1m_init(&m, AR_H1_BODY_CLOSE, 0);
+	assert_int_equal(ar_h1m_feed(&m, "abc", 3, &used), AR_H1M_MORE);
+	assert_int_equal(used, 3);
+	ar_h1m_init(&m, AR_H1_BODY_CHUNKED, 0);
+	assert_int_equal(ar_h1m_feed(&m, "3\r\nabc\r\n0\r\n", 11, &used), AR_H1M_MORE);
+	assert_int_equal(ar_h1m_feed(&m, "\r\nNEXT", 6, &used), AR_H1M_DONE);
+	assert_int_equal(used, 2);
+	ar_h1m_init(&m, AR_H1_BODY_CHUNKED, 0);
+	assert_int_equal(ar_h1m_feed(&m, "0\r\nGET / HTTP/1.1\r\n\r\n", 23, &used), AR_H1M_BAD);
+	assert_int_equal(used, 6); /* at the space after GET */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_absolute_get),    cmocka_unit_test(test_rewrite_hop_by_hop),
-	    cmocka_unit_test(test_ipv6_and_root),   cmocka_unit_test(test_connect),
-	    cmocka_unit_test(test_rejections),	    cmocka_unit_test(test_chunked_request),
-	    cmocka_unit_test(test_scan_limits),	    cmocka_unit_test(test_scan_incremental),
-	    cmocka_unit_test(test_split_authority), cmocka_unit_test(test_response_framing),
+	    cmocka_unit_test(test_absolute_get),      cmocka_unit_test(test_rewrite_hop_by_hop),
+	    cmocka_unit_test(test_rewrite_forwarded), cmocka_unit_test(test_h1m),
+	    cmocka_unit_test(test_ipv6_and_root),     cmocka_unit_test(test_connect),
+	    cmocka_unit_test(test_rejections),	      cmocka_unit_test(test_chunked_request),
+	    cmocka_unit_test(test_scan_limits),	      cmocka_unit_test(test_scan_incremental),
+	    cmocka_unit_test(test_split_authority),   cmocka_unit_test(test_response_framing),
 	    cmocka_unit_test(test_chunked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,17 +30,23 @@ static void test_classify(void **state)
 		const char *addr;
 		enum ar_addr_class cls;
 	} cases[] = {
+	    /* the refused-range table, row by row (docs/proxy.md), with both edges */
 	    {"8.8.8.8", AR_ADDR_PUBLIC},
+	    {"169.254.169.254", AR_ADDR_METADATA},
+	    {"100.100.100.200", AR_ADDR_METADATA},
+	    {"255.255.255.255", AR_ADDR_BROADCAST},
 	    {"127.0.0.1", AR_ADDR_LOOPBACK},
 	    {"127.255.0.9", AR_ADDR_LOOPBACK},
+	    {"128.0.0.1", AR_ADDR_PUBLIC},
 	    {"10.1.2.3", AR_ADDR_PRIVATE},
+	    {"11.0.0.1", AR_ADDR_PUBLIC},
 	    {"172.16.0.1", AR_ADDR_PRIVATE},
 	    {"172.31.255.255", AR_ADDR_PRIVATE},
 	    {"172.32.0.1", AR_ADDR_PUBLIC},
 	    {"192.168.1.1", AR_ADDR_PRIVATE},
+	    {"192.169.0.1", AR_ADDR_PUBLIC},
 	    {"169.254.1.1", AR_ADDR_LINK_LOCAL},
-	    {"169.254.169.254", AR_ADDR_METADATA},
-	    {"100.100.100.200", AR_ADDR_METADATA},
+	    {"169.255.0.1", AR_ADDR_PUBLIC},
 	    {"100.64.0.1", AR_ADDR_CGNAT},
 	    {"100.127.255.255", AR_ADDR_CGNAT},
 	    {"100.128.0.1", AR_ADDR_PUBLIC},
@@ -48,22 +54,54 @@ static void test_classify(void **state)
 	    {"239.255.255.250", AR_ADDR_MULTICAST},
 	    {"0.0.0.0", AR_ADDR_THIS_NETWORK},
 	    {"0.1.2.3", AR_ADDR_THIS_NETWORK},
-	    {"255.255.255.255", AR_ADDR_BROADCAST},
 	    {"240.0.0.1", AR_ADDR_RESERVED},
+	    {"255.255.255.254", AR_ADDR_RESERVED},
+	    {"192.0.0.8", AR_ADDR_RESERVED},
+	    {"192.0.1.1", AR_ADDR_PUBLIC},
+	    {"192.0.2.1", AR_ADDR_DOCUMENTATION},
+	    {"198.51.100.7", AR_ADDR_DOCUMENTATION},
+	    {"203.0.113.255", AR_ADDR_DOCUMENTATION},
+	    {"203.0.114.1", AR_ADDR_PUBLIC},
+	    {"198.18.0.1", AR_ADDR_BENCHMARK},
+	    {"198.19.255.255", AR_ADDR_BENCHMARK},
+	    {"198.20.0.1", AR_ADDR_PUBLIC},
+	    {"fd00:ec2::254", AR_ADDR_METADATA},
 	    {"::1", AR_ADDR_LOOPBACK},
 	    {"::", AR_ADDR_THIS_NETWORK},
-	    {"fc00::1", AR_ADDR_PRIVATE},
-	    {"fdff::1", AR_ADDR_PRIVATE},
-	    {"fd00:ec2::254", AR_ADDR_METADATA},
+	    {"fc00::1", AR_ADDR_ULA},
+	    {"fdff::1", AR_ADDR_ULA},
+	    {"fec0::1", AR_ADDR_SITE_LOCAL},
+	    {"feff::1", AR_ADDR_SITE_LOCAL},
 	    {"fe80::1", AR_ADDR_LINK_LOCAL},
 	    {"febf::1", AR_ADDR_LINK_LOCAL},
 	    {"ff02::1", AR_ADDR_MULTICAST},
-	    {"2001:db8::1", AR_ADDR_PUBLIC},
+	    {"2001:db8::1", AR_ADDR_DOCUMENTATION},
+	    {"2001:db9::1", AR_ADDR_PUBLIC},
+	    {"2001:2::1", AR_ADDR_BENCHMARK},
+	    {"2001:2:1::1", AR_ADDR_PUBLIC},
+	    {"100::1", AR_ADDR_RESERVED},
+	    {"100:0:0:1::1", AR_ADDR_PUBLIC},
 	    {"2606:4700::1111", AR_ADDR_PUBLIC},
+	    /* every IPv6 form that embeds an IPv4 address, judged by that address */
 	    {"::ffff:127.0.0.1", AR_ADDR_LOOPBACK},
 	    {"::ffff:169.254.169.254", AR_ADDR_METADATA},
 	    {"::ffff:8.8.8.8", AR_ADDR_PUBLIC},
+	    {"::ffff:0:10.0.0.1", AR_ADDR_PRIVATE},
+	    {"::a00:1", AR_ADDR_PRIVATE},
+	    {"::127.0.0.1", AR_ADDR_LOOPBACK},
+	    {"::8.8.8.8", AR_ADDR_PUBLIC},
 	    {"64:ff9b::10.0.0.1", AR_ADDR_PRIVATE},
+	    {"64:ff9b::8.8.8.8", AR_ADDR_PUBLIC},
+	    {"64:ff9b:1:a9fe:a9:fe00::", AR_ADDR_METADATA}, /* /48: 169.254.169.254 */
+	    {"64:ff9b:1:808:a:101:100::", AR_ADDR_PRIVATE}, /* /64: 10.1.1.1 */
+	    {"64:ff9b:1::a00:1", AR_ADDR_PRIVATE},	    /* /96 */
+	    {"64:ff9b:1::808:808", AR_ADDR_PUBLIC},	    /* zero padding is no verdict */
+	    {"2002:a9fe:a9fe::1", AR_ADDR_METADATA},
+	    {"2002:7f00:1::1", AR_ADDR_LOOPBACK},
+	    {"2002:808:808::1", AR_ADDR_PUBLIC},
+	    {"2001:0:a00:1::1", AR_ADDR_PRIVATE},	     /* Teredo server 10.0.0.1 */
+	    {"2001:0:808:808::80ff:fffe", AR_ADDR_LOOPBACK}, /* Teredo client ~127.0.0.1 */
+	    {"2001:0:808:808::f7f7:f7f7", AR_ADDR_PUBLIC},   /* client 8.8.8.8 */
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		enum ar_addr_class got = classify(cases[i].addr);
@@ -251,6 +289,49 @@ static void test_client_hello_sni(void **state)
 	assert_int_equal(ar_proxy_client_hello_sni(b, n, name, sizeof(name)), AR_SNI_MALFORMED);
 }
 
+/* The shapes that once slipped through `check`: each is parsed or refused. */
+static void test_client_hello_shapes(void **state)
+{
+	uint8_t b[8192], e[8192];
+	char name[256];
+	const char *why = NULL;
+	/* one-byte records: reassembled */
+	size_t n = build_hello(b, "api.github.com", 1);
+	assert_true(n > 6 * 60);
+	assert_int_equal(ar_proxy_client_hello_parse(b, n, name, sizeof(name), &why), AR_SNI_FOUND);
+	assert_string_equal(name, "api.github.com");
+	/* a zero-length handshake record first: refused, not skipped */
+	memcpy(e, "\x16\x03\x01\x00\x00", 5);
+	n = build_hello(e + 5, "evil.test", 0);
+	assert_int_equal(ar_proxy_client_hello_parse(e, n + 5, name, sizeof(name), &why),
+			 AR_SNI_MALFORMED);
+	assert_string_equal(why, "empty handshake record");
+	/* a handshake message over 64 KiB: refused as soon as its length is read */
+	static const uint8_t big[] = {22, 3, 1, 0, 4, 1, 0x01, 0x10, 0x00};
+	assert_int_equal(ar_proxy_client_hello_parse(big, sizeof(big), name, sizeof(name), &why),
+			 AR_SNI_MALFORMED);
+	assert_string_equal(why, "ClientHello larger than 64 KiB");
+	/* just under the limit is still "more", the caller bounds the wait */
+	static const uint8_t under[] = {22, 3, 1, 0, 4, 1, 0x00, 0xff, 0x00};
+	assert_int_equal(ar_proxy_client_hello_sni(under, sizeof(under), name, sizeof(name)),
+			 AR_SNI_MORE);
+	/* another record type after a handshake record, a record past 16 KiB, a bad version */
+	n = build_hello(b, "a.test", 20);
+	b[25] = 23;
+	assert_int_equal(ar_proxy_client_hello_sni(b, n, name, sizeof(name)), AR_SNI_MALFORMED);
+	static const uint8_t huge_rec[] = {22, 3, 1, 0x40, 0x01};
+	assert_int_equal(ar_proxy_client_hello_sni(huge_rec, 5, name, sizeof(name)),
+			 AR_SNI_MALFORMED);
+	static const uint8_t v2[] = {22, 2, 0};
+	assert_int_equal(ar_proxy_client_hello_sni(v2, 3, name, sizeof(name)), AR_SNI_MALFORMED);
+	/* only a first byte that is not a handshake record is "not TLS" */
+	static const uint8_t ccs[] = {20, 3, 3, 0, 1, 1};
+	assert_int_equal(ar_proxy_client_hello_parse(ccs, sizeof(ccs), name, sizeof(name), &why),
+			 AR_SNI_NOT_TLS);
+	static const uint8_t one[] = {22};
+	assert_int_equal(ar_proxy_client_hello_sni(one, 1, name, sizeof(name)), AR_SNI_MORE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -258,6 +339,7 @@ int main(void)
 	    cmocka_unit_test(test_cidr),
 	    cmocka_unit_test(test_audit_line),
 	    cmocka_unit_test(test_client_hello_sni),
+	    cmocka_unit_test(test_client_hello_shapes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

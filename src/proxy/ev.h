@@ -1,0 +1,69 @@
+/* The proxy's event core, after redis's ae.c: epoll with a callback and argument per
+ * descriptor, a binary heap of timers, deferred frees, and an eventfd to wake the loop
+ * from another thread. It knows nothing of HTTP, clients or DNS: a new kind of socket
+ * (a transparent listener, a DNS stub) is one more ev_io with its own callback. */
+#ifndef AGENTRUN_PROXY_EV_H
+#define AGENTRUN_PROXY_EV_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agentrun/error.h"
+
+struct ev_loop;
+
+/* Called with the epoll events; `fn` NULL marks a stopped watcher whose events still
+ * queued in the current batch are ignored. */
+typedef void ev_io_fn(void *arg, uint32_t events);
+struct ev_io {
+	ev_io_fn *fn;
+	void *arg;
+};
+
+typedef void ev_timer_fn(void *arg);
+struct ev_timer {
+	int64_t when;  /* CLOCK_MONOTONIC ms */
+	uint32_t slot; /* index in the heap + 1; 0 when not armed */
+	ev_timer_fn *fn;
+	void *arg;
+};
+
+struct ev_loop {
+	int epfd;
+	int wakefd;
+	struct ev_io wake_io;
+	ev_io_fn *on_wake; /* after the eventfd was drained */
+	void *wake_arg;
+	int64_t now; /* refreshed before every batch */
+	struct ev_timer **heap;
+	size_t n_heap, cap_heap;
+	void **grave;
+	size_t n_grave, cap_grave;
+	atomic_bool stop;
+};
+
+int64_t ev_clock_ms(void);
+int ev_init(struct ev_loop *l, ar_error_t *err);
+void ev_free(struct ev_loop *l);
+/* Register / change / forget a descriptor (edge- or level-triggered as `events` says). */
+int ev_add(struct ev_loop *l, int fd, uint32_t events, struct ev_io *io);
+int ev_mod(struct ev_loop *l, int fd, uint32_t events, struct ev_io *io);
+void ev_del(struct ev_loop *l, int fd, struct ev_io *io);
+/* Arm (or move) a timer to fire at `when`; disarm it. */
+void ev_timer_at(struct ev_loop *l, struct ev_timer *t, int64_t when);
+void ev_timer_stop(struct ev_loop *l, struct ev_timer *t);
+/* Free obj after the current batch: events already queued for it are still safe. */
+void ev_defer_free(struct ev_loop *l, void *obj);
+/* Free the deferred objects now (outside a batch: at shutdown). */
+void ev_collect(struct ev_loop *l);
+/* Wait at most max_ms (-1: until an event or the next timer), dispatch the events,
+ * fire due timers, free the deferred objects. -1 on an epoll error. */
+int ev_run_once(struct ev_loop *l, int max_ms, ar_error_t *err);
+/* Milliseconds until the next timer (max_ms when none is sooner). */
+int ev_next_timeout(const struct ev_loop *l, int max_ms);
+/* From any thread or a signal handler: make ev_run_once return soon. */
+void ev_wake(struct ev_loop *l);
+
+#endif
