@@ -96,26 +96,19 @@ static void mounts(const struct ar_policy *p, struct jw *w)
 	ar_jw_close(w, ']');
 }
 
+static void env_str(const char *key, const char *value, void *data)
+{
+	ar_autofree char *v = ar_xasprintf("%s=%s", key, value);
+	ar_jw_str(data, NULL, v);
+}
+
 static void env(const struct ar_policy *p, struct jw *w)
 {
-	static const char *const proxy_vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
-						 "https_proxy"};
-	static const char *const no_proxy_vars[] = {"NO_PROXY", "no_proxy"};
-
 	ar_jw_open(w, "env", '[');
 	if (ar_policy_getenv(p, "PATH") == NULL)
 		ar_jw_str(w, NULL, DEFAULT_PATH);
-	if (p->network == AR_NETWORK_PROXY) {
-		for (size_t i = 0; i < AR_ARRAY_SIZE(proxy_vars); i++) {
-			ar_autofree char *v = ar_xasprintf("%s=%s", proxy_vars[i], p->proxy_url);
-			ar_jw_str(w, NULL, v);
-		}
-		for (size_t i = 0; i < AR_ARRAY_SIZE(no_proxy_vars); i++) {
-			ar_autofree char *v =
-			    ar_xasprintf("%s=localhost,127.0.0.1", no_proxy_vars[i]);
-			ar_jw_str(w, NULL, v);
-		}
-	}
+	if (p->network == AR_NETWORK_PROXY)
+		ar_proxy_env_foreach(p->proxy_url, env_str, w);
 	for (size_t i = 0; i < p->n_env; i++) {
 		ar_autofree char *v = ar_xasprintf("%s=%s", p->env[i].key, p->env[i].value);
 		ar_jw_str(w, NULL, v);

@@ -1,0 +1,225 @@
+/* The state of live sandboxes under AR_NET_STATE_ROOT/NAME/ (docs/network.md):
+ * `state`, key=value lines written atomically (pids with their start times, so a
+ * reused PID is never taken for the owner, addresses, audit path, policy, cgroups).
+ * gc removes what is left of sandboxes whose agentrun is gone, and only those: other
+ * sandboxes run beside it. Finished audits stay in AR_NET_STATE_ROOT/audit/. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agentrun/cgroup.h"
+#include "agentrun/net.h"
+#include "agentrun/util.h"
+#include "net-internal.h"
+
+uint64_t ar_net_proc_start(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	ar_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd == -1)
+		return 0;
+	ssize_t n = TEMP_FAILURE_RETRY(read(fd, buf, sizeof(buf) - 1));
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* the command name may hold spaces and parentheses: count from the last ')' */
+	char *p = strrchr(buf, ')');
+	unsigned long long start = 0;
+	if (p == NULL ||
+	    sscanf(p + 2,
+		   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+		   "%*d %*d %llu",
+		   &start) != 1)
+		return 0;
+	return start;
+}
+
+bool ar_net_proc_alive(pid_t pid, uint64_t start)
+{
+	return pid > 0 && ar_net_proc_start(pid) == start && start != 0;
+}
+
+const char *ar_net_state_dir(const char *name)
+{
+	static char path[sizeof(AR_NET_STATE_ROOT) + AR_POLICY_NAME_MAX + 24];
+	snprintf(path, sizeof(path), "%s/%s", AR_NET_STATE_ROOT, name);
+	return path;
+}
+
+char *ar_net_audit_path(const char *name)
+{
+	return ar_xasprintf("%s/audit/%s.jsonl", AR_NET_STATE_ROOT, name);
+}
+
+int ar_net_state_write(const struct ar_net_state *s, ar_error_t *err)
+{
+	ar_autobuf struct ar_buf b = {0};
+	ar_autofree char *dir = ar_xstrdup(ar_net_state_dir(s->name));
+	ar_autofree char *file = ar_xasprintf("%s/state", dir);
+
+	if (net_mkdir_root(NULL, err) == -1)
+		return -1;
+	if (mkdir(dir, 0700) == -1 && errno != EEXIST)
+		return ar_error_make(err, errno, "mkdir `%s`", dir);
+	ar_buf_printf(&b,
+		      "name=%s\nowner=%d\nowner_start=%" PRIu64 "\npid=%d\nproxy_pid=%d\n"
+		      "proxy_start=%" PRIu64 "\nstarted=%" PRId64 "\nnetwork=%s\n",
+		      s->name, (int)s->owner, s->owner_start, (int)s->pid, (int)s->proxy_pid,
+		      s->proxy_start, s->started, s->network);
+	ar_buf_printf(&b,
+		      "sandbox_ip=%s\nproxy_ip=%s\nport=%d\nnet_index=%" PRId64
+		      "\naudit=%s\npolicy=%s\ncgroup=%s\nproxy_cgroup=%s\n",
+		      s->sandbox_ip, s->proxy_ip, s->port, s->net_index, s->audit, s->policy,
+		      s->cgroup, s->proxy_cgroup);
+	return ar_write_file(file, b.data, b.len, err);
+}
+
+static void field(struct ar_net_state *s, const char *k, const char *v)
+{
+	static const struct {
+		const char *key;
+		size_t off, size;
+	} strs[] = {
+#define S(f) {#f, offsetof(struct ar_net_state, f), sizeof(((struct ar_net_state *)0)->f)}
+	    S(name),  S(network), S(sandbox_ip), S(proxy_ip),
+	    S(audit), S(policy),  S(cgroup),	 S(proxy_cgroup),
+#undef S
+	};
+	for (size_t i = 0; i < AR_ARRAY_SIZE(strs); i++)
+		if (strcmp(k, strs[i].key) == 0) {
+			snprintf((char *)s + strs[i].off, strs[i].size, "%s", v);
+			return;
+		}
+	long long n = strtoll(v, NULL, 10);
+	if (strcmp(k, "owner") == 0)
+		s->owner = (pid_t)n;
+	else if (strcmp(k, "owner_start") == 0)
+		s->owner_start = strtoull(v, NULL, 10);
+	else if (strcmp(k, "pid") == 0)
+		s->pid = (pid_t)n;
+	else if (strcmp(k, "proxy_pid") == 0)
+		s->proxy_pid = (pid_t)n;
+	else if (strcmp(k, "proxy_start") == 0)
+		s->proxy_start = strtoull(v, NULL, 10);
+	else if (strcmp(k, "started") == 0)
+		s->started = n;
+	else if (strcmp(k, "port") == 0)
+		s->port = (int)n;
+	else if (strcmp(k, "net_index") == 0)
+		s->net_index = n;
+}
+
+int ar_net_state_read(const char *name, struct ar_net_state *s, ar_error_t *err)
+{
+	ar_autofree char *file = ar_xasprintf("%s/state", ar_net_state_dir(name));
+	ar_autofree char *text = NULL;
+	char *save = NULL;
+
+	memset(s, 0, sizeof(*s));
+	s->net_index = -1;
+	if (ar_read_file(file, 1 << 16, &text, NULL, err) == -1)
+		return -1;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *eq = strchr(line, '=');
+		if (eq == NULL)
+			continue;
+		*eq = '\0';
+		field(s, line, eq + 1);
+	}
+	if (s->name[0] == '\0' || s->owner <= 0)
+		return ar_error_make(err, 0, "`%s`: not an agentrun state file", file);
+	return 0;
+}
+
+void ar_net_state_remove(const char *name)
+{
+	char *dir = ar_xstrdup(ar_net_state_dir(name));
+	ar_autofree char *file = ar_xasprintf("%s/state", dir);
+	unlink(file);
+	rmdir(dir);
+	free(dir);
+}
+
+int ar_net_state_foreach(int (*fn)(const struct ar_net_state *s, void *data), void *data)
+{
+	DIR *d = opendir(AR_NET_STATE_ROOT);
+	struct dirent *e;
+	int r = 0;
+
+	if (d == NULL)
+		return 0;
+	while (r == 0 && (e = readdir(d)) != NULL) {
+		ar_auto_error ar_error_t err = NULL;
+		struct ar_net_state s;
+		/* NAME-SUFFIX: never a dot-name (others' private state) nor net/, audit/ */
+		if (e->d_name[0] == '.' || strchr(e->d_name, '-') == NULL)
+			continue;
+		if (ar_net_state_read(e->d_name, &s, &err) == 0)
+			r = fn(&s, data);
+	}
+	closedir(d);
+	return r;
+}
+
+static void kill_if(pid_t pid, uint64_t start)
+{
+	if (ar_net_proc_alive(pid, start))
+		kill(pid, SIGKILL);
+}
+
+static int gc_one(const struct ar_net_state *s, void *data)
+{
+	int *n = data;
+	if (ar_net_proc_alive(s->owner, s->owner_start))
+		return 0;
+	/* PDEATHSIG killed them already; a start time that matches says it is still them */
+	kill_if(s->proxy_pid, s->proxy_start);
+	if (s->cgroup[0])
+		rmdir(s->cgroup);
+	if (s->proxy_cgroup[0])
+		rmdir(s->proxy_cgroup);
+	if (s->net_index >= 0) {
+		struct ar_net_plan plan = {.index = (uint32_t)s->net_index};
+		ar_net_release(&plan);
+	}
+	ar_net_state_remove(s->name);
+	(*n)++;
+	return 0;
+}
+
+/* Allocation entries of owners that left no state (killed between the two). */
+static void gc_entries(void)
+{
+	ar_auto_error ar_error_t err = NULL;
+	int fd = net_lock_entries(&err);
+	if (fd == -1)
+		return;
+	DIR *d = fdopendir(fd);
+	struct dirent *e;
+	if (d == NULL) {
+		close(fd);
+		return;
+	}
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.' && !net_entry_live(fd, e->d_name))
+			unlinkat(fd, e->d_name, 0);
+	closedir(d);
+}
+
+int ar_net_gc(void)
+{
+	int n = 0;
+	ar_net_state_foreach(gc_one, &n);
+	gc_entries();
+	ar_cgroup_sweep();
+	return n;
+}
