@@ -186,6 +186,7 @@ struct ar_net {
 	struct ar_net_state state;
 	bool state_written;
 	bool allocated;
+	bool audit_default; /* the audit is ours to remove when it stayed empty */
 	struct ar_net_plan plan; /* network: proxy */
 	struct ar_net_topology topo;
 	struct ar_net_proxy proxy;

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +37,7 @@ static int start_proxy(struct ar_net *n, const struct ar_net_opts *o, ar_error_t
 	if (o->proxy_log && (log_fd = open_append(o->proxy_log, err)) == -1)
 		return ar_error_wrap(err, "--proxy-log");
 	snprintf(n->state.audit, sizeof(n->state.audit), "%s", audit);
+	n->audit_default = o->audit_path == NULL;
 	snprintf(cgname, sizeof(cgname), "agentrun-%s-proxy-%d", n->p->name, (int)getpid());
 	struct ar_net_proxy_opts po = {
 	    .policy = n->p,
@@ -145,6 +147,11 @@ void ar_net_stop(struct ar_net *n)
 	if (n->allocated)
 		ar_net_release(&n->plan);
 	n->allocated = false;
+	/* an audit without a single request (a failed start, no traffic) says nothing */
+	struct stat st;
+	if (n->audit_default && stat(n->state.audit, &st) == 0 && st.st_size == 0)
+		unlink(n->state.audit);
+	n->audit_default = false;
 	if (n->state_written)
 		ar_net_state_remove(n->state.name);
 	n->state_written = false;
