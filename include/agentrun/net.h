@@ -171,6 +171,10 @@ int ar_net_state_foreach(int (*fn)(const struct ar_net_state *s, void *data), vo
 int ar_net_gc(void);
 /* Where finished audits are kept: AR_NET_STATE_ROOT/audit/NAME.jsonl. */
 char *ar_net_audit_path(const char *name);
+/* `agentrun audit ARG`: a file path as given; else the audit of sandbox ARG (live:
+ * its state names it; finished: audit/ARG.jsonl); else the newest of the sandboxes
+ * of policy ARG (audit/ARG-PID.jsonl), with a note saying so when there are several. */
+char *ar_net_audit_resolve(const char *arg, char **note, ar_error_t *err);
 
 /* ---- One sandbox's network and state, as `run` uses them (src/net/net.c). ---- */
 
@@ -186,7 +190,7 @@ struct ar_net {
 	struct ar_net_state state;
 	bool state_written;
 	bool allocated;
-	bool audit_default; /* the audit is ours to remove when it stayed empty */
+	bool audit_default;	 /* the audit is ours to remove when it stayed empty */
 	struct ar_net_plan plan; /* network: proxy */
 	struct ar_net_topology topo;
 	struct ar_net_proxy proxy;

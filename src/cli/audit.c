@@ -9,6 +9,7 @@
 #include "agentrun/audit.h"
 #include "agentrun/cli.h"
 #include "agentrun/log.h"
+#include "agentrun/net.h"
 #include "agentrun/util.h"
 
 struct audit_opts {
@@ -18,13 +19,15 @@ struct audit_opts {
 
 static void usage(void)
 {
-	printf("Usage: agentrun audit FILE [--json]\n\n"
-	       "Summarise a proxy audit log (JSON Lines): per-host allowed and denied request\n"
-	       "counts, bytes out and in, and a closing summary line.\n\n"
-	       "  --json     print {\"entries\": [...], \"hosts\": {...}, \"summary\": {...}}\n"
-	       "  -h, --help this help\n\n"
-	       "Exit status: 0 ok, 2 bad input (missing or unreadable file, bad flag).\n"
-	       "Lines that are not audit objects are counted and reported on stderr.\n");
+	printf(
+	    "Usage: agentrun audit FILE|NAME [--json]\n\n"
+	    "Summarise a proxy audit log (JSON Lines): per-host allowed and denied request\n"
+	    "counts, bytes out and in, and a closing summary line. NAME is a sandbox as\n"
+	    "`agentrun ps` lists it (live or finished), or a policy name: its newest sandbox.\n\n"
+	    "  --json     print {\"entries\": [...], \"hosts\": {...}, \"summary\": {...}}\n"
+	    "  -h, --help this help\n\n"
+	    "Exit status: 0 ok, 2 bad input (missing or unreadable file, bad flag).\n"
+	    "Lines that are not audit objects are counted and reported on stderr.\n");
 }
 
 static int parse_opts(int argc, char **argv, struct audit_opts *o)
@@ -51,7 +54,7 @@ static int parse_opts(int argc, char **argv, struct audit_opts *o)
 		}
 	}
 	if (optind == argc)
-		return ar_cli_usage_error("audit", -AR_EXIT_USAGE, "missing FILE");
+		return ar_cli_usage_error("audit", -AR_EXIT_USAGE, "missing FILE or NAME");
 	if (optind != argc - 1)
 		return ar_cli_usage_error("audit", -AR_EXIT_USAGE, "unexpected argument `%s`",
 					  argv[optind + 1]);
@@ -64,6 +67,8 @@ int ar_cmd_audit(int argc, char **argv)
 	struct audit_opts o = {0};
 	ar_auto_error ar_error_t err = NULL;
 	ar_autofree char *data = NULL;
+	ar_autofree char *file = NULL;
+	ar_autofree char *note = NULL;
 	ar_autobuf struct ar_buf out = {0};
 	struct ar_audit_summary s;
 	size_t len = 0;
@@ -71,7 +76,10 @@ int ar_cmd_audit(int argc, char **argv)
 	int r = parse_opts(argc, argv, &o);
 	if (r != 0)
 		return r > 0 ? AR_EXIT_OK : -r;
-	if (ar_read_file(o.file, 1u << 30, &data, &len, &err) < 0) {
+	file = ar_net_audit_resolve(o.file, &note, &err);
+	if (note != NULL)
+		ar_warn("audit: %s", note);
+	if (file == NULL || ar_read_file(file, 1u << 30, &data, &len, &err) < 0) {
 		ar_error_wrap(&err, "audit");
 		ar_error_print(&err);
 		return AR_EXIT_USAGE;
@@ -79,7 +87,7 @@ int ar_cmd_audit(int argc, char **argv)
 	ar_audit_summarize(data, len, &s);
 	if (s.invalid_lines > 0)
 		ar_warn("audit: %s: %" PRIu64 " line(s) are not audit entries (first: line %zu)",
-			o.file, s.invalid_lines, s.first_invalid);
+			file, s.invalid_lines, s.first_invalid);
 	if (o.json)
 		ar_audit_format_json(&s, &out);
 	else

@@ -19,6 +19,8 @@ static const struct command commands[] = {
     {"check", ar_cmd_check, "report drift of a container, sandbox or process from a policy"},
     {"audit", ar_cmd_audit, "summarise a proxy audit log"},
     {"version", ar_cmd_version, "print the version"},
+    {"ps", ar_cmd_ps, "list the live sandboxes"},
+    {"gc", ar_cmd_gc, "remove what dead sandboxes left behind"},
 };
 
 static void usage(FILE *out)

@@ -90,12 +90,17 @@ static int close_inherited(struct child *c, ar_error_t *err)
 
 static int enter_cgroup(struct child *c, ar_error_t *err)
 {
-	if (c->n_cg_self > 0)
-		return ar_cgroup_enter_self(c->cg, c->cg_self, c->n_cg_self, err);
 	char b;
-	if (c->cg != NULL && TEMP_FAILURE_RETRY(read(c->go, &b, 1)) != 1)
+	int r = 0;
+	if (c->n_cg_self > 0)
+		r = ar_cgroup_enter_self(c->cg, c->cg_self, c->n_cg_self, err);
+	else if (c->cg != NULL && TEMP_FAILURE_RETRY(read(c->go, &b, 1)) != 1)
 		_exit(1); /* the parent failed and says so */
-	return 0;
+	for (size_t i = 0; i < c->n_cg_self; i++)
+		close(c->cg_self[i]);
+	c->n_cg_self = 0;
+	close(c->go);
+	return r;
 }
 
 static int bind_ro(const char *src, const char *name, bool dev, ar_error_t *err)
@@ -208,6 +213,7 @@ static const struct {
     {mount_view},	/* nothing of the host's files but the resolver's */
     {build_proxy},	/* while the resolver's files are still readable by uid 0 */
     {drop_privileges},	/* uid 65534, no capabilities in any set */
+    {die_with_parent},	/* again: the uid change cleared PDEATHSIG */
     {confine_syscalls}, /* no_new_privs, seccomp/proxy.json, last */
 };
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agentrun/cgroup.h"
@@ -20,7 +21,8 @@
 #include "agentrun/util.h"
 #include "net-internal.h"
 
-uint64_t ar_net_proc_start(pid_t pid)
+/* The start time, and the state letter (a zombie has died: Z, X). */
+static uint64_t proc_stat(pid_t pid, char *state)
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -36,16 +38,24 @@ uint64_t ar_net_proc_start(pid_t pid)
 	unsigned long long start = 0;
 	if (p == NULL ||
 	    sscanf(p + 2,
-		   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+		   "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
 		   "%*d %*d %llu",
-		   &start) != 1)
+		   state, &start) != 2)
 		return 0;
 	return start;
 }
 
+uint64_t ar_net_proc_start(pid_t pid)
+{
+	char state;
+	return proc_stat(pid, &state);
+}
+
 bool ar_net_proc_alive(pid_t pid, uint64_t start)
 {
-	return pid > 0 && ar_net_proc_start(pid) == start && start != 0;
+	char state = 'Z';
+	return pid > 0 && start != 0 && proc_stat(pid, &state) == start && state != 'Z' &&
+	       state != 'X';
 }
 
 const char *ar_net_state_dir(const char *name)
@@ -222,4 +232,71 @@ int ar_net_gc(void)
 	gc_entries();
 	ar_cgroup_sweep();
 	return n;
+}
+
+static bool is_file(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The newest AR_NET_STATE_ROOT/audit/NAME-*.jsonl, NULL when there is none. */
+static char *newest_audit(const char *name, size_t *count)
+{
+	ar_autofree char *dir = ar_xasprintf("%s/audit", AR_NET_STATE_ROOT);
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char *best = NULL;
+	time_t best_time = 0;
+	size_t len = strlen(name);
+
+	*count = 0;
+	if (d == NULL)
+		return NULL;
+	while ((e = readdir(d)) != NULL) {
+		struct stat st;
+		const char *dash = e->d_name + len;
+		if (strncmp(e->d_name, name, len) != 0 || *dash != '-' ||
+		    strchr(dash + 1, '-') != NULL || strstr(dash, ".jsonl") == NULL)
+			continue;
+		char *path = ar_xasprintf("%s/%s", dir, e->d_name);
+		if (stat(path, &st) == 0 && (best == NULL || st.st_mtime >= best_time)) {
+			free(best);
+			best = steal_pointer(&path);
+			best_time = st.st_mtime;
+		}
+		free(path);
+		(*count)++;
+	}
+	closedir(d);
+	return best;
+}
+
+char *ar_net_audit_resolve(const char *arg, char **note, ar_error_t *err)
+{
+	struct ar_net_state s;
+	ar_auto_error ar_error_t ignored = NULL;
+	size_t n = 0;
+
+	*note = NULL;
+	if (strchr(arg, '/') != NULL || is_file(arg))
+		return ar_xstrdup(arg);
+	if (strchr(arg, '.') == NULL && ar_net_state_read(arg, &s, &ignored) == 0 && s.audit[0])
+		return ar_xstrdup(s.audit);
+	char *path = ar_net_audit_path(arg);
+	if (strchr(arg, '.') == NULL && is_file(path))
+		return path;
+	free(path);
+	path = strchr(arg, '.') == NULL ? newest_audit(arg, &n) : NULL;
+	if (path == NULL) {
+		ar_error_make(
+		    err, ENOENT,
+		    "`%s`: no such file, and no sandbox of that name has an audit in %s/audit", arg,
+		    AR_NET_STATE_ROOT);
+		return NULL;
+	}
+	if (n > 1)
+		*note = ar_xasprintf("%zu sandboxes named %s have an audit; showing the newest, %s",
+				     n, arg, path);
+	return path;
 }
