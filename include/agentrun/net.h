@@ -55,6 +55,10 @@ uint32_t ar_net_range_count(const struct ar_net_range *r);
 /* The plan of the index-th /30 (index < count). */
 void ar_net_plan_at(const struct ar_net_range *r, uint32_t index, int port,
 		    struct ar_net_plan *out);
+/* The plan whose sandbox address is `sandbox`; -1 when no /30 of the range has it
+ * as its second address. */
+int ar_net_plan_of(const struct ar_net_range *r, struct in_addr sandbox, int port,
+		   struct ar_net_plan *out);
 /* The range in force: $AGENTRUN_NET_RANGE, else AR_NET_DEFAULT_RANGE. */
 int ar_net_range_current(struct ar_net_range *out, ar_error_t *err);
 
@@ -164,6 +168,12 @@ int ar_net_state_read(const char *name, struct ar_net_state *s, ar_error_t *err)
 void ar_net_state_remove(const char *name);
 /* The state directory path of NAME (static buffer). */
 const char *ar_net_state_dir(const char *name);
+/* The live sandbox whose netns pid is in (its init, its command or any process in
+ * it): 0 and *out, or -1. */
+int ar_net_state_find_pid(pid_t pid, struct ar_net_state *out);
+/* The sandbox's command: the first child of its init (the init itself when it has
+ * none yet). */
+pid_t ar_net_state_command_pid(const struct ar_net_state *s);
 /* Visit every state directory (live or not). */
 int ar_net_state_foreach(int (*fn)(const struct ar_net_state *s, void *data), void *data);
 /* Remove what is left of sandboxes whose agentrun is gone: their proxy, cgroups,

@@ -64,3 +64,14 @@ int ar_net_range_current(struct ar_net_range *out, ar_error_t *err)
 		return env && *env ? ar_error_wrap(err, "%s", AR_NET_RANGE_ENV) : -1;
 	return 0;
 }
+
+int ar_net_plan_of(const struct ar_net_range *r, struct in_addr sandbox, int port,
+		   struct ar_net_plan *out)
+{
+	uint32_t a = ntohl(sandbox.s_addr);
+	uint32_t mask = ~0u << (32 - r->prefix);
+	if ((a & mask) != r->base || (a & 3) != 2)
+		return -1;
+	ar_net_plan_at(r, (a - r->base) / 4, port, out);
+	return 0;
+}

@@ -300,3 +300,54 @@ char *ar_net_audit_resolve(const char *arg, char **note, ar_error_t *err)
 				     n, arg, path);
 	return path;
 }
+
+struct find_ctx {
+	char netns[64];
+	struct ar_net_state *out;
+	bool found;
+};
+
+static int find_netns(const struct ar_net_state *s, void *data)
+{
+	struct find_ctx *c = data;
+	char path[64], link[64];
+	ssize_t n;
+	if (!ar_net_proc_alive(s->owner, s->owner_start) || s->pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)s->pid);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return 0;
+	link[n] = '\0';
+	if (strcmp(link, c->netns) != 0)
+		return 0;
+	*c->out = *s;
+	c->found = true;
+	return 1;
+}
+
+int ar_net_state_find_pid(pid_t pid, struct ar_net_state *out)
+{
+	struct find_ctx c = {.out = out};
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	ssize_t n = readlink(path, c.netns, sizeof(c.netns) - 1);
+	if (n <= 0)
+		return -1;
+	c.netns[n] = '\0';
+	ar_net_state_foreach(find_netns, &c);
+	return c.found ? 0 : -1;
+}
+
+pid_t ar_net_state_command_pid(const struct ar_net_state *s)
+{
+	char path[64], buf[64];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)s->pid, (int)s->pid);
+	ar_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd == -1 ? -1 : TEMP_FAILURE_RETRY(read(fd, buf, sizeof(buf) - 1));
+	if (n <= 0)
+		return s->pid;
+	buf[n] = '\0';
+	long child = strtol(buf, NULL, 10);
+	return child > 0 ? (pid_t)child : s->pid;
+}
