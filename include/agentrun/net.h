@@ -200,18 +200,23 @@ struct ar_net {
 	struct ar_net_state state;
 	bool state_written;
 	bool allocated;
-	bool audit_default;	 /* the audit is ours to remove when it stayed empty */
+	bool audit_default; /* the audit is ours to remove when it stayed empty */
+	bool no_cgroups;
+	int audit_fd; /* opened before the clone, handed to the proxy after it */
+	int log_fd;
 	struct ar_net_plan plan; /* network: proxy */
 	struct ar_net_topology topo;
 	struct ar_net_proxy proxy;
 };
 
-/* Before the clone: gc, the unique name, and for `network: proxy` the /30, the proxy
- * netns with its listener, and the proxy process; the state is written. On failure
- * everything made so far is undone (ar_net_stop is still safe). */
+/* Before the clone: gc, the unique name, and for `network: proxy` the /30 and the audit
+ * and log files; the state is written. On failure everything made so far is undone
+ * (ar_net_stop is still safe). */
 int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_net_opts *o,
 		 ar_error_t *err);
-/* After the clone: wire the sandbox's netns (by PID) and wait until the proxy serves. */
+/* After the clone, while the sandbox builds its root: the proxy netns with its listener,
+ * the proxy process, the veth into the sandbox's netns (by PID); then wait until the
+ * proxy serves. */
 int ar_net_attach(struct ar_net *n, pid_t sandbox_pid, const char *cgroup_dir, ar_error_t *err);
 /* The proxy URL for the environment, NULL without the proxy network. */
 const char *ar_net_proxy_url(const struct ar_net *n);

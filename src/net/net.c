@@ -15,6 +15,13 @@
 #include "agentrun/util.h"
 #include "net-internal.h"
 
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
 static int open_append(const char *path, ar_error_t *err)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -23,39 +30,27 @@ static int open_append(const char *path, ar_error_t *err)
 	return fd;
 }
 
-static int start_proxy(struct ar_net *n, const struct ar_net_opts *o, ar_error_t *err)
+/* Before the clone: the files, so a bad --audit or --proxy-log fails before anything
+ * runs. */
+static int open_files(struct ar_net *n, const struct ar_net_opts *o, ar_error_t *err)
 {
-	char cgname[AR_POLICY_NAME_MAX + 48];
 	ar_autofree char *audit =
 	    o->audit_path ? ar_xstrdup(o->audit_path) : ar_net_audit_path(n->state.name);
-	ar_autoclose int audit_fd = -1, log_fd = -1;
 
 	if (o->audit_path == NULL && net_mkdir_root("audit", err) == -1)
 		return -1;
-	if ((audit_fd = open_append(audit, err)) == -1)
+	if ((n->audit_fd = open_append(audit, err)) == -1)
 		return ar_error_wrap(err, "audit");
-	if (o->proxy_log && (log_fd = open_append(o->proxy_log, err)) == -1)
-		return ar_error_wrap(err, "--proxy-log");
 	snprintf(n->state.audit, sizeof(n->state.audit), "%s", audit);
 	n->audit_default = o->audit_path == NULL;
-	snprintf(cgname, sizeof(cgname), "agentrun-%s-proxy-%d", n->p->name, (int)getpid());
-	struct ar_net_proxy_opts po = {
-	    .policy = n->p,
-	    .listener = n->topo.listener,
-	    .audit_fd = audit_fd,
-	    .log_fd = log_fd >= 0 ? log_fd : 2,
-	    .cgroup_name = o->no_cgroups ? NULL : cgname,
-	};
-	if (ar_net_proxy_start(&po, &n->proxy, err) == -1)
-		return -1;
-	n->state.proxy_pid = n->proxy.pid;
-	n->state.proxy_start = n->proxy.start;
-	if (n->proxy.cg != NULL)
-		snprintf(n->state.proxy_cgroup, sizeof(n->state.proxy_cgroup), "%s",
-			 ar_cgroup_path(n->proxy.cg));
+	if (o->proxy_log && (n->log_fd = open_append(o->proxy_log, err)) == -1)
+		return ar_error_wrap(err, "--proxy-log");
 	return 0;
 }
 
+/* The /30 only: the namespaces and the proxy come after the clone (ar_net_attach), so
+ * the sandbox inherits none of their descriptors and they are made while it builds its
+ * root. */
 static int start_network(struct ar_net *n, const struct ar_net_opts *o, ar_error_t *err)
 {
 	struct ar_net_range range;
@@ -73,15 +68,40 @@ static int start_network(struct ar_net *n, const struct ar_net_opts *o, ar_error
 	snprintf(n->state.sandbox_ip, sizeof(n->state.sandbox_ip), "%s", n->plan.sandbox_ip);
 	snprintf(n->state.proxy_ip, sizeof(n->state.proxy_ip), "%s", n->plan.proxy_ip);
 	n->state.port = n->plan.port;
-	if (ar_net_topology_open(&n->topo, &n->plan, err) == -1)
+	return open_files(n, o, err);
+}
+
+static int start_proxy(struct ar_net *n, ar_error_t *err)
+{
+	char cgname[AR_POLICY_NAME_MAX + 48];
+
+	snprintf(cgname, sizeof(cgname), "agentrun-%s-proxy-%d", n->p->name, (int)getpid());
+	struct ar_net_proxy_opts po = {
+	    .policy = n->p,
+	    .listener = n->topo.listener,
+	    .audit_fd = n->audit_fd,
+	    .log_fd = n->log_fd >= 0 ? n->log_fd : 2,
+	    .cgroup_name = n->no_cgroups ? NULL : cgname,
+	};
+	if (ar_net_proxy_start(&po, &n->proxy, err) == -1)
 		return -1;
-	return start_proxy(n, o, err);
+	n->state.proxy_pid = n->proxy.pid;
+	n->state.proxy_start = n->proxy.start;
+	if (n->proxy.cg != NULL)
+		snprintf(n->state.proxy_cgroup, sizeof(n->state.proxy_cgroup), "%s",
+			 ar_cgroup_path(n->proxy.cg));
+	return 0;
 }
 
 int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_net_opts *o,
 		 ar_error_t *err)
 {
-	*n = (struct ar_net){.p = p, .topo = {-1, -1, -1, -1}, .proxy = {.pid = -1, .report = -1}};
+	*n = (struct ar_net){.p = p,
+			     .topo = {-1, -1, -1, -1},
+			     .proxy = {.pid = -1, .report = -1},
+			     .audit_fd = -1,
+			     .log_fd = -1,
+			     .no_cgroups = o->no_cgroups};
 	n->state.net_index = -1;
 	if (geteuid() == 0)
 		ar_net_gc();
@@ -118,6 +138,12 @@ int ar_net_attach(struct ar_net *n, pid_t sandbox_pid, const char *cgroup_dir, a
 		ar_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd == -1)
 			return ar_error_make(err, errno, "network: open `%s`", path);
+		if (ar_net_topology_open(&n->topo, &n->plan, err) == -1 ||
+		    start_proxy(n, err) == -1)
+			return -1;
+		/* the proxy has its copies now */
+		close_fd(&n->audit_fd);
+		close_fd(&n->log_fd);
 		if (ar_net_topology_wire(&n->topo, fd, err) == -1)
 			return -1;
 		if (ar_net_proxy_ready(&n->proxy, err) == -1)
@@ -144,6 +170,8 @@ void ar_net_stop(struct ar_net *n)
 		return; /* never started */
 	ar_net_proxy_stop(&n->proxy);
 	ar_net_topology_close(&n->topo);
+	close_fd(&n->audit_fd);
+	close_fd(&n->log_fd);
 	if (n->allocated)
 		ar_net_release(&n->plan);
 	n->allocated = false;

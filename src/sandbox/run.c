@@ -2,10 +2,11 @@
  * (nsjail's containProc). Each step is a small function here or in its own file;
  * the order below is the order of the sandbox:
  *
- *   preflight -> prepare -> signals blocked -> network (gc, state, proxy netns +
- *   listener, proxy process) -> environment -> cgroup (v2; v1: only planned) -> clone
- *   (child: child.c) -> uid/gid maps -> release the child's setup -> veth into the
- *   child's netns, proxy ready -> v1 cgroup creation, or v2 membership -> release the
+ *   preflight -> prepare -> signals blocked -> network (gc, name and state, the /30,
+ *   audit file) -> environment -> cgroup (v2; v1: only planned) -> clone (child:
+ *   child.c) -> uid/gid maps -> release the child's setup -> proxy netns + listener,
+ *   proxy process, veth into the child's netns, proxy ready -> v1 cgroup creation, or
+ *   v2 membership -> release the
  *   command -> wait, forwarding signals, watching the proxy -> the child's report ->
  *   teardown
  *
@@ -75,10 +76,9 @@ static int prepare(struct sandbox *sb, ar_error_t *err)
 }
 
 /* The network (DESIGN §7, src/net/): gc of dead sandboxes, this sandbox's name and
- * state; for `network: proxy` the /30, the proxy netns with the listener, and the
- * confined proxy process, which starts on the other CPU while the sandbox is built.
- * `none` is the bare network namespace the clone creates (loopback only, brought up
- * by the child). The environment follows: it carries the listener's address. */
+ * state; for `network: proxy` the /30 and the audit file. `none` is the bare network
+ * namespace the clone creates (loopback only, brought up by the child). The
+ * environment follows: it carries the listener's address. */
 static int network(struct sandbox *sb, ar_error_t *err)
 {
 	struct ar_net_opts o = {
@@ -93,8 +93,10 @@ static int network(struct sandbox *sb, ar_error_t *err)
 	return 0;
 }
 
-/* The veth into the child's netns (created in place there) while the child builds its
- * root, then the proxy's go-ahead: the command never runs without its proxy. */
+/* While the child builds its root: the proxy netns and listener, the confined proxy
+ * (made after the clone, so the sandbox inherits none of their descriptors), the veth
+ * into the child's netns (created in place there); then the proxy's go-ahead: the
+ * command never runs without its proxy. */
 static int network_attach(struct sandbox *sb, ar_error_t *err)
 {
 	return ar_net_attach(&sb->net, sb->pid, sb->cg ? ar_cgroup_path(sb->cg) : NULL, err);
