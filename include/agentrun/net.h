@@ -176,8 +176,9 @@ int ar_net_state_find_pid(pid_t pid, struct ar_net_state *out);
 pid_t ar_net_state_command_pid(const struct ar_net_state *s);
 /* Visit every state directory (live or not). */
 int ar_net_state_foreach(int (*fn)(const struct ar_net_state *s, void *data), void *data);
-/* Remove what is left of sandboxes whose agentrun is gone: their proxy, cgroups,
- * address and state. Touches nothing whose owner is alive. Returns how many. */
+/* Remove what is left of sandboxes whose agentrun is gone: their proxy, the cgroups
+ * their state names, address and state (ar_cgroup_sweep does the rest of the cgroups). Touches
+ * nothing whose owner is alive. Returns how many. */
 int ar_net_gc(void);
 /* Where finished audits are kept: AR_NET_STATE_ROOT/audit/NAME.jsonl. */
 char *ar_net_audit_path(const char *name);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agentrun/cgroup.h"
 #include "agentrun/cli.h"
 #include "agentrun/net.h"
 
@@ -26,6 +27,8 @@ int ar_cmd_gc(int argc, char **argv)
 		return AR_EXIT_USAGE;
 	}
 	int n = ar_net_gc();
+	/* run's cgroup manager sweeps at every start; an explicit gc does it too */
+	ar_cgroup_sweep();
 	printf("removed %d dead sandbox(es)\n", n);
 	return AR_EXIT_OK;
 }

@@ -197,6 +197,14 @@ static int drop_privileges(struct child *c, ar_error_t *err)
 	return 0;
 }
 
+/* Compiled here, not in agentrun: the proxy's start is on the sandbox's critical path,
+ * and this side runs beside the sandbox's own setup. */
+static int compile_seccomp(struct child *c, ar_error_t *err)
+{
+	return ar_seccomp_parse(ar_seccomp_proxy_json, ar_seccomp_proxy_json_len,
+				"seccomp/proxy.json", &c->seccomp, err);
+}
+
 static int confine_syscalls(struct child *c, ar_error_t *err)
 {
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
@@ -212,6 +220,7 @@ static const struct {
     {enter_cgroup},	/* its own small memory/pids limit */
     {mount_view},	/* nothing of the host's files but the resolver's */
     {build_proxy},	/* while the resolver's files are still readable by uid 0 */
+    {compile_seccomp},	/* the embedded profile */
     {drop_privileges},	/* uid 65534, no capabilities in any set */
     {die_with_parent},	/* again: the uid change cleared PDEATHSIG */
     {confine_syscalls}, /* no_new_privs, seccomp/proxy.json, last */
@@ -303,7 +312,6 @@ int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *p
 	close(go[1]);
 	close(rep[1]);
 	close_child_fds(&c);
-	ar_seccomp_free(c.seccomp);
 	return 0;
 fail:
 	for (int i = 0; i < 2; i++) {
@@ -313,7 +321,6 @@ fail:
 			close(rep[i]);
 	}
 	close_child_fds(&c);
-	ar_seccomp_free(c.seccomp);
 	ar_net_proxy_stop(px);
 	return -1;
 }

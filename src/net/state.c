@@ -230,7 +230,6 @@ int ar_net_gc(void)
 	int n = 0;
 	ar_net_state_foreach(gc_one, &n);
 	gc_entries();
-	ar_cgroup_sweep();
 	return n;
 }
 
