@@ -211,13 +211,13 @@ struct ar_net {
 };
 
 /* Before the clone: gc, the unique name, and for `network: proxy` the /30 and the audit
- * and log files; the state is written. On failure everything made so far is undone
- * (ar_net_stop is still safe). */
+ * and log files. On failure everything made so far is undone (ar_net_stop is still
+ * safe). */
 int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_net_opts *o,
 		 ar_error_t *err);
 /* After the clone, while the sandbox builds its root: the proxy netns with its listener,
  * the proxy process, the veth into the sandbox's netns (by PID); then wait until the
- * proxy serves. */
+ * proxy serves, and write the state (network: proxy only). */
 int ar_net_attach(struct ar_net *n, pid_t sandbox_pid, const char *cgroup_dir, ar_error_t *err);
 /* The proxy URL for the environment, NULL without the proxy network. */
 const char *ar_net_proxy_url(const struct ar_net *n);

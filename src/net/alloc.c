@@ -18,14 +18,18 @@
 #include "agentrun/util.h"
 #include "net-internal.h"
 
+/* access() first: on a disk-backed /run a mkdir that finds the name still takes the
+ * directory's lock and, under load, milliseconds. */
 int net_mkdir_root(const char *sub, ar_error_t *err)
 {
 	char path[128];
+	snprintf(path, sizeof(path), "%s/%s", AR_NET_STATE_ROOT, sub ? sub : "");
+	if (access(path, F_OK) == 0)
+		return 0;
 	if (mkdir(AR_NET_STATE_ROOT, 0711) == -1 && errno != EEXIST)
 		return ar_error_make(err, errno, "mkdir `%s`", AR_NET_STATE_ROOT);
 	if (sub == NULL)
 		return 0;
-	snprintf(path, sizeof(path), "%s/%s", AR_NET_STATE_ROOT, sub);
 	if (mkdir(path, 0700) == -1 && errno != EEXIST)
 		return ar_error_make(err, errno, "mkdir `%s`", path);
 	return 0;

@@ -115,11 +115,6 @@ int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_ne
 		 o->policy_path ? o->policy_path : "");
 	if (p->network == AR_NETWORK_PROXY && start_network(n, o, err) == -1)
 		goto fail;
-	if (geteuid() != 0)
-		return 0; /* unprivileged: no shared state directory to write to */
-	if (ar_net_state_write(&n->state, err) == -1)
-		goto fail;
-	n->state_written = true;
 	return 0;
 fail:
 	ar_net_stop(n);
@@ -149,8 +144,11 @@ int ar_net_attach(struct ar_net *n, pid_t sandbox_pid, const char *cgroup_dir, a
 		if (ar_net_proxy_ready(&n->proxy, err) == -1)
 			return ar_error_wrap(err, "proxy");
 	}
-	if (!n->state_written)
+	/* written once, for the sandboxes that hold something gc must find: a /30, a proxy
+	 * (network: none keeps none, so its start stays a clone and an exec) */
+	if (n->p->network != AR_NETWORK_PROXY)
 		return 0;
+	n->state_written = true;
 	return ar_net_state_write(&n->state, err);
 }
 

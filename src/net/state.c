@@ -70,6 +70,25 @@ char *ar_net_audit_path(const char *name)
 	return ar_xasprintf("%s/audit/%s.jsonl", AR_NET_STATE_ROOT, name);
 }
 
+/* tmp + rename, without ar_write_file's fsync: the state is as volatile as /run, and
+ * readers see the old file or the new one. */
+static int write_atomic(const char *file, const struct ar_buf *b, ar_error_t *err)
+{
+	ar_autofree char *tmp = ar_xasprintf("%s.tmp", file);
+	ar_autoclose int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd == -1 || ar_write_all(fd, b->data, b->len) == -1) {
+		int e = errno;
+		unlink(tmp);
+		return ar_error_make(err, e, "write `%s`", tmp);
+	}
+	if (rename(tmp, file) == -1) {
+		int e = errno;
+		unlink(tmp);
+		return ar_error_make(err, e, "rename `%s`", tmp);
+	}
+	return 0;
+}
+
 int ar_net_state_write(const struct ar_net_state *s, ar_error_t *err)
 {
 	ar_autobuf struct ar_buf b = {0};
@@ -90,7 +109,7 @@ int ar_net_state_write(const struct ar_net_state *s, ar_error_t *err)
 		      "\naudit=%s\npolicy=%s\ncgroup=%s\nproxy_cgroup=%s\n",
 		      s->sandbox_ip, s->proxy_ip, s->port, s->net_index, s->audit, s->policy,
 		      s->cgroup, s->proxy_cgroup);
-	return ar_write_file(file, b.data, b.len, err);
+	return write_atomic(file, &b, err);
 }
 
 static void field(struct ar_net_state *s, const char *k, const char *v)
@@ -206,10 +225,25 @@ static int gc_one(const struct ar_net_state *s, void *data)
 	return 0;
 }
 
-/* Allocation entries of owners that left no state (killed between the two). */
+static bool has_dead_entry(void)
+{
+	DIR *d = opendir(AR_NET_STATE_ROOT "/net");
+	struct dirent *e;
+	bool dead = false;
+	while (d && !dead && (e = readdir(d)) != NULL)
+		dead = e->d_name[0] != '.' && !net_entry_live(dirfd(d), e->d_name);
+	if (d)
+		closedir(d);
+	return dead;
+}
+
+/* Allocation entries of owners that left no state (killed between the two). The lock
+ * only when there is something to remove: every run comes through here. */
 static void gc_entries(void)
 {
 	ar_auto_error ar_error_t err = NULL;
+	if (!has_dead_entry())
+		return;
 	int fd = net_lock_entries(&err);
 	if (fd == -1)
 		return;
