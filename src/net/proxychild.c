@@ -173,27 +173,28 @@ static int build_proxy(struct child *c, ar_error_t *err)
 	return ar_proxy_create(&cfg, &c->px, err);
 }
 
+static void free_cap(cap_t *c)
+{
+	if (*c != NULL)
+		cap_free(*c);
+}
+
 static int drop_privileges(struct child *c, ar_error_t *err)
 {
-	gid_t g = AR_NET_PROXY_UID;
-	cap_t none = cap_init();
+	const gid_t g = AR_NET_PROXY_UID;
+	const uid_t u = AR_NET_PROXY_UID;
 
+	/* the bounding set first: dropping it needs CAP_SETPCAP, which the uid change ends */
 	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == -1 && errno != EINVAL) {
-			cap_free(none);
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == -1 && errno != EINVAL)
 			return ar_error_make(err, errno, "proxy: drop the bounding set");
-		}
-	int r = prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) == -1 ||
-			setgroups(1, &g) == -1 || setresgid(g, g, g) == -1 ||
-			setresuid(AR_NET_PROXY_UID, AR_NET_PROXY_UID, AR_NET_PROXY_UID) == -1 ||
-			none == NULL || cap_set_proc(none) == -1
-		    ? -1
-		    : 0;
-	int saved = errno;
-	cap_free(none);
-	if (r == -1)
-		return ar_error_make(err, saved, "proxy: drop to uid %d with no capabilities",
-				     AR_NET_PROXY_UID);
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) == -1 ||
+	    setgroups(1, &g) == -1 || setresgid(g, g, g) == -1 || setresuid(u, u, u) == -1)
+		return ar_error_make(err, errno, "proxy: drop to uid %d", AR_NET_PROXY_UID);
+	/* permitted and effective went with the uid change; inheritable did not */
+	__attribute__((cleanup(free_cap))) cap_t none = cap_init();
+	if (none == NULL || cap_set_proc(none) == -1)
+		return ar_error_make(err, errno, "proxy: clear the capability sets");
 	return 0;
 }
 

@@ -70,6 +70,8 @@ char *ar_net_audit_path(const char *name)
 	return ar_xasprintf("%s/audit/%s.jsonl", AR_NET_STATE_ROOT, name);
 }
 
+static void format_state(const struct ar_net_state *s, struct ar_buf *b);
+
 /* tmp + rename, without ar_write_file's fsync: the state is as volatile as /run, and
  * readers see the old file or the new one. */
 static int write_atomic(const char *file, const struct ar_buf *b, ar_error_t *err)
@@ -99,52 +101,79 @@ int ar_net_state_write(const struct ar_net_state *s, ar_error_t *err)
 		return -1;
 	if (mkdir(dir, 0700) == -1 && errno != EEXIST)
 		return ar_error_make(err, errno, "mkdir `%s`", dir);
-	ar_buf_printf(&b,
-		      "name=%s\nowner=%d\nowner_start=%" PRIu64 "\npid=%d\nproxy_pid=%d\n"
-		      "proxy_start=%" PRIu64 "\nstarted=%" PRId64 "\nnetwork=%s\n",
-		      s->name, (int)s->owner, s->owner_start, (int)s->pid, (int)s->proxy_pid,
-		      s->proxy_start, s->started, s->network);
-	ar_buf_printf(&b,
-		      "sandbox_ip=%s\nproxy_ip=%s\nport=%d\nnet_index=%" PRId64
-		      "\naudit=%s\npolicy=%s\ncgroup=%s\nproxy_cgroup=%s\n",
-		      s->sandbox_ip, s->proxy_ip, s->port, s->net_index, s->audit, s->policy,
-		      s->cgroup, s->proxy_cgroup);
+	format_state(s, &b);
 	return write_atomic(file, &b, err);
 }
 
+/* The fields of the state file: a table, read and written the same way. */
+enum kind { STR, PID, U64, I64, INT };
+#define F(f, k)                                                                                    \
+	{                                                                                          \
+#f, offsetof(struct ar_net_state, f), sizeof(((struct ar_net_state *)0)->f), k     \
+	}
+static const struct {
+	const char *key;
+	size_t off, size;
+	enum kind kind;
+} fields[] = {
+    F(name, STR),	F(owner, PID),	     F(owner_start, U64), F(pid, PID),
+    F(proxy_pid, PID),	F(proxy_start, U64), F(started, I64),	  F(network, STR),
+    F(sandbox_ip, STR), F(proxy_ip, STR),    F(port, INT),	  F(net_index, I64),
+    F(audit, STR),	F(policy, STR),	     F(cgroup, STR),	  F(proxy_cgroup, STR),
+};
+#undef F
+
 static void field(struct ar_net_state *s, const char *k, const char *v)
 {
-	static const struct {
-		const char *key;
-		size_t off, size;
-	} strs[] = {
-#define S(f) {#f, offsetof(struct ar_net_state, f), sizeof(((struct ar_net_state *)0)->f)}
-	    S(name),  S(network), S(sandbox_ip), S(proxy_ip),
-	    S(audit), S(policy),  S(cgroup),	 S(proxy_cgroup),
-#undef S
-	};
-	for (size_t i = 0; i < AR_ARRAY_SIZE(strs); i++)
-		if (strcmp(k, strs[i].key) == 0) {
-			snprintf((char *)s + strs[i].off, strs[i].size, "%s", v);
-			return;
+	for (size_t i = 0; i < AR_ARRAY_SIZE(fields); i++) {
+		void *at = (char *)s + fields[i].off;
+		if (strcmp(k, fields[i].key) != 0)
+			continue;
+		switch (fields[i].kind) {
+		case STR:
+			snprintf(at, fields[i].size, "%s", v);
+			break;
+		case PID:
+			*(pid_t *)at = (pid_t)strtol(v, NULL, 10);
+			break;
+		case U64:
+			*(uint64_t *)at = strtoull(v, NULL, 10);
+			break;
+		case I64:
+			*(int64_t *)at = strtoll(v, NULL, 10);
+			break;
+		case INT:
+			*(int *)at = (int)strtol(v, NULL, 10);
+			break;
 		}
-	long long n = strtoll(v, NULL, 10);
-	if (strcmp(k, "owner") == 0)
-		s->owner = (pid_t)n;
-	else if (strcmp(k, "owner_start") == 0)
-		s->owner_start = strtoull(v, NULL, 10);
-	else if (strcmp(k, "pid") == 0)
-		s->pid = (pid_t)n;
-	else if (strcmp(k, "proxy_pid") == 0)
-		s->proxy_pid = (pid_t)n;
-	else if (strcmp(k, "proxy_start") == 0)
-		s->proxy_start = strtoull(v, NULL, 10);
-	else if (strcmp(k, "started") == 0)
-		s->started = n;
-	else if (strcmp(k, "port") == 0)
-		s->port = (int)n;
-	else if (strcmp(k, "net_index") == 0)
-		s->net_index = n;
+		return;
+	}
+}
+
+static void format_state(const struct ar_net_state *s, struct ar_buf *b)
+{
+	for (size_t i = 0; i < AR_ARRAY_SIZE(fields); i++) {
+		const void *at = (const char *)s + fields[i].off;
+		ar_buf_printf(b, "%s=", fields[i].key);
+		switch (fields[i].kind) {
+		case STR:
+			ar_buf_puts(b, at);
+			break;
+		case PID:
+			ar_buf_printf(b, "%d", (int)*(const pid_t *)at);
+			break;
+		case U64:
+			ar_buf_printf(b, "%" PRIu64, *(const uint64_t *)at);
+			break;
+		case I64:
+			ar_buf_printf(b, "%" PRId64, *(const int64_t *)at);
+			break;
+		case INT:
+			ar_buf_printf(b, "%d", *(const int *)at);
+			break;
+		}
+		ar_buf_putc(b, '\n');
+	}
 }
 
 int ar_net_state_read(const char *name, struct ar_net_state *s, ar_error_t *err)
