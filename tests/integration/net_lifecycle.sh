@@ -106,7 +106,7 @@ run_bg -- sleep 30
 ST=$(state_of "$BG") || fail "no state for $BG"
 NETNS=$(readlink "/proc/$(field "$ST" pid)/ns/net")
 kill -9 "$BG"
-wait "$BG" || true
+{ wait "$BG"; } 2>/dev/null || true
 sleep 0.2 # PDEATHSIG: the proxy and the sandbox follow
 expect_match "ps --all: dead" "$NAME-$BG .*dead" "$("$AGENTRUN" ps --all)"
 "$AGENTRUN" gc >"$AR_TMP/gc.out"
@@ -128,6 +128,14 @@ expect_status "a proxy that fails while starting: 125" 125 "$AGENTRUN" run --pol
 expect_match "the proxy's own message" "proxy: .*allow_private: more than 32" "$(cat "$AR_TMP/err")"
 expect_eq "failed starts left no state" "$before" "$(states)"
 expect_eq "failed starts left no cgroups" "" "$(find /sys/fs/cgroup -maxdepth 6 -type d -name "agentrun-$NAME-*" 2>/dev/null)"
+
+if command -v setpriv >/dev/null; then
+	chmod 755 "$AR_TMP"
+	chmod 644 "$POLICY"
+	expect_status "not root: 125" 125 setpriv --reuid 65534 --regid 65534 --clear-groups \
+		"$AGENTRUN" --policy "$POLICY" -- true
+	expect_eq "not root: the message" "agentrun: $POLICY: network: proxy needs root (the proxy netns and the veth pair); run as root or use network: none" "$(cat "$AR_TMP/err")"
+fi
 
 # --- 10 concurrent sandboxes ---
 # shellcheck disable=SC2016 # expanded inside the sandbox
