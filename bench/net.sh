@@ -4,6 +4,8 @@
 #     network none, bwrap --unshare-all (no network at all), interleaved rounds, medians
 #   CONNECT throughput (BYTES through one tunnel, median of RUNS): from inside a sandbox
 #     through the veth and its proxy; the bare proxy on loopback; a direct loopback transfer
+#   CONCURRENT (50) sandboxes at once, each through its own proxy; kill -9 of every
+#     agentrun; what `agentrun gc` leaves (nothing)
 # Needs a build in build/ (scripts/build.sh), bwrap, python3; root. Traffic: 127.0.0.1 and
 # the sandbox's own /30 only. Every process is started and stopped here by PID.
 set -euo pipefail
@@ -20,9 +22,10 @@ for c in bwrap python3; do command -v $c >/dev/null || { echo "bench: needs $c" 
 tmp=$(mktemp -d /tmp/agentrun-bench.XXXXXX)
 chmod 755 "$tmp"
 pids=()
+runs=()
 cleanup() {
 	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${runs[@]}" "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	rm -rf "$tmp"
 }
@@ -86,3 +89,28 @@ inside=$("$AGENTRUN" --policy "$tmp/proxy.json" --mount "$tmp/bin:/ar-bench" --p
 printf '  %-36s %6s\n' "direct loopback" "$direct" "bare proxy on loopback" "$bare" \
 	"sandbox -> veth -> its proxy" "$inside"
 echo "  sandbox/bare-proxy $(ratio "$inside" "$bare") (target >= 0.8)   bare-proxy/direct $(ratio "$bare" "$direct")"
+
+N=${CONCURRENT:-50}
+echo "== $N concurrent sandboxes from one policy, then kill -9 of every agentrun, then gc"
+for i in $(seq 1 "$N"); do
+	# shellcheck disable=SC2016 # expanded inside the sandbox
+	"$AGENTRUN" --policy "$tmp/proxy.json" --proxy-log /dev/null --mount "$tmp/bin:/ar-bench" \
+		-- sh -c 'h=${HTTP_PROXY#http://}
+		AR_BLAST_PROXY_HOST=${h%:*} /ar-bench/ar-blast send "$1" 1048576 "${h##*:}" >/dev/null &&
+			echo reached; sleep 60' _ "$sink" >"$tmp/c.$i" 2>&1 &
+	runs+=($!)
+done
+for _ in $(seq 1 120); do
+	[ "$(cat "$tmp"/c.* | grep -c '^reached$')" -ge "$N" ] && break
+	sleep 0.5
+done
+echo "  reached the sink through their proxies: $(cat "$tmp"/c.* | grep -c '^reached$')/$N;" \
+	"distinct /30s: $(grep -h '^proxy_ip=' /run/agentrun/bench-net-*/state | sort -u | wc -l)"
+kill -9 "${runs[@]}"
+for p in "${runs[@]}"; do { wait "$p"; } 2>/dev/null || true; done
+sleep 1
+"$AGENTRUN" gc | sed 's/^/  gc: /'
+left_states=$(find /run/agentrun -maxdepth 1 -name 'bench-net-*' | wc -l)
+left_cg=$(find /sys/fs/cgroup -maxdepth 6 -type d -name 'agentrun-bench-net-*' | wc -l)
+left_procs=$(pgrep -fc -- "--policy $tmp/proxy.json" || true)
+echo "  left after gc: $left_states state dirs, $left_cg cgroups, $left_procs processes"
