@@ -285,9 +285,6 @@ int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *p
 	int go[2] = {-1, -1}, rep[2] = {-1, -1};
 
 	*px = (struct ar_net_proxy){.pid = -1, .report = -1};
-	if (ar_seccomp_parse(ar_seccomp_proxy_json, ar_seccomp_proxy_json_len, "seccomp/proxy.json",
-			     &c.seccomp, err) == -1)
-		return -1;
 	if (proxy_cgroup(o, px, &c, err) == -1 || pipe2(go, O_CLOEXEC) == -1 ||
 	    pipe2(rep, O_CLOEXEC) == -1) {
 		ar_error_make(err, errno, "proxy: pipe");
