@@ -53,6 +53,10 @@ struct child {
 
 static int die_with_parent(struct child *c, ar_error_t *err)
 {
+	/* a process group of its own: a Ctrl-C at the terminal is for the sandbox (which
+	 * agentrun forwards it to), and must not stop the proxy first */
+	if (setpgid(0, 0) == -1 && errno != EPERM)
+		return ar_error_make(err, errno, "proxy: setpgid");
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1)
 		return ar_error_make(err, errno, "proxy: prctl PR_SET_PDEATHSIG");
 	if (getppid() != c->parent)

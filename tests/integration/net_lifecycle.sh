@@ -90,6 +90,20 @@ wait "$BG" || rc=$?
 expect_eq "SIGTERM: the command's status" 143 "$rc"
 gone "SIGTERM" "$ST"
 
+# --- Ctrl-C: SIGINT to agentrun's whole process group is for the command; the proxy,
+# in a process group of its own, stays up until agentrun stops it ---
+setsid "$AGENTRUN" run --policy "$POLICY" -- sleep 30 >"$AR_TMP/bg.out" 2>"$AR_TMP/bg.err" &
+BG=$!
+on_exit "kill -9 $BG"
+ST=$(state_of "$BG") || fail "no state for $BG"
+NETNS=$(readlink "/proc/$(field "$ST" pid)/ns/net")
+kill -INT -- "-$BG"
+rc=0
+wait "$BG" || rc=$?
+expect_eq "Ctrl-C (SIGINT to the process group): the command's status" 130 "$rc"
+expect_nomatch "Ctrl-C: not a proxy death" "proxy .*died" "$(cat "$AR_TMP/bg.err")"
+gone "Ctrl-C" "$ST"
+
 # --- the proxy dies: fail closed ---
 run_bg -- sleep 30
 ST=$(state_of "$BG") || fail "no state for $BG"

@@ -149,7 +149,7 @@ ip link set lo up # the guest's own loopback, where the origin listens
 python3 -m http.server 18090 --bind 127.0.0.1 >/dev/null 2>&1 &
 opid=$!
 printf '{"name": "vmnet", "allowed_hosts": ["127.0.0.1:18090"], "proxy": {"allow_private": ["127.0.0.1"]}}' >/run/net.json
-sleep 1
+for _ in $(seq 1 100); do python3 -c 'import socket; socket.create_connection(("127.0.0.1", 18090))' 2>/dev/null && break; sleep 0.1; done
 "$A" --policy /run/net.json -- sh -c 'echo "$HTTP_PROXY"; curl -sS -m 10 --noproxy "" -o /dev/null -w "%{http_code}\n" http://127.0.0.1:18090/; sleep 1' >/run/net.out 2>/run/net.err &
 apid=$!
 sleep 1
