@@ -216,9 +216,12 @@ struct ar_net {
 int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_net_opts *o,
 		 ar_error_t *err);
 /* After the clone, while the sandbox builds its root: the proxy netns with its listener,
- * the proxy process, the veth into the sandbox's netns (by PID); then wait until the
- * proxy serves, and write the state (network: proxy only). */
-int ar_net_attach(struct ar_net *n, pid_t sandbox_pid, const char *cgroup_dir, ar_error_t *err);
+ * the proxy process, the veth into the sandbox's netns (by PID). */
+int ar_net_attach(struct ar_net *n, pid_t sandbox_pid, ar_error_t *err);
+/* Before the command is released (other setup may run between the two, beside the
+ * proxy's own start): wait until the proxy serves, and write the state (network:
+ * proxy only; cgroup_dir, the sandbox's cgroup, is recorded for gc). */
+int ar_net_ready(struct ar_net *n, const char *cgroup_dir, ar_error_t *err);
 /* The proxy URL for the environment, NULL without the proxy network. */
 const char *ar_net_proxy_url(const struct ar_net *n);
 /* Has the proxy died? (-1 when there is none.) Reaps it. */

@@ -121,33 +121,35 @@ fail:
 	return -1;
 }
 
-int ar_net_attach(struct ar_net *n, pid_t sandbox_pid, const char *cgroup_dir, ar_error_t *err)
+int ar_net_attach(struct ar_net *n, pid_t sandbox_pid, ar_error_t *err)
 {
 	char path[64];
 
 	n->state.pid = sandbox_pid;
-	if (cgroup_dir != NULL)
-		snprintf(n->state.cgroup, sizeof(n->state.cgroup), "%s", cgroup_dir);
-	if (n->p->network == AR_NETWORK_PROXY) {
-		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)sandbox_pid);
-		ar_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd == -1)
-			return ar_error_make(err, errno, "network: open `%s`", path);
-		if (ar_net_topology_open(&n->topo, &n->plan, err) == -1 ||
-		    start_proxy(n, err) == -1)
-			return -1;
-		/* the proxy has its copies now */
-		close_fd(&n->audit_fd);
-		close_fd(&n->log_fd);
-		if (ar_net_topology_wire(&n->topo, fd, err) == -1)
-			return -1;
-		if (ar_net_proxy_ready(&n->proxy, err) == -1)
-			return ar_error_wrap(err, "proxy");
-	}
-	/* written once, for the sandboxes that hold something gc must find: a /30, a proxy
-	 * (network: none keeps none, so its start stays a clone and an exec) */
 	if (n->p->network != AR_NETWORK_PROXY)
 		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)sandbox_pid);
+	ar_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd == -1)
+		return ar_error_make(err, errno, "network: open `%s`", path);
+	if (ar_net_topology_open(&n->topo, &n->plan, err) == -1 || start_proxy(n, err) == -1)
+		return -1;
+	/* the proxy has its copies now */
+	close_fd(&n->audit_fd);
+	close_fd(&n->log_fd);
+	return ar_net_topology_wire(&n->topo, fd, err);
+}
+
+int ar_net_ready(struct ar_net *n, const char *cgroup_dir, ar_error_t *err)
+{
+	/* the state is written once, for the sandboxes that hold something gc must find:
+	 * a /30, a proxy (network: none keeps none: its start stays a clone and an exec) */
+	if (n->p->network != AR_NETWORK_PROXY)
+		return 0;
+	if (ar_net_proxy_ready(&n->proxy, err) == -1)
+		return ar_error_wrap(err, "proxy");
+	if (cgroup_dir != NULL)
+		snprintf(n->state.cgroup, sizeof(n->state.cgroup), "%s", cgroup_dir);
 	n->state_written = true;
 	return ar_net_state_write(&n->state, err);
 }

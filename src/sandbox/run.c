@@ -2,11 +2,11 @@
  * (nsjail's containProc). Each step is a small function here or in its own file;
  * the order below is the order of the sandbox:
  *
- *   preflight -> prepare -> signals blocked -> network (gc, name and state, the /30,
+ *   preflight -> prepare -> signals blocked -> network (gc, the name, the /30,
  *   audit file) -> environment -> cgroup (v2; v1: only planned) -> clone (child:
  *   child.c) -> uid/gid maps -> release the child's setup -> proxy netns + listener,
- *   proxy process, veth into the child's netns, proxy ready -> v1 cgroup creation, or
- *   v2 membership -> release the
+ *   proxy process, veth into the child's netns -> v1 cgroup creation, or v2
+ *   membership -> the proxy serves, state written -> release the
  *   command -> wait, forwarding signals, watching the proxy -> the child's report ->
  *   teardown
  *
@@ -95,11 +95,17 @@ static int network(struct sandbox *sb, ar_error_t *err)
 
 /* While the child builds its root: the proxy netns and listener, the confined proxy
  * (made after the clone, so the sandbox inherits none of their descriptors), the veth
- * into the child's netns (created in place there); then the proxy's go-ahead: the
- * command never runs without its proxy. */
+ * into the child's netns (created in place there). */
 static int network_attach(struct sandbox *sb, ar_error_t *err)
 {
-	return ar_net_attach(&sb->net, sb->pid, sb->cg ? ar_cgroup_path(sb->cg) : NULL, err);
+	return ar_net_attach(&sb->net, sb->pid, err);
+}
+
+/* The proxy's go-ahead, after the cgroup work that ran beside its start: the command
+ * never runs without its proxy. */
+static int network_ready(struct sandbox *sb, ar_error_t *err)
+{
+	return ar_net_ready(&sb->net, sb->cg ? ar_cgroup_path(sb->cg) : NULL, err);
 }
 
 /* Fail closed, and say how to opt out (once). */
@@ -340,6 +346,8 @@ int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char 
 	if (cgroup_late(&sb, err) == -1)
 		goto fail;
 	if (enter_cgroup(&sb, err) == -1)
+		goto fail;
+	if (network_ready(&sb, err) == -1)
 		goto fail;
 	if (release_command(&sb, err) == -1)
 		goto fail;
