@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # agentrun check --name / --pid on a network: proxy sandbox: a healthy sandbox has no
-# drift; an extra interface, a default route, a route past the /30 and a missing proxy
-# variable each give one finding with its fix.
+# drift; an extra interface, a default route, a route past the /30, a missing proxy
+# variable and another listener in the proxy netns each give one finding with its fix.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/integration/proxy/common.sh
@@ -57,6 +57,24 @@ in_sb ip route add 10.254.255.0/24 dev eth0
 expect_status "a route past the /30: drift" 1 "$AGENTRUN" check --name "$SB"
 expect_eq "a route past the /30: one finding" "DRIFT route 10.254.255.0/24 dev eth0 expected absent actual present" "$(grep DRIFT "$AR_TMP/out")"
 in_sb ip route del 10.254.255.0/24 dev eth0
+
+# drift in the proxy netns: another listener beside the proxy's
+ST=$(cat "/run/agentrun/$SB/state")
+pip=$(printf '%s\n' "$ST" | sed -n 's/^proxy_ip=//p')
+python3 "$AR_SOURCE_DIR/tests/integration/net/peerns.py" \
+	"$(printf '%s\n' "$ST" | sed -n 's/^proxy_pid=//p')" "$pip" 3128 -- \
+	python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("0.0.0.0", 2222)); s.listen(1); print("ready", flush=True); time.sleep(30)' \
+	>"$AR_TMP/peer.out" 2>&1 &
+PEER=$!
+on_exit "kill $PEER"
+for _ in $(seq 1 100); do grep -qs ready "$AR_TMP/peer.out" && break; sleep 0.05; done
+expect_status "a listener in the proxy netns: drift" 1 "$AGENTRUN" check --name "$SB"
+expect_eq "a listener in the proxy netns: one finding" \
+	"DRIFT proxy netns sockets expected tcp listen $pip:3128 actual tcp listen $pip:3128,tcp listen 0.0.0.0:2222" \
+	"$(grep DRIFT "$AR_TMP/out")"
+kill "$PEER"
+wait "$PEER" 2>/dev/null || true
 
 expect_status "back to healthy" 0 "$AGENTRUN" check --name "$SB"
 expect_status "--name of no sandbox: 2" 2 "$AGENTRUN" check --name "nope-$$"
