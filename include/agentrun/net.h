@@ -116,13 +116,13 @@ struct ar_net_proxy {
 	struct ar_cgroup *cg; /* its own cgroup, or NULL */
 	uint64_t start;
 	int report; /* read end: "ok" or an error message once confined and serving */
+	int chan;   /* the listener goes through here (ar_net_proxy_give_listener) */
 	int status; /* wait status once reaped */
 	bool reaped;
 };
 
 struct ar_net_proxy_opts {
 	const struct ar_policy *policy;
-	int listener;		 /* ownership passes to the child */
 	int audit_fd;		 /* O_APPEND, or -1 */
 	int log_fd;		 /* decision lines, or -1 */
 	const char *cgroup_name; /* its own cgroup ("agentrun-NAME-proxy-PID"), or NULL */
@@ -132,6 +132,9 @@ struct ar_net_proxy_opts {
  * cgroup, sees only resolv.conf/hosts, drops to AR_NET_PROXY_UID with no
  * capabilities, sets no_new_privs, installs seccomp/proxy.json and serves. */
 int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *px, ar_error_t *err);
+/* Hand the child its listener (made in the proxy netns while the child set itself up);
+ * the child owns its copy. */
+int ar_net_proxy_give_listener(struct ar_net_proxy *px, int listener, ar_error_t *err);
 /* Wait for the child's report: 0 when it serves, -1 with its message. */
 int ar_net_proxy_ready(struct ar_net_proxy *px, ar_error_t *err);
 /* Reap without blocking: true when it has exited (px->status says how). */

@@ -78,7 +78,6 @@ static int start_proxy(struct ar_net *n, ar_error_t *err)
 	snprintf(cgname, sizeof(cgname), "agentrun-%s-proxy-%d", n->p->name, (int)getpid());
 	struct ar_net_proxy_opts po = {
 	    .policy = n->p,
-	    .listener = n->topo.listener,
 	    .audit_fd = n->audit_fd,
 	    .log_fd = n->log_fd >= 0 ? n->log_fd : 2,
 	    .cgroup_name = n->no_cgroups ? NULL : cgname,
@@ -98,7 +97,7 @@ int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_ne
 {
 	*n = (struct ar_net){.p = p,
 			     .topo = {-1, -1, -1, -1},
-			     .proxy = {.pid = -1, .report = -1},
+			     .proxy = {.pid = -1, .report = -1, .chan = -1},
 			     .audit_fd = -1,
 			     .log_fd = -1,
 			     .no_cgroups = o->no_cgroups};
@@ -132,11 +131,14 @@ int ar_net_attach(struct ar_net *n, pid_t sandbox_pid, ar_error_t *err)
 	ar_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd == -1)
 		return ar_error_make(err, errno, "network: open `%s`", path);
-	if (ar_net_topology_open(&n->topo, &n->plan, err) == -1 || start_proxy(n, err) == -1)
+	/* the proxy first: its setup runs beside the proxy netns' creation */
+	if (start_proxy(n, err) == -1)
 		return -1;
-	/* the proxy has its copies now */
-	close_fd(&n->audit_fd);
+	close_fd(&n->audit_fd); /* the proxy has its copies now */
 	close_fd(&n->log_fd);
+	if (ar_net_topology_open(&n->topo, &n->plan, err) == -1 ||
+	    ar_net_proxy_give_listener(&n->proxy, n->topo.listener, err) == -1)
+		return -1;
 	return ar_net_topology_wire(&n->topo, fd, err);
 }
 

@@ -22,6 +22,7 @@
 #include <sys/capability.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -42,8 +43,9 @@
 struct child {
 	const struct ar_net_proxy_opts *o;
 	pid_t parent;
-	int go;	    /* read: the parent moved us into the cgroup (v2) */
-	int report; /* write */
+	int chan;     /* the parent sends the listener here once it exists */
+	int listener; /* received */
+	int report;   /* write */
 	const struct ar_cgroup *cg;
 	int cg_self[4];
 	size_t n_cg_self;
@@ -68,8 +70,8 @@ static int die_with_parent(struct child *c, ar_error_t *err)
  * pipes of the sandbox must not reach it. */
 static int close_inherited(struct child *c, ar_error_t *err)
 {
-	int keep[9] = {c->o->listener, c->o->audit_fd, c->o->log_fd, c->go, c->report};
-	size_t n = 5;
+	int keep[9] = {c->chan, c->o->audit_fd, c->o->log_fd, c->report};
+	size_t n = 4;
 	for (size_t i = 0; i < c->n_cg_self; i++)
 		keep[n++] = c->cg_self[i];
 	for (size_t i = 1; i < n; i++) /* insertion sort, n <= 9 */
@@ -94,16 +96,12 @@ static int close_inherited(struct child *c, ar_error_t *err)
 
 static int enter_cgroup(struct child *c, ar_error_t *err)
 {
-	char b;
 	int r = 0;
-	if (c->n_cg_self > 0)
+	if (c->n_cg_self > 0) /* else (v2) the parent moves us, without making us wait */
 		r = ar_cgroup_enter_self(c->cg, c->cg_self, c->n_cg_self, err);
-	else if (c->cg != NULL && TEMP_FAILURE_RETRY(read(c->go, &b, 1)) != 1)
-		_exit(1); /* the parent failed and says so */
 	for (size_t i = 0; i < c->n_cg_self; i++)
 		close(c->cg_self[i]);
 	c->n_cg_self = 0;
-	close(c->go);
 	return r;
 }
 
@@ -168,7 +166,7 @@ static int build_proxy(struct child *c, ar_error_t *err)
 			return ar_error_make(err, 0, "proxy.allow_private[%zu]: `%s` is no CIDR", i,
 					     p->proxy.allow_private[i]);
 	cfg.policy = p;
-	cfg.listen_fds[cfg.n_listen_fds++] = c->o->listener;
+	cfg.listen_fds[cfg.n_listen_fds++] = c->listener;
 	cfg.audit_fd = c->o->audit_fd;
 	cfg.log_fd = c->o->log_fd;
 	cfg.allow_private = priv;
@@ -202,6 +200,24 @@ static int drop_privileges(struct child *c, ar_error_t *err)
 	return 0;
 }
 
+/* The listener, made in the proxy netns while the steps above ran (SCM_RIGHTS). An
+ * empty read: agentrun gave up, and says why. */
+static int receive_listener(struct child *c, ar_error_t *err)
+{
+	char b, ctl[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = {.iov_base = &b, .iov_len = 1};
+	struct msghdr msg = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
+	ssize_t n = TEMP_FAILURE_RETRY(recvmsg(c->chan, &msg, MSG_CMSG_CLOEXEC));
+	struct cmsghdr *cm = n == 1 ? CMSG_FIRSTHDR(&msg) : NULL;
+	if (cm == NULL || cm->cmsg_type != SCM_RIGHTS)
+		_exit(1);
+	memcpy(&c->listener, CMSG_DATA(cm), sizeof(int));
+	close(c->chan);
+	c->chan = -1;
+	return 0;
+}
+
 /* Compiled here, not in agentrun: the proxy's start is on the sandbox's critical path,
  * and this side runs beside the sandbox's own setup. */
 static int compile_seccomp(struct child *c, ar_error_t *err)
@@ -224,8 +240,9 @@ static const struct {
     {close_inherited},	/* none of agentrun's namespace fds or sockets */
     {enter_cgroup},	/* its own small memory/pids limit */
     {mount_view},	/* nothing of the host's files but the resolver's */
-    {build_proxy},	/* while the resolver's files are still readable by uid 0 */
     {compile_seccomp},	/* the embedded profile */
+    {receive_listener}, /* the setup above ran while agentrun made the proxy netns */
+    {build_proxy},	/* while the resolver's files are still readable by uid 0 */
     {drop_privileges},	/* uid 65534, no capabilities in any set */
     {die_with_parent},	/* again: the uid change cleared PDEATHSIG */
     {confine_syscalls}, /* no_new_privs, seccomp/proxy.json, last */
@@ -285,16 +302,18 @@ static void close_child_fds(struct child *c)
 
 int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *px, ar_error_t *err)
 {
-	struct child c = {.o = o, .parent = getpid(), .go = -1, .report = -1};
+	struct child c = {.o = o, .parent = getpid(), .chan = -1, .listener = -1, .report = -1};
 	int go[2] = {-1, -1}, rep[2] = {-1, -1};
 
-	*px = (struct ar_net_proxy){.pid = -1, .report = -1};
-	if (proxy_cgroup(o, px, &c, err) == -1 || pipe2(go, O_CLOEXEC) == -1 ||
+	*px = (struct ar_net_proxy){.pid = -1, .report = -1, .chan = -1};
+	if (proxy_cgroup(o, px, &c, err) == -1)
+		goto fail;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, go) == -1 ||
 	    pipe2(rep, O_CLOEXEC) == -1) {
 		ar_error_make(err, errno, "proxy: pipe");
 		goto fail;
 	}
-	c.go = go[0];
+	c.chan = go[0];
 	c.report = rep[1];
 	px->pid = fork();
 	if (px->pid == -1) {
@@ -305,13 +324,10 @@ int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *p
 		child_main(&c);
 	px->start = ar_net_proc_start(px->pid);
 	px->report = steal_fd(&rep[0]);
+	px->chan = steal_fd(&go[1]);
 	if (px->cg != NULL && c.n_cg_self == 0 && ar_cgroup_enter(px->cg, px->pid, err) == -1)
 		goto fail;
-	if (ar_write_all(go[1], "g", 1) == -1) {
-		/* the child died already: its report (or EOF) says so */
-	}
 	close(go[0]);
-	close(go[1]);
 	close(rep[1]);
 	close_child_fds(&c);
 	return 0;
@@ -325,6 +341,27 @@ fail:
 	close_child_fds(&c);
 	ar_net_proxy_stop(px);
 	return -1;
+}
+
+int ar_net_proxy_give_listener(struct ar_net_proxy *px, int listener, ar_error_t *err)
+{
+	char b = 'l', ctl[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {.iov_base = &b, .iov_len = 1};
+	struct msghdr msg = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &listener, sizeof(int));
+	ssize_t n = TEMP_FAILURE_RETRY(sendmsg(px->chan, &msg, MSG_NOSIGNAL));
+	int e = errno;
+	close(px->chan);
+	px->chan = -1;
+	/* a child that died already tells why in its report */
+	if (n == -1 && e != EPIPE && e != ECONNRESET)
+		return ar_error_make(err, e, "proxy: hand over the listener");
+	return 0;
 }
 
 int ar_net_proxy_ready(struct ar_net_proxy *px, ar_error_t *err)
@@ -361,6 +398,9 @@ void ar_net_proxy_stop(struct ar_net_proxy *px)
 {
 	ar_auto_error ar_error_t err = NULL;
 
+	if (px->chan >= 0) /* a child still waiting for its listener exits at once */
+		close(px->chan);
+	px->chan = -1;
 	if (px->pid > 0 && !px->reaped) {
 		/* a pidfd turns "exited" into a poll with a timeout, without a sleep loop */
 		ar_autoclose int pfd = (int)syscall(SYS_pidfd_open, px->pid, 0);
