@@ -45,6 +45,15 @@ static int open_files(struct ar_net *n, const struct ar_net_opts *o, ar_error_t 
 	n->audit_default = o->audit_path == NULL;
 	if (o->proxy_log && (n->log_fd = open_append(o->proxy_log, err)) == -1)
 		return ar_error_wrap(err, "--proxy-log");
+	/* agentrun's stderr: a terminal or a pipe is reopened, an open file description of
+	 * the proxy's own, so that the proxy may make its log writes non-blocking without
+	 * doing so to what the command writes to; a regular file (where O_NONBLOCK means
+	 * nothing, and a second offset would overwrite) and a socket are shared */
+	struct stat st;
+	if (n->log_fd == -1 && fstat(2, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
+		n->log_fd = open("/proc/self/fd/2", O_WRONLY | O_CLOEXEC);
+	if (n->log_fd == -1)
+		n->log_fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
 	return 0;
 }
 
@@ -79,7 +88,7 @@ static int start_proxy(struct ar_net *n, ar_error_t *err)
 	struct ar_net_proxy_opts po = {
 	    .policy = n->p,
 	    .audit_fd = n->audit_fd,
-	    .log_fd = n->log_fd >= 0 ? n->log_fd : 2,
+	    .log_fd = n->log_fd,
 	    .cgroup_name = n->no_cgroups ? NULL : cgname,
 	};
 	if (ar_net_proxy_start(&po, &n->proxy, err) == -1)
