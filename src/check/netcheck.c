@@ -151,6 +151,11 @@ static void sockets(const char *file, const char *kind, char ***out)
 	}
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 static void peer_facts(int ns, int host, struct ar_check_net_facts *f)
 {
 	if (setns(ns, CLONE_NEWNET) == -1)
@@ -163,6 +168,9 @@ static void peer_facts(int ns, int host, struct ar_check_net_facts *f)
 	sockets("/proc/thread-self/net/udp6", "udp6", &f->peer_sockets);
 	if (setns(host, CLONE_NEWNET) == -1)
 		abort();
+	/* /proc/net/tcp is in hash order: sorted, a finding reads the same every time */
+	if (f->peer_sockets != NULL)
+		qsort(f->peer_sockets, ar_strv_len(f->peer_sockets), sizeof(char *), cmp_str);
 	f->peer_read = true;
 }
 

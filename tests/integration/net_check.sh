@@ -71,7 +71,7 @@ on_exit "kill $PEER"
 for _ in $(seq 1 100); do grep -qs ready "$AR_TMP/peer.out" && break; sleep 0.05; done
 expect_status "a listener in the proxy netns: drift" 1 "$AGENTRUN" check --name "$SB"
 expect_eq "a listener in the proxy netns: one finding" \
-	"DRIFT proxy netns sockets expected tcp listen $pip:3128 actual tcp listen $pip:3128,tcp listen 0.0.0.0:2222" \
+	"DRIFT proxy netns sockets expected tcp listen $pip:3128 actual tcp listen 0.0.0.0:2222,tcp listen $pip:3128" \
 	"$(grep DRIFT "$AR_TMP/out")"
 kill "$PEER"
 wait "$PEER" 2>/dev/null || true
