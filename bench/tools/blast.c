@@ -49,12 +49,26 @@ static int dial(int port)
 	return fd;
 }
 
+/* The proxy on 127.0.0.1, or on $AR_BLAST_PROXY_HOST (bench/net.sh: a sandbox's
+ * listener at the far end of its veth). */
+static int dial_proxy(int port)
+{
+	const char *host = getenv("AR_BLAST_PROXY_HOST");
+	struct sockaddr_in a = loopback(port);
+	if (host != NULL && inet_pton(AF_INET, host, &a.sin_addr) != 1)
+		die("AR_BLAST_PROXY_HOST");
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd == -1 || connect(fd, (struct sockaddr *)&a, sizeof(a)) == -1)
+		die("connect to the proxy");
+	return fd;
+}
+
 /* CONNECT through the proxy; returns once "200" and the header end were read. */
 static int dial_via(int proxy, int port)
 {
 	char req[128], resp[1024];
 	size_t got = 0;
-	int fd = dial(proxy);
+	int fd = dial_proxy(proxy);
 	int n = snprintf(req, sizeof(req),
 			 "CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n", port, port);
 	if (write(fd, req, (size_t)n) != n)

@@ -79,8 +79,8 @@ bool ar_check_is_sensitive_path(const char *path);
  * normal: docker.sock or a credential directory component. */
 bool ar_check_is_credential_path(const char *path);
 /* HTTP_PROXY, HTTPS_PROXY, http_proxy, https_proxy: what a sandbox must carry. */
-#define AR_CHECK_N_PROXY_VARS 4
-extern const char *const ar_check_proxy_vars[AR_CHECK_N_PROXY_VARS];
+#define AR_CHECK_N_PROXY_VARS AR_PROXY_ENV_N_URL /* the one definition: policy.h */
+#define ar_check_proxy_vars   ar_proxy_env_url_vars
 /* The value of KEY in a "KEY=VALUE" strv, or NULL. */
 const char *ar_check_env_get(char *const *env, const char *key);
 /* 1000 -> "1", 500 -> "0.5", 1250 -> "1.25" (into buf of at least 32 bytes). */
@@ -240,6 +240,9 @@ struct ar_proc_facts {
 	char **env; /* NULL when environ could not be read */
 	char **netdevs;
 	char *default_route; /* device of a non-lo default route, NULL when none */
+	/* network: proxy facts (src/check/netcheck.c), set and freed by the caller;
+	 * NULL: not read */
+	const struct ar_check_net_facts *net;
 };
 
 /* Read every fact about pid from /proc (and the cgroup filesystems). */
@@ -249,6 +252,31 @@ void ar_cleanup_proc_factsp(struct ar_proc_facts **f);
 #define ar_autoproc_facts __attribute__((cleanup(ar_cleanup_proc_factsp)))
 /* The namespace name in /proc/PID/ns/ ("pid", "mnt", ...). */
 const char *ar_check_ns_name(enum ar_ns_kind k);
+
+/* ---- the network of an agentrun sandbox (src/check/netcheck.c) ---- */
+
+struct ar_check_net_facts {
+	char eth0_ip[16]; /* "" when eth0 has no IPv4 address */
+	int eth0_prefix;
+	char **routes;		/* IPv4 and IPv6 routes other than lo's and default ("D/P dev I") */
+	char proxy_url[48];	/* http://FIRST:PORT of eth0's /30 (the address plan), or "" */
+	bool peer_read;		/* the proxy netns was reached through the proxy's listener */
+	char **peer_links;	/* interfaces of the proxy netns */
+	char **peer_sockets;	/* its sockets: "tcp listen 10.254.0.1:3128", "udp 0.0.0.0:53" */
+	char peer_expected[32]; /* "tcp listen 10.254.0.1:3128" */
+};
+
+/* Read the sandbox netns of pid (through /proc/PID/ns/net) and, when proxy_pid > 0,
+ * the proxy netns its listener lives in (pidfd_getfd + SIOCGSKNS). Needs root. */
+int ar_check_net_read(pid_t pid, pid_t proxy_pid, int port, struct ar_check_net_facts **out,
+		      ar_error_t *err);
+void ar_check_net_facts_free(struct ar_check_net_facts *f);
+/* Is v the proxy URL of this sandbox (f known), else of some /30 of the range? */
+bool ar_check_net_is_proxy_url(const struct ar_check_net_facts *f, const char *v, int port);
+/* Compare (pure), for `network: proxy`: only lo and eth0, eth0 on a /30 of the range,
+ * no route beyond it, a proxy netns holding only its veth and the listener. */
+void ar_check_net(const struct ar_policy *p, char *const *netdevs,
+		  const struct ar_check_net_facts *f, struct ar_findings *out);
 
 /* Compare (pure): one finding per broken expectation, in table order. */
 void ar_check_proc(const struct ar_policy *p, const struct ar_proc_facts *f,

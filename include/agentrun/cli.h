@@ -21,6 +21,8 @@ int ar_cmd_check(int argc, char **argv);
 int ar_cmd_audit(int argc, char **argv);
 int ar_cmd_hook(int argc, char **argv);
 int ar_cmd_version(int argc, char **argv);
+int ar_cmd_ps(int argc, char **argv);
+int ar_cmd_gc(int argc, char **argv);
 
 /* "agentrun: SUBCMD: unknown option `--x`; see `agentrun SUBCMD --help`" and the usage exit code.
  */

@@ -117,4 +117,19 @@ const char *ar_policy_getenv(const struct ar_policy *p, const char *key);
 /* Set or replace an env entry keeping the array sorted. */
 void ar_policy_setenv(struct ar_policy *p, const char *key, const char *value);
 
+/* The proxy variables of a sandbox with `network: proxy` (src/policy/proxy_env.c), the
+ * one definition run, render and check use: HTTP_PROXY, HTTPS_PROXY, http_proxy,
+ * https_proxy = the proxy URL, then NO_PROXY, no_proxy = localhost,127.0.0.1; the
+ * policy env comes after them. */
+#define AR_PROXY_ENV_N_URL	4
+#define AR_PROXY_ENV_N_NO_PROXY 2
+#define AR_PROXY_ENV_NO_PROXY	"localhost,127.0.0.1"
+extern const char *const ar_proxy_env_url_vars[AR_PROXY_ENV_N_URL];
+extern const char *const ar_proxy_env_no_proxy_vars[AR_PROXY_ENV_N_NO_PROXY];
+/* Call fn for each of the six, in that order. */
+void ar_proxy_env_foreach(const char *proxy_url,
+			  void (*fn)(const char *key, const char *value, void *data), void *data);
+/* Is key one of the six? */
+bool ar_proxy_env_is_proxy_var(const char *key);
+
 #endif

@@ -19,6 +19,10 @@ struct ar_run_opts {
 	const char *term;	 /* the caller's $TERM, passed through when set */
 	const char *cwd;	 /* the caller's working directory: kept when the sandbox
 				    shows it, else / */
+	/* network (docs/network.md) */
+	const char *policy_path; /* --policy FILE, recorded in the sandbox's state */
+	const char *audit_path;	 /* --audit FILE: the proxy's audit (default: state dir) */
+	const char *proxy_log;	 /* --proxy-log FILE: the proxy's log lines (default stderr) */
 };
 
 /* Launch argv[0] in a sandbox for policy p and wait for it. *status is the value
@@ -54,6 +58,10 @@ int ar_parse_user(const char *s, uid_t *uid, gid_t *gid);
  * has one, then the policy env (which may replace PATH or HOME), KUBECONFIG when a
  * kubeconfig is mounted. NULL-terminated "K=V" strings, free with ar_strv_free. */
 char **ar_sandbox_env(const struct ar_policy *p, const struct ar_run_opts *o);
+/* The same with the proxy variables (ar_proxy_env_foreach) after TERM when proxy_url
+ * is set: the environment of a `network: proxy` sandbox. */
+char **ar_sandbox_env_net(const struct ar_policy *p, const struct ar_run_opts *o,
+			  const char *proxy_url);
 
 /* ---- The mount plan (src/sandbox/mountplan.c), pure. ---- */
 

@@ -49,13 +49,12 @@ extern const size_t ar_spec_n_namespaces;
 
 /* ---- proxy environment ---- */
 
-/* HTTP_PROXY, HTTPS_PROXY, http_proxy, https_proxy: set to the proxy URL. */
-#define AR_SPEC_N_PROXY_VARS 4
-extern const char *const ar_spec_proxy_vars[AR_SPEC_N_PROXY_VARS];
-/* NO_PROXY, no_proxy: set to AR_SPEC_NO_PROXY. */
-#define AR_SPEC_N_NO_PROXY_VARS 2
-extern const char *const ar_spec_no_proxy_vars[AR_SPEC_N_NO_PROXY_VARS];
-#define AR_SPEC_NO_PROXY "localhost,127.0.0.1"
+/* The proxy variables are the policy's one definition (include/agentrun/policy.h). */
+#define AR_SPEC_N_PROXY_VARS	AR_PROXY_ENV_N_URL
+#define ar_spec_proxy_vars	ar_proxy_env_url_vars
+#define AR_SPEC_N_NO_PROXY_VARS AR_PROXY_ENV_N_NO_PROXY
+#define ar_spec_no_proxy_vars	ar_proxy_env_no_proxy_vars
+#define AR_SPEC_NO_PROXY	AR_PROXY_ENV_NO_PROXY
 /* The proxy URL an OCI container sees until the network code fills the real one: the
  * proxy end of the container's own veth (each container has a private link, so the
  * address is the same for all). */

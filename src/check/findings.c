@@ -266,9 +266,6 @@ const char *ar_check_format_cpus(int64_t milli, char *buf, size_t size)
 	return buf;
 }
 
-const char *const ar_check_proxy_vars[AR_CHECK_N_PROXY_VARS] = {"HTTP_PROXY", "HTTPS_PROXY",
-								"http_proxy", "https_proxy"};
-
 const char *ar_check_env_get(char *const *env, const char *key)
 {
 	size_t n = strlen(key);

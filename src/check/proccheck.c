@@ -259,14 +259,10 @@ static void check_network(const struct ctx *c)
 	}
 }
 
-/* http://10.254.N.1:PORT, the address agentrun gives the proxy end of the veth. */
-static bool is_sandbox_proxy_url(const char *v, int port)
+/* network: proxy, the sandbox's and the proxy's netns (src/check/netcheck.c) */
+static void check_net_proxy(const struct ctx *c)
 {
-	unsigned n, got_port;
-	int end = 0;
-	if (sscanf(v, "http://10.254.%u.1:%u%n", &n, &got_port, &end) != 2 || v[end] != '\0')
-		return false;
-	return n <= 255 && got_port == (unsigned)port && strncmp(v, "http://10.254.", 14) == 0;
+	ar_check_net(c->p, c->f->netdevs, c->f->net, c->out);
 }
 
 /* Without the environment, no variable can be said to be absent. */
@@ -291,9 +287,12 @@ static void check_proxy_env(const struct ctx *c)
 				    "policy \"network\": \"none\" (no proxy to point at)");
 			continue;
 		}
-		if (have && is_sandbox_proxy_url(have, c->p->proxy.port))
+		if (have && ar_check_net_is_proxy_url(c->f->net, have, c->p->proxy.port))
 			continue;
-		ar_autofree char *want = ar_xasprintf("http://10.254.N.1:%d", c->p->proxy.port);
+		ar_autofree char *want =
+		    c->f->net && c->f->net->proxy_url[0]
+			? ar_xstrdup(c->f->net->proxy_url)
+			: ar_xasprintf("http://(first address of a /30):%d", c->p->proxy.port);
 		add(c, what, want, have ? ar_check_shown_value(key, have) : "unset",
 		    "policy \"network\": \"proxy\" (agentrun run sets it)");
 	}
@@ -335,21 +334,14 @@ static void check_secrets(const struct ctx *c)
 }
 
 static void (*const expectations[])(const struct ctx *) = {
-    check_ids,
-    check_caps,
-    check_nnp,
-    check_seccomp,
-    check_rootfs,
-    check_tmpfs,
-    check_policy_mounts,
-    check_sensitive_mounts,
-    check_visible,
-    check_namespaces,
-    check_limits,
-    check_network,
-    check_environ_readable,
-    check_proxy_env,
-    check_policy_env,
+    check_ids,		 check_caps,
+    check_nnp,		 check_seccomp,
+    check_rootfs,	 check_tmpfs,
+    check_policy_mounts, check_sensitive_mounts,
+    check_visible,	 check_namespaces,
+    check_limits,	 check_network,
+    check_net_proxy,	 check_environ_readable,
+    check_proxy_env,	 check_policy_env,
     check_secrets,
 };
 

@@ -9,6 +9,7 @@
 #include "agentrun/audit.h"
 #include "agentrun/cli.h"
 #include "agentrun/log.h"
+#include "agentrun/net.h"
 #include "agentrun/util.h"
 
 struct audit_opts {
@@ -18,10 +19,11 @@ struct audit_opts {
 
 static void usage(void)
 {
-	printf("Usage: agentrun audit FILE [--json]\n\n"
+	printf("Usage: agentrun audit FILE|NAME [--json]\n\n"
 	       "Summarise a proxy audit log (JSON Lines): per-host request counts (allowed and\n"
 	       "served; allowed but failed: the proxy answered 413, 502, 503 or 504; denied),\n"
-	       "bytes out and in, and a closing summary line.\n\n"
+	       "bytes out and in, and a closing summary line. NAME is a sandbox as `agentrun ps`\n"
+	       "lists it (live or finished), or a policy name: its newest sandbox.\n\n"
 	       "  --json     print {\"entries\": [...], \"hosts\": {...}, \"summary\": {...}}\n"
 	       "  -h, --help this help\n\n"
 	       "Exit status: 0 ok (an empty log too), 2 bad input (missing or unreadable file,\n"
@@ -53,7 +55,7 @@ static int parse_opts(int argc, char **argv, struct audit_opts *o)
 		}
 	}
 	if (optind == argc)
-		return ar_cli_usage_error("audit", -AR_EXIT_USAGE, "missing FILE");
+		return ar_cli_usage_error("audit", -AR_EXIT_USAGE, "missing FILE or NAME");
 	if (optind != argc - 1)
 		return ar_cli_usage_error("audit", -AR_EXIT_USAGE, "unexpected argument `%s`",
 					  argv[optind + 1]);
@@ -66,6 +68,8 @@ int ar_cmd_audit(int argc, char **argv)
 	struct audit_opts o = {0};
 	ar_auto_error ar_error_t err = NULL;
 	ar_autofree char *data = NULL;
+	ar_autofree char *file = NULL;
+	ar_autofree char *note = NULL;
 	ar_autobuf struct ar_buf out = {0};
 	struct ar_audit_summary s;
 	size_t len = 0;
@@ -73,7 +77,10 @@ int ar_cmd_audit(int argc, char **argv)
 	int r = parse_opts(argc, argv, &o);
 	if (r != 0)
 		return r > 0 ? AR_EXIT_OK : -r;
-	if (ar_read_file(o.file, 1u << 30, &data, &len, &err) < 0) {
+	file = ar_net_audit_resolve(o.file, &note, &err);
+	if (note != NULL)
+		ar_warn("audit: %s", note);
+	if (file == NULL || ar_read_file(file, 1u << 30, &data, &len, &err) < 0) {
 		ar_error_wrap(&err, "audit");
 		ar_error_print(&err);
 		return AR_EXIT_USAGE;
@@ -91,7 +98,7 @@ int ar_cmd_audit(int argc, char **argv)
 	}
 	if (s.invalid_lines > 0)
 		ar_warn("audit: %s: %" PRIu64 " line(s) are not audit entries (first: line %zu)",
-			o.file, s.invalid_lines, s.first_invalid);
+			file, s.invalid_lines, s.first_invalid);
 	if (o.json)
 		ar_audit_format_json(&s, &out);
 	else

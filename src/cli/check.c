@@ -1,6 +1,7 @@
 /* agentrun check --policy FILE (--inspect FILE | --container NAME | --pid PID |
- * --bundle DIR | --pod FILE | --manifest FILE) [--json]: drift of a docker container, a
- * process, an OCI bundle or Kubernetes objects from a policy. Exit 0 no drift, 1 drift,
+ * --name NAME | --bundle DIR | --pod FILE | --manifest FILE) [--json]: drift of a docker
+ * container, a process or agentrun sandbox, an OCI bundle or Kubernetes objects from a
+ * policy. Exit 0 no drift, 1 drift,
  * 2 bad input. The work is in src/check/. */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
@@ -14,6 +15,7 @@
 #include "agentrun/check.h"
 #include "agentrun/cli.h"
 #include "agentrun/k8s.h"
+#include "agentrun/net.h"
 #include "agentrun/policy.h"
 #include "agentrun/spec.h"
 #include "agentrun/util.h"
@@ -24,17 +26,20 @@ struct check_opts {
 	const char *container;
 	const char *pid_text;
 	const char *bundle; /* --bundle DIR: an OCI bundle's config.json */
+	const char *name;   /* an agentrun sandbox as `agentrun ps` lists it */
 	pid_t pid;
 	const char *pod;
 	const char *manifest;
 	bool json;
+	char *policy_buf; /* the policy --name found */
 };
 
 static void usage(void)
 {
 	printf(
 	    "Usage: agentrun check --policy FILE (--inspect FILE | --container NAME | --pid PID\n"
-	    "                      | --bundle DIR | --pod FILE | --manifest FILE) [--json]\n\n"
+	    "                      | --name NAME | --bundle DIR | --pod FILE | --manifest FILE)\n"
+	    "                      [--json]\n\n"
 	    "Compare what is running with a policy and print one finding per drift:\n"
 	    "  DRIFT read-only rootfs expected true actual false\n"
 	    "    fix: --read-only\n"
@@ -45,6 +50,8 @@ static void usage(void)
 	    "  -c, --container NAME    run `docker inspect` on NAME and its networks\n"
 	    "      --pid PID           check a running process from /proc (needs root for\n"
 	    "                          another user's process)\n"
+	    "      --name NAME         an agentrun sandbox as `agentrun ps` lists it; --policy\n"
+	    "                          defaults to the file it was started with\n"
 	    "      --pod FILE          saved `kubectl get pod NAME -o json` (- = stdin)\n"
 	    "      --manifest FILE     Kubernetes objects before they are applied: YAML or JSON\n"
 	    "                          (agentrun render --format k8s, or written by hand)\n"
@@ -71,6 +78,7 @@ static int parse_opts(int argc, char **argv, struct check_opts *o)
 	    {"pod", required_argument, NULL, 'o'},
 	    {"manifest", required_argument, NULL, 'm'},
 	    {"bundle", required_argument, NULL, 'b'},
+	    {"name", required_argument, NULL, 'n'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -102,6 +110,9 @@ static int parse_opts(int argc, char **argv, struct check_opts *o)
 		case 'b':
 			o->bundle = optarg;
 			break;
+		case 'n':
+			o->name = optarg;
+			break;
 		case 'j':
 			o->json = true;
 			break;
@@ -116,13 +127,14 @@ static int parse_opts(int argc, char **argv, struct check_opts *o)
 	}
 	if (optind < argc)
 		return bad("unexpected argument `%s`", argv[optind]);
-	if (o->policy == NULL)
+	if (o->policy == NULL && o->name == NULL)
 		return bad("%s", "missing --policy FILE");
 	if ((o->inspect != NULL) + (o->container != NULL) + (o->pid_text != NULL) +
-		(o->bundle != NULL) + (o->pod != NULL) + (o->manifest != NULL) !=
+		(o->name != NULL) + (o->bundle != NULL) + (o->pod != NULL) +
+		(o->manifest != NULL) !=
 	    1)
 		return bad("%s", "give exactly one of --inspect FILE, --container NAME, --pid PID, "
-				 "--bundle DIR, --pod FILE, --manifest FILE");
+				 "--name NAME, --bundle DIR, --pod FILE, --manifest FILE");
 	if (o->container && o->container[0] == '\0')
 		return bad("%s", "--container: empty name");
 	int64_t pid;
@@ -177,14 +189,46 @@ static int docker_findings(const struct check_opts *o, const struct ar_policy *p
 	return 0;
 }
 
+/* --name: the sandbox's command, and by default the policy it was started with. */
+static int resolve_name(struct check_opts *o, ar_error_t *err)
+{
+	struct ar_net_state s;
+	if (o->name == NULL)
+		return 0;
+	if (strchr(o->name, '/') != NULL || ar_net_state_read(o->name, &s, err) < 0)
+		return ar_error_wrap(err, "--name `%s`: no such sandbox (see agentrun ps)",
+				     o->name);
+	if (!ar_net_proc_alive(s.owner, s.owner_start) || s.pid <= 0)
+		return ar_error_make(err, 0, "--name `%s`: the sandbox is not running", o->name);
+	o->pid = ar_net_state_command_pid(&s);
+	if (o->policy == NULL && s.policy[0] == '\0')
+		return ar_error_make(err, 0,
+				     "--name `%s`: it runs the embedded default policy; give "
+				     "--policy FILE",
+				     o->name);
+	if (o->policy == NULL)
+		o->policy = o->policy_buf = ar_xstrdup(s.policy);
+	return 0;
+}
+
 static int proc_findings(const struct check_opts *o, const struct ar_policy *p,
 			 struct ar_findings *out, char **subject, ar_error_t *err)
 {
 	ar_autoproc_facts struct ar_proc_facts *f = NULL;
+	struct ar_check_net_facts *net = NULL;
+	struct ar_net_state s;
 	if (ar_check_proc_read(o->pid, &f, err) < 0)
 		return ar_error_wrap(err, "--pid %d", (int)o->pid);
+	/* the network facts, through the sandbox's state when agentrun runs it */
+	bool agentrun = ar_net_state_find_pid(o->pid, &s) == 0;
+	if (p->network == AR_NETWORK_PROXY &&
+	    ar_check_net_read(o->pid, agentrun ? s.proxy_pid : 0, p->proxy.port, &net, err) < 0)
+		return ar_error_wrap(err, "--pid %d", (int)o->pid);
+	f->net = net;
 	ar_check_proc(p, f, out);
-	*subject = ar_xasprintf("pid %d", (int)o->pid);
+	ar_check_net_facts_free(net);
+	f->net = NULL;
+	*subject = o->name ? ar_xstrdup(o->name) : ar_xasprintf("pid %d", (int)o->pid);
 	return 0;
 }
 
@@ -238,14 +282,19 @@ static int source_findings(const struct check_opts *o, const struct ar_policy *p
 		return bundle_findings(o, p, out, subject, err);
 	if (o->pod || o->manifest)
 		return k8s_findings(o, p, out, subject, err);
-	if (o->pid_text)
+	if (o->pid_text || o->name)
 		return proc_findings(o, p, out, subject, err);
 	return docker_findings(o, p, out, subject, err);
 }
 
+static void opts_free(struct check_opts *o)
+{
+	free(o->policy_buf);
+}
+
 int ar_cmd_check(int argc, char **argv)
 {
-	struct check_opts o = {0};
+	__attribute__((cleanup(opts_free))) struct check_opts o = {0};
 	ar_auto_error ar_error_t err = NULL;
 	ar_autopolicy struct ar_policy *p = NULL;
 	ar_autofindings struct ar_findings findings = {0};
@@ -255,7 +304,7 @@ int ar_cmd_check(int argc, char **argv)
 	int r = parse_opts(argc, argv, &o);
 	if (r != 0)
 		return r > 0 ? AR_EXIT_OK : -r;
-	if (ar_policy_load(o.policy, &p, &err) < 0 ||
+	if (resolve_name(&o, &err) < 0 || ar_policy_load(o.policy, &p, &err) < 0 ||
 	    source_findings(&o, p, &findings, &subject, &err) < 0) {
 		ar_error_wrap(&err, "check");
 		ar_error_print(&err);

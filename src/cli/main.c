@@ -20,6 +20,8 @@ static const struct command commands[] = {
     {"audit", ar_cmd_audit, "summarise a proxy audit log"},
     {"hook", ar_cmd_hook, "the OCI hook (create-runtime, poststop) for runc, crun, podman"},
     {"version", ar_cmd_version, "print the version"},
+    {"ps", ar_cmd_ps, "list the live sandboxes"},
+    {"gc", ar_cmd_gc, "remove what dead sandboxes left behind"},
 };
 
 static void usage(FILE *out)

@@ -128,6 +128,7 @@ int ar_cmd_run(int argc, char **argv)
 		ar_error_print(&err);
 		return AR_EXIT_RUN_FAIL;
 	}
+	o.policy_path = policy;
 	if (ar_sandbox_run(p, &o, argv + cmd, &status, &err) == -1)
 		ar_error_print(&err);
 	return status;

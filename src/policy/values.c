@@ -174,17 +174,11 @@ bool policy_image_valid(const char *s)
 	return true;
 }
 
-/* Variables agentrun sets itself when the network goes through the proxy. */
-static const char *const proxy_env[] = {"HTTP_PROXY",  "HTTPS_PROXY", "http_proxy",
-					"https_proxy", "NO_PROXY",    "no_proxy"};
-
 const char *policy_env_reserved(const struct ar_policy *p, const char *key)
 {
-	if (p->network == AR_NETWORK_PROXY)
-		for (size_t i = 0; i < AR_ARRAY_SIZE(proxy_env); i++)
-			if (strcmp(key, proxy_env[i]) == 0)
-				return "is set by agentrun to the proxy's address when network is "
-				       "\"proxy\"";
+	if (p->network == AR_NETWORK_PROXY && ar_proxy_env_is_proxy_var(key))
+		return "is set by agentrun to the proxy's address when network is "
+		       "\"proxy\"";
 	if (p->kubeconfig != NULL && strcmp(key, "KUBECONFIG") == 0)
 		return "is set by agentrun to the kubeconfig target when kubeconfig is given";
 	return NULL;

@@ -12,10 +12,9 @@
 #include "agentrun/render.h"
 #include "agentrun/util.h"
 
-#define PROXY_MEMORY  "128m"
-#define PROXY_PIDS    "64"
-#define PROXY_USER    "65534:65534"
-#define NO_PROXY_LIST "localhost,127.0.0.1"
+#define PROXY_MEMORY "128m"
+#define PROXY_PIDS   "64"
+#define PROXY_USER   "65534:65534"
 
 static const struct {
 	const char *name;
@@ -161,21 +160,16 @@ static void proxy_step(const struct ar_policy *p, const char *proxy_image,
 	finish_step(s);
 }
 
+static void env_arg(const char *key, const char *value, void *data)
+{
+	arg(data, "-e");
+	argf(data, "%s=%s", key, value);
+}
+
 static void agent_env(const struct ar_policy *p, struct ar_render_step *s)
 {
-	static const char *const proxy_vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
-						 "https_proxy"};
-	static const char *const no_proxy_vars[] = {"NO_PROXY", "no_proxy"};
-	if (p->network == AR_NETWORK_PROXY) {
-		for (size_t i = 0; i < AR_ARRAY_SIZE(proxy_vars); i++) {
-			arg(s, "-e");
-			argf(s, "%s=%s", proxy_vars[i], p->proxy_url);
-		}
-		for (size_t i = 0; i < AR_ARRAY_SIZE(no_proxy_vars); i++) {
-			arg(s, "-e");
-			argf(s, "%s=%s", no_proxy_vars[i], NO_PROXY_LIST);
-		}
-	}
+	if (p->network == AR_NETWORK_PROXY)
+		ar_proxy_env_foreach(p->proxy_url, env_arg, s);
 	/* p->env is kept sorted by key by the policy reader */
 	for (size_t i = 0; i < p->n_env; i++) {
 		arg(s, "-e");

@@ -21,7 +21,24 @@ static void put(char ***env, size_t *n, const char *key, const char *value)
 	(*env)[*n] = NULL;
 }
 
+struct env_acc {
+	char ***env;
+	size_t *n;
+};
+
+static void put_proxy(const char *key, const char *value, void *data)
+{
+	struct env_acc *a = data;
+	put(a->env, a->n, key, value);
+}
+
 char **ar_sandbox_env(const struct ar_policy *p, const struct ar_run_opts *o)
+{
+	return ar_sandbox_env_net(p, o, NULL);
+}
+
+char **ar_sandbox_env_net(const struct ar_policy *p, const struct ar_run_opts *o,
+			  const char *proxy_url)
 {
 	char **env = ar_xcalloc(1, sizeof(char *));
 	size_t n = 0;
@@ -31,6 +48,8 @@ char **ar_sandbox_env(const struct ar_policy *p, const struct ar_run_opts *o)
 	put(&env, &n, "HOME", p->n_tmpfs > 0 ? p->tmpfs[0] : "/");
 	if (o != NULL && o->term != NULL && o->term[0] != '\0')
 		put(&env, &n, "TERM", o->term);
+	if (proxy_url != NULL)
+		ar_proxy_env_foreach(proxy_url, put_proxy, &(struct env_acc){&env, &n});
 	for (size_t i = 0; i < p->n_env; i++)
 		put(&env, &n, p->env[i].key, p->env[i].value);
 	if (p->kubeconfig != NULL)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agentrun/rules.h"
 #include "agentrun/sandbox.h"
 #include "agentrun/util.h"
 
@@ -174,6 +175,39 @@ static int set_no_cgroups(struct ar_policy *p, struct ar_run_opts *o, const char
 	return 0;
 }
 
+/* Network overrides (docs/network.md): the same field the policy's proxy.allow_private
+ * fills, validated as the file's is. */
+static int add_allow_private(struct ar_policy *p, struct ar_run_opts *o, const char *flag,
+			     const char *v, ar_error_t *err)
+{
+	struct ar_cidr c;
+	if (ar_cidr_parse(v, &c) == -1)
+		return bad(err, flag, v, "a CIDR (127.0.0.1, 10.0.0.0/8, fd00::/8)");
+	p->proxy.allow_private =
+	    ar_xrealloc(p->proxy.allow_private, (p->proxy.n_allow_private + 2) * sizeof(char *));
+	p->proxy.allow_private[p->proxy.n_allow_private++] = ar_xstrdup(v);
+	p->proxy.allow_private[p->proxy.n_allow_private] = NULL; /* ar_strv_free */
+	return 0;
+}
+
+static int set_audit(struct ar_policy *p, struct ar_run_opts *o, const char *flag, const char *v,
+		     ar_error_t *err)
+{
+	if (v[0] == '\0')
+		return bad(err, flag, v, "a file path");
+	o->audit_path = v;
+	return 0;
+}
+
+static int set_proxy_log(struct ar_policy *p, struct ar_run_opts *o, const char *flag,
+			 const char *v, ar_error_t *err)
+{
+	if (v[0] == '\0')
+		return bad(err, flag, v, "a file path");
+	o->proxy_log = v;
+	return 0;
+}
+
 static const struct override_entry table[] = {
     {{"--memory", "SIZE", "memory limit (256m, 1g)"}, set_memory},
     {{"--pids", "N", "maximum number of processes"}, set_pids},
@@ -186,6 +220,11 @@ static const struct override_entry table[] = {
     {{"--seccomp", "FILE|default|unconfined", "seccomp profile"}, set_seccomp},
     {{"--no-cgroups", NULL, "run without resource limits instead of failing closed"},
      set_no_cgroups},
+    {{"--allow-private", "CIDR", "let the proxy dial this private range (repeatable)"},
+     add_allow_private},
+    {{"--audit", "FILE", "the proxy's audit log (default /run/agentrun/audit/NAME.jsonl)"},
+     set_audit},
+    {{"--proxy-log", "FILE", "the proxy's log lines (default: stderr)"}, set_proxy_log},
 };
 
 const struct ar_override *ar_override_at(size_t i)

@@ -2,10 +2,13 @@
  * (nsjail's containProc). Each step is a small function here or in its own file;
  * the order below is the order of the sandbox:
  *
- *   preflight -> prepare -> network -> cgroup (v2; v1: only planned) -> clone
- *   (child: child.c) -> uid/gid maps -> release the child's setup -> v1 cgroup
- *   creation, or v2 membership -> release the command -> wait, forwarding signals -> the child's
- * report -> teardown
+ *   preflight -> prepare -> signals blocked -> network (gc, the name, the /30,
+ *   audit file) -> environment -> cgroup (v2; v1: only planned) -> clone (child:
+ *   child.c) -> uid/gid maps -> release the child's setup -> proxy netns + listener,
+ *   proxy process, veth into the child's netns -> v1 cgroup creation, or v2
+ *   membership -> the proxy serves, state written -> release the
+ *   command -> wait, forwarding signals, watching the proxy -> the child's report ->
+ *   teardown
  *
  * Whatever has been created is undone by release_sandbox on every path out. */
 #define _GNU_SOURCE
@@ -50,6 +53,7 @@ static void release_sandbox(struct sandbox *sb)
 	if (sb->cg != NULL && ar_cgroup_destroy(sb->cg, &err) == -1)
 		ar_warn("%s", err->msg);
 	sb->cg = NULL;
+	ar_net_stop(&sb->net);
 	for (int i = 0; i < 2; i++) {
 		close_fd(&sb->release[i]);
 		close_fd(&sb->report[i]);
@@ -68,24 +72,40 @@ static int prepare(struct sandbox *sb, ar_error_t *err)
 {
 	if (ar_seccomp_prepare_program(sb->p->seccomp, &sb->seccomp, err) == -1)
 		return -1;
-	if (ar_mount_plan_build(sb->p, sb->o->caller_home, &sb->plan, err) == -1)
+	return ar_mount_plan_build(sb->p, sb->o->caller_home, &sb->plan, err);
+}
+
+/* The network (DESIGN §7, src/net/): gc of dead sandboxes, this sandbox's name and
+ * state; for `network: proxy` the /30 and the audit file. `none` is the bare network
+ * namespace the clone creates (loopback only, brought up by the child). The
+ * environment follows: it carries the listener's address. */
+static int network(struct sandbox *sb, ar_error_t *err)
+{
+	struct ar_net_opts o = {
+	    .policy_path = sb->o->policy_path,
+	    .audit_path = sb->o->audit_path,
+	    .proxy_log = sb->o->proxy_log,
+	    .no_cgroups = sb->o->no_cgroups,
+	};
+	if (ar_net_start(&sb->net, sb->p, &o, err) == -1)
 		return -1;
-	sb->env = ar_sandbox_env(sb->p, sb->o);
+	sb->env = ar_sandbox_env_net(sb->p, sb->o, ar_net_proxy_url(&sb->net));
 	return 0;
 }
 
-/* The seam for the proxy network (DESIGN §7). `none` is the bare network namespace
- * the clone creates (loopback only, brought up by the child). `proxy` will start the
- * proxy netns and the proxy here, and wire the veth pair into the child's namespace
- * after spawn, before release_command. */
-static int network(struct sandbox *sb, ar_error_t *err)
+/* While the child builds its root: the proxy netns and listener, the confined proxy
+ * (made after the clone, so the sandbox inherits none of their descriptors), the veth
+ * into the child's netns (created in place there). */
+static int network_attach(struct sandbox *sb, ar_error_t *err)
 {
-	if (sb->p->network == AR_NETWORK_PROXY)
-		return ar_error_make(err, 0,
-				     "%s: network: proxy is not supported by run yet; use "
-				     "network: none",
-				     sb->p->origin);
-	return 0;
+	return ar_net_attach(&sb->net, sb->pid, err);
+}
+
+/* The proxy's go-ahead, after the cgroup work that ran beside its start: the command
+ * never runs without its proxy. */
+static int network_ready(struct sandbox *sb, ar_error_t *err)
+{
+	return ar_net_ready(&sb->net, sb->cg ? ar_cgroup_path(sb->cg) : NULL, err);
 }
 
 /* Fail closed, and say how to opt out (once). */
@@ -247,6 +267,13 @@ static int wait_sandbox(struct sandbox *sb, int *wstatus, ar_error_t *err)
 		}
 		if (r == -1 && errno != EINTR)
 			return ar_error_make(err, errno, "wait for the sandbox");
+		/* fail closed: without its proxy the sandbox has no business running */
+		if (ar_net_proxy_died(&sb->net)) {
+			kill(sb->pid, SIGKILL);
+			return ar_error_make(err, 0,
+					     "the proxy (pid %d) died; the sandbox was killed",
+					     (int)sb->net.proxy.pid);
+		}
 		int sig = sigwaitinfo(&set, NULL);
 		if (sig > 0 && sig != SIGCHLD)
 			kill(sb->pid, sig);
@@ -300,10 +327,10 @@ int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char 
 		return -1;
 	if (prepare(&sb, err) == -1)
 		return -1;
-	if (network(&sb, err) == -1)
-		return -1;
 	if (block_signals(&sb, err) == -1)
 		return -1;
+	if (network(&sb, err) == -1)
+		goto fail;
 	if (cgroup(&sb, err) == -1)
 		goto fail;
 	if (open_pipes(&sb, err) == -1)
@@ -314,9 +341,13 @@ int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char 
 		goto fail;
 	if (release_setup(&sb, err) == -1)
 		goto fail;
+	if (network_attach(&sb, err) == -1)
+		goto fail;
 	if (cgroup_late(&sb, err) == -1)
 		goto fail;
 	if (enter_cgroup(&sb, err) == -1)
+		goto fail;
+	if (network_ready(&sb, err) == -1)
 		goto fail;
 	if (release_command(&sb, err) == -1)
 		goto fail;
@@ -326,6 +357,7 @@ int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char 
 	if (read_report(&sb, status, err) == -1)
 		goto fail;
 	teardown(&sb);
+	ar_net_stop(&sb.net);
 	sigprocmask(SIG_SETMASK, &sb.oldmask, NULL);
 	return 0;
 fail:

@@ -10,6 +10,7 @@
 
 #include "agentrun/cgroup.h"
 #include "agentrun/error.h"
+#include "agentrun/net.h"
 #include "agentrun/policy.h"
 #include "agentrun/sandbox.h"
 #include "agentrun/seccomp.h"
@@ -36,9 +37,10 @@ struct sandbox {
 	uid_t outer_uid;
 	gid_t outer_gid;
 
-	int release[2]; /* parent -> child: the two release stages (socketpair) */
-	int report[2];	/* child -> parent: a struct child_report on failure, EOF on exec */
-	pid_t pid;	/* PID 1 of the sandbox, as the parent sees it */
+	int release[2];	   /* parent -> child: the two release stages (socketpair) */
+	int report[2];	   /* child -> parent: a struct child_report on failure, EOF on exec */
+	pid_t pid;	   /* PID 1 of the sandbox, as the parent sees it */
+	struct ar_net net; /* state, and for network: proxy the netns, veth and proxy */
 	sigset_t oldmask;
 };
 

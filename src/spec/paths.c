@@ -36,7 +36,3 @@ const struct ar_spec_namespace ar_spec_namespaces[] = {
     {"mount", "mnt", CLONE_NEWNS}, {"cgroup", "cgroup", CLONE_NEWCGROUP},
 };
 const size_t ar_spec_n_namespaces = AR_ARRAY_SIZE(ar_spec_namespaces);
-
-const char *const ar_spec_proxy_vars[AR_SPEC_N_PROXY_VARS] = {"HTTP_PROXY", "HTTPS_PROXY",
-							      "http_proxy", "https_proxy"};
-const char *const ar_spec_no_proxy_vars[AR_SPEC_N_NO_PROXY_VARS] = {"NO_PROXY", "no_proxy"};

@@ -12,31 +12,11 @@
 
 #define CPU_PERIOD_US 100000
 
-/* Set KEY=VALUE in a NULL-terminated strv, replacing an entry in place (its position
- * kept) or appending. */
-static void env_put(char ***env, const char *key, const char *value)
-{
-	size_t klen = strlen(key), n = ar_strv_len(*env);
-	for (size_t i = 0; i < n; i++)
-		if (strncmp((*env)[i], key, klen) == 0 && (*env)[i][klen] == '=') {
-			free((*env)[i]);
-			(*env)[i] = ar_xasprintf("%s=%s", key, value);
-			return;
-		}
-	*env = ar_xrealloc(*env, (n + 2) * sizeof(char *));
-	(*env)[n] = ar_xasprintf("%s=%s", key, value);
-	(*env)[n + 1] = NULL;
-}
-
 static void build_env(struct ar_spec *s, const struct ar_spec_opts *o)
 {
-	s->env = ar_sandbox_env(s->p, o->run);
-	if (s->net.mode != AR_NETWORK_PROXY)
-		return;
-	for (size_t i = 0; i < AR_SPEC_N_PROXY_VARS; i++)
-		env_put(&s->env, ar_spec_proxy_vars[i], s->net.proxy_url);
-	for (size_t i = 0; i < AR_SPEC_N_NO_PROXY_VARS; i++)
-		env_put(&s->env, ar_spec_no_proxy_vars[i], AR_SPEC_NO_PROXY);
+	/* the one definition of the environment, proxy variables included (env.c) */
+	s->env = ar_sandbox_env_net(s->p, o->run,
+				    s->net.mode == AR_NETWORK_PROXY ? s->net.proxy_url : NULL);
 }
 
 static void add_mount(struct ar_spec *s, enum ar_spec_mount_kind kind, const char *source,

@@ -120,7 +120,7 @@ expect_match "--help: usage" "^Usage: agentrun check --policy FILE" "$(cat "$AR_
 expect_status "no --policy: exit 2" 2 "$A" check --inspect "$D/inspect-hardened.json"
 expect_eq "no --policy: message" 'agentrun: check: missing --policy FILE; see `agentrun check --help`' "$(cat "$AR_TMP/err")"
 expect_status "no source: exit 2" 2 "$A" check --policy "$P"
-expect_eq "no source: message" 'agentrun: check: give exactly one of --inspect FILE, --container NAME, --pid PID, --bundle DIR, --pod FILE, --manifest FILE; see `agentrun check --help`' "$(cat "$AR_TMP/err")"
+expect_eq "no source: message" 'agentrun: check: give exactly one of --inspect FILE, --container NAME, --pid PID, --name NAME, --bundle DIR, --pod FILE, --manifest FILE; see `agentrun check --help`' "$(cat "$AR_TMP/err")"
 expect_status "two sources: exit 2" 2 "$A" check --policy "$P" --inspect "$D/inspect-hardened.json" --pid 1
 expect_status "unknown option: exit 2" 2 "$A" check --policy "$P" --frob
 expect_eq "unknown option: message" 'agentrun: check: unknown option `--frob`; see `agentrun check --help`' "$(cat "$AR_TMP/err")"

@@ -42,8 +42,9 @@ expect_status "a missing mount source: 125" 125 "$A" --policy "$AR_TMP/m.json" -
 expect_eq "a missing mount source: message" "agentrun: $AR_TMP/m.json: mounts[0].source: $AR_TMP/absent: No such file or directory" "$(cat "$AR_TMP/err")"
 
 printf '{"name": "rx-%s", "allowed_hosts": ["example.com"]}\n' "$$" >"$AR_TMP/proxy.json"
-expect_status "network proxy (not yet supported by run): 125" 125 "$A" --policy "$AR_TMP/proxy.json" -- true
-expect_eq "network proxy: message" "agentrun: $AR_TMP/proxy.json: network: proxy is not supported by run yet; use network: none" "$(cat "$AR_TMP/err")"
+expect_status "network proxy: the command's status" 3 "$A" --policy "$AR_TMP/proxy.json" -- sh -c 'exit 3'
+expect_status "network proxy, a bad --audit: 125" 125 "$A" --policy "$AR_TMP/proxy.json" --audit /nonexistent-$$/a.jsonl -- true
+expect_match "network proxy, a bad --audit: message" "^agentrun: audit: open \`/nonexistent-$$/a.jsonl\`: No such file or directory" "$(cat "$AR_TMP/err")"
 
 # SIGTERM (and SIGINT, SIGHUP, SIGUSR1) to agentrun reach the command, which decides
 # what to do.

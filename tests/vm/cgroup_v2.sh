@@ -9,6 +9,9 @@
 #          controllers can be enabled, and undoes that afterwards
 #   crowd  a non-root cgroup with other processes: fail closed (no-internal-processes)
 #   bare   the memory controller is not offered: fail closed naming it
+#   net    network: proxy on pure v2 (docs/network.md): the proxy's own cgroup, a GET
+#          through the veth and the proxy to an origin on the guest's 127.0.0.1,
+#          nothing left after the run nor after kill -9 + gc
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 need_root
@@ -133,6 +136,41 @@ sleep 0.2
 rmdir $CG/crowd
 echo "-memory -pids -cpu" >$CG/cgroup.subtree_control
 
+# --- net: network: proxy on pure v2 (veth is a module of this kernel)
+# (no kmod on these hosts: finit_module(2), 313 on x86_64, through python's ctypes)
+python3 -c 'import ctypes, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.syscall(313, fd, b"", 0) != 0 and ctypes.get_errno() != 17:
+    sys.exit(os.strerror(ctypes.get_errno()))' "/usr/lib/uml/modules/$(uname -r)/kernel/drivers/net/veth.ko"
+r net_veth "$(grep -c '^veth ' /proc/modules)"
+echo "+memory +pids +cpu" >$CG/cgroup.subtree_control
+ip link set lo up # the guest's own loopback, where the origin listens
+python3 -m http.server 18090 --bind 127.0.0.1 >/dev/null 2>&1 &
+opid=$!
+printf '{"name": "vmnet", "allowed_hosts": ["127.0.0.1:18090"], "proxy": {"allow_private": ["127.0.0.1"]}}' >/run/net.json
+for _ in $(seq 1 100); do python3 -c 'import socket; socket.create_connection(("127.0.0.1", 18090))' 2>/dev/null && break; sleep 0.1; done
+"$A" --policy /run/net.json -- sh -c 'echo "$HTTP_PROXY"; curl -sS -m 10 --noproxy "" -o /dev/null -w "%{http_code}\n" http://127.0.0.1:18090/; sleep 1' >/run/net.out 2>/run/net.err &
+apid=$!
+sleep 1
+r net_proxy_pids "$(cat $CG/agentrun-vmnet-proxy-$apid/pids.max 2>&1)"
+wait $apid
+r net_rc $?
+r net_url "$(head -n 1 /run/net.out)"
+r net_get "$(sed -n 2p /run/net.out)"
+[ "$(sed -n 2p /run/net.out)" = 200 ] || cat /run/net.err
+r net_left "$(leftovers)$(ls /run/agentrun | grep vmnet)"
+"$A" --policy /run/net.json -- sleep 30 >/dev/null 2>&1 &
+apid=$!
+sleep 1
+kill -KILL $apid
+wait $apid
+sleep 0.5
+"$A" gc >/dev/null
+r net_gc_left "$(leftovers)$(ls /run/agentrun | grep vmnet)$(ls /run/agentrun/net)"
+kill $opid
+echo "-memory -pids -cpu" >$CG/cgroup.subtree_control
+
 r end ok
 echo o >/proc/sysrq-trigger
 sleep 10
@@ -219,5 +257,13 @@ expect_match "crowd: the message explains the no-internal-processes rule" \
 	"^agentrun: (.*: )?cgroup v2: cannot enable .\+memory \+pids \+cpu. in ./sys/fs/cgroup/crowd/cgroup.subtree_control.: the cgroup holds other processes \([0-9 ]+\).*no-internal-processes rule.*use --no-cgroups to run without limits$" \
 	"$(v crowd_err)"
 expect_eq "crowd: nothing left" "" "$(v crowd_left)"
+
+expect_eq "net: the veth module is loaded" 1 "$(v net_veth)"
+expect_eq "net: the proxy's own cgroup (pids.max)" 16 "$(v net_proxy_pids)"
+expect_eq "net: the run exits 0" 0 "$(v net_rc)"
+expect_match "net: HTTP_PROXY is the /30's first address" '^http://10\.254\.[0-9]+\.[0-9]+:3128$' "$(v net_url)"
+expect_eq "net: a GET through the veth and the proxy" 200 "$(v net_get)"
+expect_eq "net: nothing left" "" "$(v net_left)"
+expect_eq "net: kill -9 + gc: nothing left" "" "$(v net_gc_left)"
 if [ "$AR_FAILED" != 0 ]; then show_console; fi
 finish

@@ -180,12 +180,12 @@ static void test_host_shell(void **state)
 	    {"cpu limit", "1", "unlimited", "policy \"limits\": {\"cpus\": \"1\"}"},
 	    {"default route", "absent", "via eth0",
 	     "agentrun run (the sandbox netns has no default route)"},
-	    {"proxy variable HTTP_PROXY", "http://10.254.N.1:3128", "unset",
+	    {"proxy variable HTTP_PROXY", "http://(first address of a /30):3128", "unset",
 	     "policy \"network\": \"proxy\" (agentrun run sets it)"},
-	    {"proxy variable HTTPS_PROXY", "http://10.254.N.1:3128", "http://proxy.corp:8080",
-	     NULL},
-	    {"proxy variable http_proxy", "http://10.254.N.1:3128", "unset", NULL},
-	    {"proxy variable https_proxy", "http://10.254.N.1:3128", "unset", NULL},
+	    {"proxy variable HTTPS_PROXY", "http://(first address of a /30):3128",
+	     "http://proxy.corp:8080", NULL},
+	    {"proxy variable http_proxy", "http://(first address of a /30):3128", "unset", NULL},
+	    {"proxy variable https_proxy", "http://(first address of a /30):3128", "unset", NULL},
 	    {"env ANTHROPIC_BASE_URL", "https://api.anthropic.com", "unset",
 	     "policy \"env\": {\"ANTHROPIC_BASE_URL\": ...}"},
 	    {"env KUBECONFIG", "/home/agent/.kube/config", "unset",
@@ -239,10 +239,10 @@ static void test_agentrun_proxy_sandbox(void **state)
 	ar_check_proc(p, f, &out);
 	EXPECT(&out, {"mount /logs", "ro", "rw", NULL},
 	       {"default route", "absent", "via eth0", NULL},
-	       {"proxy variable HTTPS_PROXY", "http://10.254.N.1:3128", "http://10.254.7.1:8080",
-		NULL},
-	       {"proxy variable http_proxy", "http://10.254.N.1:3128", "(set, with credentials)",
-		NULL},
+	       {"proxy variable HTTPS_PROXY", "http://(first address of a /30):3128",
+		"http://10.254.7.1:8080", NULL},
+	       {"proxy variable http_proxy", "http://(first address of a /30):3128",
+		"(set, with credentials)", NULL},
 	       {"secret in environment http_proxy", "absent", "set", NULL});
 }
 

@@ -146,8 +146,44 @@ static void test_lookup_and_table(void **state)
 	size_t n = 0;
 	while (ar_override_at(n) != NULL)
 		n++;
-	assert_int_equal(n, 10);
+	assert_int_equal(n, 13);
 	assert_string_equal(ar_override_at(0)->flag, "--memory");
+}
+
+/* --allow-private appends to proxy.allow_private (NULL-terminated); bad CIDRs name the flag;
+ * --audit and --proxy-log land in the run options. */
+static void test_network_overrides(void **state)
+{
+	ar_autopolicy struct ar_policy *p = default_policy();
+	ar_auto_error ar_error_t err = NULL;
+	struct ar_run_opts o = {0};
+	assert_int_equal(ar_override_apply(p, &o, "--allow-private", "127.0.0.1", &err), 0);
+	assert_int_equal(ar_override_apply(p, &o, "--allow-private", "10.0.0.0/8", &err), 0);
+	assert_int_equal(p->proxy.n_allow_private, 2);
+	assert_string_equal(p->proxy.allow_private[1], "10.0.0.0/8");
+	assert_null(p->proxy.allow_private[2]);
+	assert_int_equal(ar_override_apply(p, &o, "--allow-private", "10.0.0/99", &err), -1);
+	assert_non_null(strstr(err->msg, "--allow-private"));
+	assert_int_equal(ar_override_apply(p, &o, "--audit", "/tmp/a.jsonl", NULL), 0);
+	assert_string_equal(o.audit_path, "/tmp/a.jsonl");
+	assert_int_equal(ar_override_apply(p, &o, "--proxy-log", "/tmp/l", NULL), 0);
+	assert_string_equal(o.proxy_log, "/tmp/l");
+}
+
+/* The proxy variables come after TERM, in the one order of ar_proxy_env_foreach. */
+static void test_env_net(void **state)
+{
+	ar_autopolicy struct ar_policy *p = default_policy();
+	struct ar_run_opts o = {.term = "xterm"};
+	ar_policy_setenv(p, "FOO", "bar");
+	ar_autostrv char **env = ar_sandbox_env_net(p, &o, "http://10.254.0.1:3128");
+	assert_int_equal(ar_strv_len(env), 10);
+	assert_string_equal(env[2], "TERM=xterm");
+	assert_string_equal(env[3], "HTTP_PROXY=http://10.254.0.1:3128");
+	assert_string_equal(env[6], "https_proxy=http://10.254.0.1:3128");
+	assert_string_equal(env[7], "NO_PROXY=localhost,127.0.0.1");
+	assert_string_equal(env[8], "no_proxy=localhost,127.0.0.1");
+	assert_string_equal(env[9], "FOO=bar");
 }
 
 static void test_parse_user(void **state)
@@ -350,6 +386,8 @@ int main(void)
 	    cmocka_unit_test(test_bad_values),
 	    cmocka_unit_test(test_user_env_paths),
 	    cmocka_unit_test(test_lookup_and_table),
+	    cmocka_unit_test(test_network_overrides),
+	    cmocka_unit_test(test_env_net),
 	    cmocka_unit_test(test_parse_user),
 	    cmocka_unit_test(test_env),
 	    cmocka_unit_test(test_env_home_default),

@@ -1,0 +1,235 @@
+/* The proxy network (DESIGN §7, docs/network.md): a proxy-only network namespace
+ * joined to the sandbox's by a veth pair, a /30 per sandbox, and one confined proxy
+ * process per sandbox in the host netns holding a listener made inside the proxy
+ * netns. The host netns gains nothing.
+ *
+ * The pieces are separate so other callers reuse them:
+ *   - the address plan (pure) and its allocation (a lock plus one link per /30);
+ *   - the topology: ar_net_topology_open makes the proxy netns (and the listener in
+ *     it), ar_net_topology_wire joins ANY sandbox netns given as an fd to it (a clone's
+ *     /proc/PID/ns/net, a runc container's, a named netns under /run/netns) with the
+ *     veth created in place; the netlink sockets and ifindexes stay open in the
+ *     struct for later steps in either netns (transparent capture adds its rule and
+ *     routes there);
+ *   - the proxy child (fork, confine, serve);
+ *   - the state directory /run/agentrun/NAME/, gc and the listing `ps` shows. */
+#ifndef AGENTRUN_NET_H
+#define AGENTRUN_NET_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agentrun/error.h"
+#include "agentrun/policy.h"
+
+#define AR_NET_DEFAULT_RANGE "10.254.0.0/16"
+#define AR_NET_RANGE_ENV     "AGENTRUN_NET_RANGE" /* overrides the range */
+#define AR_NET_STATE_ROOT    "/run/agentrun"
+#define AR_NET_SANDBOX_IF    "eth0"
+#define AR_NET_PROXY_IF	     "veth0"
+#define AR_NET_PROXY_UID     65534 /* the proxy's unprivileged uid and gid */
+
+/* ---- The address plan of one sandbox (pure, src/net/plan.c). ---- */
+
+struct ar_net_plan {
+	uint32_t index;		/* which /30 of the range */
+	struct in_addr proxy;	/* first address: the peer end and the listener */
+	struct in_addr sandbox; /* second address: eth0 */
+	int port;
+	char proxy_ip[INET_ADDRSTRLEN];
+	char sandbox_ip[INET_ADDRSTRLEN];
+	char proxy_url[48]; /* http://10.254.N.1:PORT */
+};
+
+struct ar_net_range {
+	uint32_t base; /* host order, aligned to the prefix */
+	int prefix;    /* 8..30 */
+};
+
+/* "10.254.0.0/16" -> a range of /30s. Errors name the text. */
+int ar_net_range_parse(const char *text, struct ar_net_range *out, ar_error_t *err);
+/* How many /30s the range holds. */
+uint32_t ar_net_range_count(const struct ar_net_range *r);
+/* The plan of the index-th /30 (index < count). */
+void ar_net_plan_at(const struct ar_net_range *r, uint32_t index, int port,
+		    struct ar_net_plan *out);
+/* The plan whose sandbox address is `sandbox`; -1 when no /30 of the range has it
+ * as its second address. */
+int ar_net_plan_of(const struct ar_net_range *r, struct in_addr sandbox, int port,
+		   struct ar_net_plan *out);
+/* The range in force: $AGENTRUN_NET_RANGE, else AR_NET_DEFAULT_RANGE. */
+int ar_net_range_current(struct ar_net_range *out, ar_error_t *err);
+
+/* ---- Allocation (src/net/alloc.c): under an flock of AR_NET_STATE_ROOT/net, one
+ * symlink net/INDEX -> "PID.STARTTIME" per /30 in use; a link whose owner is gone is
+ * taken over. ---- */
+
+int ar_net_alloc(const struct ar_net_range *r, int port, struct ar_net_plan *out, ar_error_t *err);
+void ar_net_release(const struct ar_net_plan *plan);
+
+/* ---- Process identity that survives PID reuse (src/net/state.c). ---- */
+
+/* The start time of pid (field 22 of /proc/PID/stat), 0 when it does not exist. */
+uint64_t ar_net_proc_start(pid_t pid);
+/* Is pid alive and started at `start`? */
+bool ar_net_proc_alive(pid_t pid, uint64_t start);
+
+/* ---- The topology (src/net/topology.c). ---- */
+
+struct nl_sock;
+
+struct ar_net_topology {
+	int host_ns;		    /* this process's netns, to come back to */
+	int proxy_ns;		    /* the proxy netns: alive while this fd, or the listener, is */
+	int listener;		    /* TCP, made in the proxy netns, bound to plan.proxy:port */
+	int sandbox_ns;		    /* set by ar_net_topology_wire */
+	struct nl_sock *nl_proxy;   /* a route socket opened inside the proxy netns */
+	struct nl_sock *nl_sandbox; /* ... and inside the sandbox netns (wire) */
+	int proxy_ifindex;	    /* veth0 in the proxy netns */
+	int sandbox_ifindex;	    /* eth0 in the sandbox netns */
+	struct ar_net_plan plan;
+};
+
+/* A fresh proxy netns (lo up, IPv6 off for new links) and the listener in it
+ * (IP_FREEBIND: the address arrives with the veth). Nothing touches the host netns. */
+int ar_net_topology_open(struct ar_net_topology *t, const struct ar_net_plan *plan,
+			 ar_error_t *err);
+/* Join the netns behind sandbox_ns_fd (not owned) to the proxy netns: eth0 created
+ * there with its peer created directly in the proxy netns, both with their /30
+ * address, up, no IPv6, no default route. */
+int ar_net_topology_wire(struct ar_net_topology *t, int sandbox_ns_fd, ar_error_t *err);
+/* Close everything; the kernel removes the veth when the sandbox netns goes, and the
+ * proxy netns when its last holder (fd, listener) goes. */
+void ar_net_topology_close(struct ar_net_topology *t);
+/* Run fn inside the netns behind ns_fd and come back (single-threaded callers). */
+int ar_net_in_netns(int ns_fd, int host_ns, int (*fn)(void *data, ar_error_t *err), void *data,
+		    ar_error_t *err);
+
+/* ---- The proxy child (src/net/proxychild.c). ---- */
+
+struct ar_cgroup;
+
+struct ar_net_proxy {
+	pid_t pid;
+	struct ar_cgroup *cg; /* its own cgroup, or NULL */
+	uint64_t start;
+	int report; /* read end: "ok" or an error message once confined and serving */
+	int chan;   /* the listener goes through here (ar_net_proxy_give_listener) */
+	int status; /* wait status once reaped */
+	bool reaped;
+};
+
+struct ar_net_proxy_opts {
+	const struct ar_policy *policy;
+	int audit_fd;		 /* O_APPEND, or -1 */
+	int log_fd;		 /* decision lines, or -1 */
+	const char *cgroup_name; /* its own cgroup ("agentrun-NAME-proxy-PID"), or NULL */
+};
+
+/* Fork the proxy: it dies with this process (PDEATHSIG), moves into its own small
+ * cgroup, sees only resolv.conf/hosts, drops to AR_NET_PROXY_UID with no
+ * capabilities, sets no_new_privs, installs seccomp/proxy.json and serves. */
+int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *px, ar_error_t *err);
+/* Hand the child its listener (made in the proxy netns while the child set itself up);
+ * the child owns its copy. */
+int ar_net_proxy_give_listener(struct ar_net_proxy *px, int listener, ar_error_t *err);
+/* Wait for the child's report: 0 when it serves, -1 with its message. */
+int ar_net_proxy_ready(struct ar_net_proxy *px, ar_error_t *err);
+/* Reap without blocking: true when it has exited (px->status says how). */
+bool ar_net_proxy_exited(struct ar_net_proxy *px);
+/* SIGTERM, wait up to a second, then SIGKILL. Idempotent. */
+void ar_net_proxy_stop(struct ar_net_proxy *px);
+
+/* ---- State, gc, ps (src/net/state.c). ---- */
+
+struct ar_net_state {
+	char name[AR_POLICY_NAME_MAX + 16]; /* NAME-PID */
+	pid_t owner;			    /* agentrun */
+	uint64_t owner_start;
+	pid_t pid; /* the sandbox's PID 1 */
+	pid_t proxy_pid;
+	uint64_t proxy_start;
+	int64_t started; /* unix seconds */
+	char network[8]; /* "proxy" or "none" */
+	char sandbox_ip[INET_ADDRSTRLEN];
+	char proxy_ip[INET_ADDRSTRLEN];
+	int port;
+	int64_t net_index; /* -1: none */
+	char audit[256];
+	char policy[256]; /* the policy file run was given, or "" */
+	char cgroup[256]; /* the sandbox cgroup directory, or "" */
+	char proxy_cgroup[256];
+};
+
+/* AR_NET_STATE_ROOT/NAME, made (0700) and written; errors name the path. */
+int ar_net_state_write(const struct ar_net_state *s, ar_error_t *err);
+int ar_net_state_read(const char *name, struct ar_net_state *s, ar_error_t *err);
+/* Remove the directory and what is in it (the audit only when it lives there and
+ * `keep_audit` is false). */
+void ar_net_state_remove(const char *name);
+/* The state directory path of NAME (static buffer). */
+const char *ar_net_state_dir(const char *name);
+/* The live sandbox whose netns pid is in (its init, its command or any process in
+ * it): 0 and *out, or -1. */
+int ar_net_state_find_pid(pid_t pid, struct ar_net_state *out);
+/* The sandbox's command: the first child of its init (the init itself when it has
+ * none yet). */
+pid_t ar_net_state_command_pid(const struct ar_net_state *s);
+/* Visit every state directory (live or not). */
+int ar_net_state_foreach(int (*fn)(const struct ar_net_state *s, void *data), void *data);
+/* Remove what is left of sandboxes whose agentrun is gone: their proxy, the cgroups
+ * their state names, address and state (ar_cgroup_sweep does the rest of the cgroups). Touches
+ * nothing whose owner is alive. Returns how many. */
+int ar_net_gc(void);
+/* Where finished audits are kept: AR_NET_STATE_ROOT/audit/NAME.jsonl. */
+char *ar_net_audit_path(const char *name);
+/* `agentrun audit ARG`: a file path as given; else the audit of sandbox ARG (live:
+ * its state names it; finished: audit/ARG.jsonl); else the newest of the sandboxes
+ * of policy ARG (audit/ARG-PID.jsonl), with a note saying so when there are several. */
+char *ar_net_audit_resolve(const char *arg, char **note, ar_error_t *err);
+
+/* ---- One sandbox's network and state, as `run` uses them (src/net/net.c). ---- */
+
+struct ar_net_opts {
+	const char *policy_path; /* recorded in the state, may be NULL */
+	const char *audit_path;	 /* --audit FILE, else AR_NET_STATE_ROOT/audit/NAME.jsonl */
+	const char *proxy_log;	 /* --proxy-log FILE, else agentrun's stderr */
+	bool no_cgroups;	 /* no cgroup for the proxy either */
+};
+
+struct ar_net {
+	const struct ar_policy *p;
+	struct ar_net_state state;
+	bool state_written;
+	bool allocated;
+	bool audit_default; /* the audit is ours to remove when it stayed empty */
+	bool no_cgroups;
+	int audit_fd; /* opened before the clone, handed to the proxy after it */
+	int log_fd;
+	struct ar_net_plan plan; /* network: proxy */
+	struct ar_net_topology topo;
+	struct ar_net_proxy proxy;
+};
+
+/* Before the clone: gc, the unique name, and for `network: proxy` the /30 and the audit
+ * and log files. On failure everything made so far is undone (ar_net_stop is still
+ * safe). */
+int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_net_opts *o,
+		 ar_error_t *err);
+/* After the clone, while the sandbox builds its root: the proxy netns with its listener,
+ * the proxy process, the veth into the sandbox's netns (by PID). */
+int ar_net_attach(struct ar_net *n, pid_t sandbox_pid, ar_error_t *err);
+/* Before the command is released (other setup may run between the two, beside the
+ * proxy's own start): wait until the proxy serves, and write the state (network:
+ * proxy only; cgroup_dir, the sandbox's cgroup, is recorded for gc). */
+int ar_net_ready(struct ar_net *n, const char *cgroup_dir, ar_error_t *err);
+/* The proxy URL for the environment, NULL without the proxy network. */
+const char *ar_net_proxy_url(const struct ar_net *n);
+/* Has the proxy died? (-1 when there is none.) Reaps it. */
+bool ar_net_proxy_died(struct ar_net *n);
+/* Stop the proxy, close the namespaces, release the /30, remove the state. Idempotent. */
+void ar_net_stop(struct ar_net *n);
+
+#endif

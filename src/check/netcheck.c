@@ -1,0 +1,326 @@
+/* The network half of `check` for agentrun sandboxes (docs/network.md, DESIGN §8):
+ * facts read from the sandbox's netns and from the proxy netns its proxy listens in,
+ * and a pure comparison. The addresses expected come from the address plan
+ * (src/net/plan.c), never from a pattern here. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/sockios.h>
+
+#include "agentrun/check.h"
+#include "agentrun/net.h"
+#include "agentrun/util.h"
+
+static void strv_push(char ***v, const char *s)
+{
+	size_t n = ar_strv_len(*v);
+	*v = ar_xrealloc(*v, (n + 2) * sizeof(char *));
+	(*v)[n] = ar_xstrdup(s);
+	(*v)[n + 1] = NULL;
+}
+
+static char *read_text(const char *path)
+{
+	ar_auto_error ar_error_t err = NULL;
+	char *text = NULL;
+	if (ar_read_file(path, 1 << 22, &text, NULL, &err) == -1)
+		return NULL;
+	return text;
+}
+
+/* /proc/.../net/route: every route but lo's and the default (reported elsewhere). */
+static void routes4(const char *text, char ***out)
+{
+	char line[512];
+	const char *p = text;
+	while (p && *p) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		snprintf(line, sizeof(line), "%.*s", (int)(n < sizeof(line) ? n : sizeof(line) - 1),
+			 p);
+		p = nl ? nl + 1 : NULL;
+		char dev[IFNAMSIZ + 1];
+		unsigned dst, gw, flags, mask;
+		if (sscanf(line, "%16s %x %x %x %*d %*d %*d %x", dev, &dst, &gw, &flags, &mask) !=
+			5 ||
+		    strcmp(dev, "lo") == 0 || (dst == 0 && mask == 0))
+			continue;
+		char d[INET_ADDRSTRLEN], buf[96];
+		inet_ntop(AF_INET, &dst, d, sizeof(d));
+		snprintf(buf, sizeof(buf), "%s/%d dev %s", d, __builtin_popcount(mask), dev);
+		strv_push(out, buf);
+	}
+}
+
+/* ipv6_route: any route not on lo (eth0 has IPv6 off, so none is expected). */
+static void routes6(const char *text, char ***out)
+{
+	const char *p = text;
+	while (p && *p) {
+		const char *nl = strchr(p, '\n');
+		char dst[33], dev[IFNAMSIZ + 1], buf[96];
+		unsigned plen;
+		if (sscanf(p, "%32s %x %*s %*s %*s %*s %*s %*s %*s %16s", dst, &plen, dev) == 3 &&
+		    strcmp(dev, "lo") != 0 && !(plen == 0 && strspn(dst, "0") == 32)) {
+			snprintf(buf, sizeof(buf), "%s/%u dev %s", dst, plen, dev);
+			strv_push(out, buf);
+		}
+		p = nl ? nl + 1 : NULL;
+	}
+}
+
+/* eth0's address, asked from a socket made inside the sandbox netns. */
+static int eth0_address(int ns, int host, struct ar_check_net_facts *f, ar_error_t *err)
+{
+	if (setns(ns, CLONE_NEWNET) == -1)
+		return ar_error_make(err, errno, "setns into the sandbox netns");
+	ar_autoclose int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (setns(host, CLONE_NEWNET) == -1)
+		abort(); /* every later socket would be made in the sandbox */
+	struct ifreq ifr = {0};
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", AR_NET_SANDBOX_IF);
+	if (s == -1 || ioctl(s, SIOCGIFADDR, &ifr) == -1)
+		return 0; /* no eth0 or no address: the findings say so */
+	struct in_addr a = ((struct sockaddr_in *)&ifr.ifr_addr)->sin_addr;
+	inet_ntop(AF_INET, &a, f->eth0_ip, sizeof(f->eth0_ip));
+	if (ioctl(s, SIOCGIFNETMASK, &ifr) == 0)
+		f->eth0_prefix =
+		    __builtin_popcount(((struct sockaddr_in *)&ifr.ifr_netmask)->sin_addr.s_addr);
+	return 0;
+}
+
+/* The proxy's listener, taken from the proxy (pidfd_getfd), gives its netns. */
+static int proxy_netns(pid_t proxy, const char *ip, int port)
+{
+	char dir[64];
+	int pidfd = (int)syscall(SYS_pidfd_open, proxy, 0), ns = -1;
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)proxy);
+	DIR *d = pidfd == -1 ? NULL : opendir(dir);
+	struct dirent *e;
+	while (d && ns == -1 && (e = readdir(d)) != NULL) {
+		int target = atoi(e->d_name), yes = 0;
+		struct sockaddr_in sa;
+		socklen_t len = sizeof(sa), ylen = sizeof(yes);
+		char name[INET_ADDRSTRLEN];
+		ar_autoclose int fd =
+		    e->d_name[0] == '.' ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, target, 0);
+		if (fd == -1 || getsockname(fd, (struct sockaddr *)&sa, &len) == -1 ||
+		    sa.sin_family != AF_INET ||
+		    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &yes, &ylen) == -1 || !yes)
+			continue;
+		inet_ntop(AF_INET, &sa.sin_addr, name, sizeof(name));
+		if (strcmp(name, ip) == 0 && ntohs(sa.sin_port) == port)
+			ns = ioctl(fd, SIOCGSKNS);
+	}
+	if (d)
+		closedir(d);
+	if (pidfd >= 0)
+		close(pidfd);
+	return ns;
+}
+
+/* /proc/thread-self/net/{tcp,udp}: sockets, "tcp listen A:P" or "udp A:P". */
+static void sockets(const char *file, const char *kind, char ***out)
+{
+	ar_autofree char *text = read_text(file);
+	const char *p = text ? strchr(text, '\n') : NULL;
+	while (p && *++p) {
+		unsigned addr, port, st;
+		char a[INET_ADDRSTRLEN], buf[64];
+		if (sscanf(p, "%*d: %x:%x %*x:%*x %x", &addr, &port, &st) == 3) {
+			inet_ntop(AF_INET, &addr, a, sizeof(a));
+			/* accepted connections share the listener's address: only listeners */
+			bool tcp = strncmp(kind, "tcp", 3) == 0;
+			snprintf(buf, sizeof(buf), "%s%s %s:%u", kind, tcp ? " listen" : "", a,
+				 port);
+			if (!tcp || st == 0x0A)
+				strv_push(out, buf);
+		}
+		p = strchr(p, '\n');
+	}
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void peer_facts(int ns, int host, struct ar_check_net_facts *f)
+{
+	if (setns(ns, CLONE_NEWNET) == -1)
+		return;
+	ar_autofree char *dev = read_text("/proc/thread-self/net/dev");
+	f->peer_links = ar_check_parse_netdev(dev ? dev : "");
+	sockets("/proc/thread-self/net/tcp", "tcp", &f->peer_sockets);
+	sockets("/proc/thread-self/net/udp", "udp", &f->peer_sockets);
+	sockets("/proc/thread-self/net/tcp6", "tcp6", &f->peer_sockets);
+	sockets("/proc/thread-self/net/udp6", "udp6", &f->peer_sockets);
+	if (setns(host, CLONE_NEWNET) == -1)
+		abort();
+	/* /proc/net/tcp is in hash order: sorted, a finding reads the same every time */
+	if (f->peer_sockets != NULL)
+		qsort(f->peer_sockets, ar_strv_len(f->peer_sockets), sizeof(char *), cmp_str);
+	f->peer_read = true;
+}
+
+static void expected_plan(struct ar_check_net_facts *f, int port)
+{
+	ar_auto_error ar_error_t err = NULL;
+	struct ar_net_range r;
+	struct ar_net_plan plan;
+	struct in_addr a;
+	if (f->eth0_ip[0] == '\0' || inet_pton(AF_INET, f->eth0_ip, &a) != 1 ||
+	    ar_net_range_current(&r, &err) == -1 || ar_net_plan_of(&r, a, port, &plan) == -1)
+		return;
+	snprintf(f->proxy_url, sizeof(f->proxy_url), "%s", plan.proxy_url);
+	snprintf(f->peer_expected, sizeof(f->peer_expected), "tcp listen %s:%d", plan.proxy_ip,
+		 port);
+}
+
+int ar_check_net_read(pid_t pid, pid_t proxy_pid, int port, struct ar_check_net_facts **out,
+		      ar_error_t *err)
+{
+	char path[64];
+	struct ar_check_net_facts *f = ar_xcalloc(1, sizeof(*f));
+	ar_autoclose int host = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	ar_autoclose int ns = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (host == -1 || ns == -1 || eth0_address(ns, host, f, err) == -1) {
+		ar_check_net_facts_free(f);
+		return ns == -1 ? ar_error_make(err, errno, "open `%s`", path) : -1;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/net/route", (int)pid);
+	ar_autofree char *r4 = read_text(path);
+	snprintf(path, sizeof(path), "/proc/%d/net/ipv6_route", (int)pid);
+	ar_autofree char *r6 = read_text(path);
+	f->routes = ar_xcalloc(1, sizeof(char *));
+	routes4(r4, &f->routes);
+	routes6(r6, &f->routes);
+	expected_plan(f, port);
+	const char *ip = f->peer_expected[0] ? strrchr(f->peer_expected, ' ') + 1 : NULL;
+	if (proxy_pid > 0 && ip != NULL) {
+		char ipbuf[INET_ADDRSTRLEN];
+		snprintf(ipbuf, sizeof(ipbuf), "%.*s", (int)(strchr(ip, ':') - ip), ip);
+		ar_autoclose int pns = proxy_netns(proxy_pid, ipbuf, port);
+		if (pns >= 0)
+			peer_facts(pns, host, f);
+	}
+	*out = f;
+	return 0;
+}
+
+void ar_check_net_facts_free(struct ar_check_net_facts *f)
+{
+	if (f == NULL)
+		return;
+	ar_strv_free(f->routes);
+	ar_strv_free(f->peer_links);
+	ar_strv_free(f->peer_sockets);
+	free(f);
+}
+
+static char *joined(char *const *v)
+{
+	ar_autobuf struct ar_buf b = {0};
+	for (size_t i = 0; v && v[i]; i++)
+		ar_buf_printf(&b, "%s%s", i ? "," : "", v[i]);
+	return b.len ? ar_buf_steal(&b) : ar_xstrdup("none");
+}
+
+static bool only(char *const *v, const char *a, const char *b)
+{
+	size_t n = 0;
+	for (; v && v[n]; n++)
+		if (strcmp(v[n], a) != 0 && (b == NULL || strcmp(v[n], b) != 0))
+			return false;
+	return n == (b ? 2u : 1u);
+}
+
+/* "NET/30 dev eth0" of eth0's own /30: the one route expected. */
+static bool own_route(const struct ar_check_net_facts *f, const char *route)
+{
+	struct in_addr a;
+	char net[INET_ADDRSTRLEN], want[64];
+	if (inet_pton(AF_INET, f->eth0_ip, &a) != 1)
+		return false;
+	a.s_addr &= htonl(~3u);
+	inet_ntop(AF_INET, &a, net, sizeof(net));
+	snprintf(want, sizeof(want), "%s/30 dev %s", net, AR_NET_SANDBOX_IF);
+	return strcmp(route, want) == 0;
+}
+
+bool ar_check_net_is_proxy_url(const struct ar_check_net_facts *f, const char *v, int port)
+{
+	ar_auto_error ar_error_t err = NULL;
+	struct ar_net_range r;
+	struct ar_net_plan plan;
+	struct in_addr a;
+	char ip[INET_ADDRSTRLEN];
+	unsigned got;
+	int end = 0;
+
+	if (f != NULL && f->proxy_url[0])
+		return strcmp(v, f->proxy_url) == 0;
+	/* without the sandbox's netns: any /30's first address of the range will do */
+	if (sscanf(v, "http://%15[0-9.]:%u%n", ip, &got, &end) != 2 || v[end] != '\0' ||
+	    got != (unsigned)port || inet_pton(AF_INET, ip, &a) != 1 ||
+	    ar_net_range_current(&r, &err) == -1)
+		return false;
+	a.s_addr = htonl(ntohl(a.s_addr) + 1);
+	return ar_net_plan_of(&r, a, port, &plan) == 0 && strcmp(plan.proxy_url, v) == 0;
+}
+
+#define FIX_RESTART "restart it with agentrun run (the sandbox netns is made with only lo and eth0)"
+
+void ar_check_net(const struct ar_policy *p, char *const *netdevs,
+		  const struct ar_check_net_facts *f, struct ar_findings *out)
+{
+	if (p->network != AR_NETWORK_PROXY || f == NULL)
+		return;
+	if (!only(netdevs, "lo", AR_NET_SANDBOX_IF)) {
+		ar_autofree char *have = joined(netdevs);
+		ar_findings_add(out, "network interfaces", "lo,eth0", have,
+				"remove the extra interface (ip link del) or " FIX_RESTART);
+	}
+	if (f->proxy_url[0] == '\0' || f->eth0_prefix != 30) {
+		ar_autofree char *have = f->eth0_ip[0]
+					     ? ar_xasprintf("%s/%d", f->eth0_ip, f->eth0_prefix)
+					     : ar_xstrdup("none");
+		ar_findings_add(out, "eth0 address", "the second address of a /30 of the range",
+				have, FIX_RESTART);
+	}
+	for (size_t i = 0; f->routes && f->routes[i]; i++) {
+		if (own_route(f, f->routes[i]))
+			continue;
+		ar_autofree char *what = ar_xasprintf("route %s", f->routes[i]);
+		ar_findings_add(out, what, "absent", "present",
+				"ip route del (only the /30 is routed; the proxy is the way out)");
+	}
+	if (!f->peer_read) {
+		ar_findings_add(out, "proxy netns", "reached through the proxy's listener",
+				"not found", "is the sandbox's proxy running? " FIX_RESTART);
+		return;
+	}
+	if (!only(f->peer_links, "lo", AR_NET_PROXY_IF)) {
+		ar_autofree char *have = joined(f->peer_links);
+		ar_findings_add(out, "proxy netns interfaces", "lo,veth0", have,
+				"remove the extra interface from the proxy netns or " FIX_RESTART);
+	}
+	if (!only(f->peer_sockets, f->peer_expected, NULL)) {
+		ar_autofree char *have = joined(f->peer_sockets);
+		ar_findings_add(out, "proxy netns sockets", f->peer_expected, have,
+				"close what else listens there; only the proxy's listener belongs");
+	}
+}

@@ -1,0 +1,34 @@
+/* agentrun gc: remove what sandboxes whose agentrun died (SIGKILL, a crash) left
+ * behind: their state, /30, proxy and cgroups. `run` does the same at every start.
+ * Live sandboxes, and anything not agentrun's, are never touched. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agentrun/cgroup.h"
+#include "agentrun/cli.h"
+#include "agentrun/net.h"
+
+int ar_cmd_gc(int argc, char **argv)
+{
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		printf("Usage: agentrun gc\n\n"
+		       "Remove what dead sandboxes left under %s (state, address, proxy,\n"
+		       "cgroups). Live sandboxes are not touched; audits stay in %s/audit.\n",
+		       AR_NET_STATE_ROOT, AR_NET_STATE_ROOT);
+		return AR_EXIT_OK;
+	}
+	if (argc > 1)
+		return ar_cli_usage_error("gc", AR_EXIT_USAGE, "unexpected argument `%s`", argv[1]);
+	if (geteuid() != 0) {
+		fprintf(stderr, "agentrun: gc: needs root (the state under %s is root's)\n",
+			AR_NET_STATE_ROOT);
+		return AR_EXIT_USAGE;
+	}
+	int n = ar_net_gc();
+	/* run's cgroup manager sweeps at every start; an explicit gc does it too */
+	ar_cgroup_sweep();
+	printf("removed %d dead sandbox(es)\n", n);
+	return AR_EXIT_OK;
+}

@@ -1,0 +1,20 @@
+/* Shared by the files of src/net/ only. */
+#ifndef AGENTRUN_NET_INTERNAL_H
+#define AGENTRUN_NET_INTERNAL_H
+
+#include <stdbool.h>
+
+#include "agentrun/error.h"
+
+/* mkdir AR_NET_STATE_ROOT (0711) and, when sub is set, AR_NET_STATE_ROOT/sub (0700). */
+int net_mkdir_root(const char *sub, ar_error_t *err);
+/* AR_NET_STATE_ROOT/net opened and flock'ed (exclusive); close to unlock. */
+int net_lock_entries(ar_error_t *err);
+/* Is the owner of the allocation entry `name` in dirfd alive? */
+bool net_entry_live(int dirfd, const char *name);
+
+/* The embedded seccomp/proxy.json (generated at build time). */
+extern const char ar_seccomp_proxy_json[];
+extern const size_t ar_seccomp_proxy_json_len;
+
+#endif

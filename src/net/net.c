@@ -1,0 +1,197 @@
+/* One sandbox's network and state, in the order `run` needs them: gc of dead
+ * sandboxes, a unique name, the /30, the proxy netns and listener, the audit file, the
+ * proxy process, the state; after the clone the veth into the sandbox's netns. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agentrun/cgroup.h"
+#include "agentrun/net.h"
+#include "agentrun/util.h"
+#include "net-internal.h"
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static int open_append(const char *path, ar_error_t *err)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd == -1)
+		return ar_error_make(err, errno, "open `%s`", path);
+	return fd;
+}
+
+/* Before the clone: the files, so a bad --audit or --proxy-log fails before anything
+ * runs. */
+static int open_files(struct ar_net *n, const struct ar_net_opts *o, ar_error_t *err)
+{
+	ar_autofree char *audit =
+	    o->audit_path ? ar_xstrdup(o->audit_path) : ar_net_audit_path(n->state.name);
+
+	if (o->audit_path == NULL && net_mkdir_root("audit", err) == -1)
+		return -1;
+	if ((n->audit_fd = open_append(audit, err)) == -1)
+		return ar_error_wrap(err, "audit");
+	snprintf(n->state.audit, sizeof(n->state.audit), "%s", audit);
+	n->audit_default = o->audit_path == NULL;
+	if (o->proxy_log && (n->log_fd = open_append(o->proxy_log, err)) == -1)
+		return ar_error_wrap(err, "--proxy-log");
+	/* agentrun's stderr: a terminal or a pipe is reopened, an open file description of
+	 * the proxy's own, so that the proxy may make its log writes non-blocking without
+	 * doing so to what the command writes to; a regular file (where O_NONBLOCK means
+	 * nothing, and a second offset would overwrite) and a socket are shared */
+	struct stat st;
+	if (n->log_fd == -1 && fstat(2, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
+		n->log_fd = open("/proc/self/fd/2", O_WRONLY | O_CLOEXEC);
+	if (n->log_fd == -1)
+		n->log_fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+	return 0;
+}
+
+/* The /30 only: the namespaces and the proxy come after the clone (ar_net_attach), so
+ * the sandbox inherits none of their descriptors and they are made while it builds its
+ * root. */
+static int start_network(struct ar_net *n, const struct ar_net_opts *o, ar_error_t *err)
+{
+	struct ar_net_range range;
+
+	if (geteuid() != 0)
+		return ar_error_make(err, 0,
+				     "%s: network: proxy needs root (the proxy netns and the veth "
+				     "pair); run as root or use network: none",
+				     n->p->origin);
+	if (ar_net_range_current(&range, err) == -1 ||
+	    ar_net_alloc(&range, n->p->proxy.port, &n->plan, err) == -1)
+		return -1;
+	n->allocated = true;
+	n->state.net_index = n->plan.index;
+	snprintf(n->state.sandbox_ip, sizeof(n->state.sandbox_ip), "%s", n->plan.sandbox_ip);
+	snprintf(n->state.proxy_ip, sizeof(n->state.proxy_ip), "%s", n->plan.proxy_ip);
+	n->state.port = n->plan.port;
+	return open_files(n, o, err);
+}
+
+static int start_proxy(struct ar_net *n, ar_error_t *err)
+{
+	char cgname[AR_POLICY_NAME_MAX + 48];
+
+	snprintf(cgname, sizeof(cgname), "agentrun-%s-proxy-%d", n->p->name, (int)getpid());
+	struct ar_net_proxy_opts po = {
+	    .policy = n->p,
+	    .audit_fd = n->audit_fd,
+	    .log_fd = n->log_fd,
+	    .cgroup_name = n->no_cgroups ? NULL : cgname,
+	};
+	if (ar_net_proxy_start(&po, &n->proxy, err) == -1)
+		return -1;
+	n->state.proxy_pid = n->proxy.pid;
+	n->state.proxy_start = n->proxy.start;
+	if (n->proxy.cg != NULL)
+		snprintf(n->state.proxy_cgroup, sizeof(n->state.proxy_cgroup), "%s",
+			 ar_cgroup_path(n->proxy.cg));
+	return 0;
+}
+
+int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_net_opts *o,
+		 ar_error_t *err)
+{
+	*n = (struct ar_net){.p = p,
+			     .topo = {-1, -1, -1, -1},
+			     .proxy = {.pid = -1, .report = -1, .chan = -1},
+			     .audit_fd = -1,
+			     .log_fd = -1,
+			     .no_cgroups = o->no_cgroups};
+	n->state.net_index = -1;
+	if (geteuid() == 0)
+		ar_net_gc();
+	snprintf(n->state.name, sizeof(n->state.name), "%s-%d", p->name, (int)getpid());
+	n->state.owner = getpid();
+	n->state.owner_start = ar_net_proc_start(getpid());
+	n->state.started = (int64_t)time(NULL);
+	snprintf(n->state.network, sizeof(n->state.network), "%s",
+		 p->network == AR_NETWORK_PROXY ? "proxy" : "none");
+	snprintf(n->state.policy, sizeof(n->state.policy), "%s",
+		 o->policy_path ? o->policy_path : "");
+	if (p->network == AR_NETWORK_PROXY && start_network(n, o, err) == -1)
+		goto fail;
+	return 0;
+fail:
+	ar_net_stop(n);
+	return -1;
+}
+
+int ar_net_attach(struct ar_net *n, pid_t sandbox_pid, ar_error_t *err)
+{
+	char path[64];
+
+	n->state.pid = sandbox_pid;
+	if (n->p->network != AR_NETWORK_PROXY)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)sandbox_pid);
+	ar_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd == -1)
+		return ar_error_make(err, errno, "network: open `%s`", path);
+	/* the proxy first: its setup runs beside the proxy netns' creation */
+	if (start_proxy(n, err) == -1)
+		return -1;
+	close_fd(&n->audit_fd); /* the proxy has its copies now */
+	close_fd(&n->log_fd);
+	if (ar_net_topology_open(&n->topo, &n->plan, err) == -1 ||
+	    ar_net_proxy_give_listener(&n->proxy, n->topo.listener, err) == -1)
+		return -1;
+	return ar_net_topology_wire(&n->topo, fd, err);
+}
+
+int ar_net_ready(struct ar_net *n, const char *cgroup_dir, ar_error_t *err)
+{
+	/* the state is written once, for the sandboxes that hold something gc must find:
+	 * a /30, a proxy (network: none keeps none: its start stays a clone and an exec) */
+	if (n->p->network != AR_NETWORK_PROXY)
+		return 0;
+	if (ar_net_proxy_ready(&n->proxy, err) == -1)
+		return ar_error_wrap(err, "proxy");
+	if (cgroup_dir != NULL)
+		snprintf(n->state.cgroup, sizeof(n->state.cgroup), "%s", cgroup_dir);
+	n->state_written = true;
+	return ar_net_state_write(&n->state, err);
+}
+
+const char *ar_net_proxy_url(const struct ar_net *n)
+{
+	return n->allocated ? n->plan.proxy_url : NULL;
+}
+
+bool ar_net_proxy_died(struct ar_net *n)
+{
+	return n->proxy.pid > 0 && ar_net_proxy_exited(&n->proxy);
+}
+
+void ar_net_stop(struct ar_net *n)
+{
+	if (n->p == NULL)
+		return; /* never started */
+	ar_net_proxy_stop(&n->proxy);
+	ar_net_topology_close(&n->topo);
+	close_fd(&n->audit_fd);
+	close_fd(&n->log_fd);
+	if (n->allocated)
+		ar_net_release(&n->plan);
+	n->allocated = false;
+	/* an audit without a single request (a failed start, no traffic) says nothing */
+	struct stat st;
+	if (n->audit_default && stat(n->state.audit, &st) == 0 && st.st_size == 0)
+		unlink(n->state.audit);
+	n->audit_default = false;
+	if (n->state_written)
+		ar_net_state_remove(n->state.name);
+	n->state_written = false;
+}

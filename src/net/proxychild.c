@@ -1,0 +1,424 @@
+/* The proxy process of one sandbox: forked by agentrun, it stays in the host netns
+ * (its upstream sockets are made there) and serves on a listener that was made
+ * inside the proxy netns. Before it serves it is confined, in this order (a table,
+ * like the sandbox's child steps): it dies with agentrun, joins its own small cgroup,
+ * gets a mount namespace whose root holds only what c-ares reads (resolv.conf, hosts,
+ * nsswitch.conf, host.conf, /dev/urandom), builds the proxy (rules from the policy in
+ * memory, the resolver, the audit descriptor), drops to an unprivileged uid with no
+ * capabilities in any set, sets no_new_privs and installs seccomp/proxy.json. Then it
+ * reports "ok" (or the failing step's message) and serves until SIGTERM.
+ *
+ * This is the only file that calls the proxy library (include/agentrun/proxy.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agentrun/cgroup.h"
+#include "agentrun/net.h"
+#include "agentrun/proxy.h"
+#include "agentrun/rules.h"
+#include "agentrun/seccomp.h"
+#include "agentrun/util.h"
+#include "net-internal.h"
+
+#define PROXY_ROOT  "/tmp" /* the tmpfs root is built over it, in the child's mount ns */
+#define MAX_PRIVATE 32
+
+struct child {
+	const struct ar_net_proxy_opts *o;
+	pid_t parent;
+	int chan;     /* the parent sends the listener here once it exists */
+	int listener; /* received */
+	int report;   /* write */
+	const struct ar_cgroup *cg;
+	int cg_self[4];
+	size_t n_cg_self;
+	struct ar_proxy *px;
+	struct ar_seccomp *seccomp;
+};
+
+static int die_with_parent(struct child *c, ar_error_t *err)
+{
+	/* a process group of its own: a Ctrl-C at the terminal is for the sandbox (which
+	 * agentrun forwards it to), and must not stop the proxy first */
+	if (setpgid(0, 0) == -1 && errno != EPERM)
+		return ar_error_make(err, errno, "proxy: setpgid");
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1)
+		return ar_error_make(err, errno, "proxy: prctl PR_SET_PDEATHSIG");
+	if (getppid() != c->parent)
+		_exit(1); /* agentrun died before the line above */
+	return 0;
+}
+
+/* Only what the proxy needs stays open: agentrun's namespace fds, netlink sockets and
+ * pipes of the sandbox must not reach it. */
+static int close_inherited(struct child *c, ar_error_t *err)
+{
+	int keep[9] = {c->chan, c->o->audit_fd, c->o->log_fd, c->report};
+	size_t n = 4;
+	for (size_t i = 0; i < c->n_cg_self; i++)
+		keep[n++] = c->cg_self[i];
+	for (size_t i = 1; i < n; i++) /* insertion sort, n <= 9 */
+		for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	unsigned int from = 3;
+	for (size_t i = 0; i < n; i++) {
+		if (keep[i] < 0 || (unsigned int)keep[i] < from)
+			continue;
+		if ((unsigned int)keep[i] > from &&
+		    syscall(SYS_close_range, from, (unsigned int)keep[i] - 1, 0) == -1)
+			return ar_error_make(err, errno, "proxy: close_range");
+		from = (unsigned int)keep[i] + 1;
+	}
+	if (syscall(SYS_close_range, from, ~0U, 0) == -1)
+		return ar_error_make(err, errno, "proxy: close_range");
+	return 0;
+}
+
+static int enter_cgroup(struct child *c, ar_error_t *err)
+{
+	int r = 0;
+	if (c->n_cg_self > 0) /* else (v2) the parent moves us, without making us wait */
+		r = ar_cgroup_enter_self(c->cg, c->cg_self, c->n_cg_self, err);
+	for (size_t i = 0; i < c->n_cg_self; i++)
+		close(c->cg_self[i]);
+	c->n_cg_self = 0;
+	return r;
+}
+
+static int bind_ro(const char *src, const char *name, bool dev, ar_error_t *err)
+{
+	char dst[64];
+	unsigned long fl = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC;
+
+	if (access(src, R_OK) == -1)
+		return 0; /* what is absent, c-ares does without */
+	snprintf(dst, sizeof(dst), PROXY_ROOT "/%s", name);
+	ar_autoclose int fd = open(dst, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd == -1)
+		return ar_error_make(err, errno, "proxy: create `%s`", dst);
+	if (mount(src, dst, NULL, MS_BIND, NULL) == -1 ||
+	    mount(NULL, dst, NULL, fl | (dev ? 0 : MS_NODEV), NULL) == -1)
+		return ar_error_make(err, errno, "proxy: bind `%s` read-only", src);
+	return 0;
+}
+
+/* A root of its own: an empty read-only tmpfs with the resolver's files. */
+static int mount_view(struct child *c, ar_error_t *err)
+{
+	static const char *const files[][2] = {
+	    {"/etc/resolv.conf", "etc/resolv.conf"},
+	    {"/etc/hosts", "etc/hosts"},
+	    {"/etc/nsswitch.conf", "etc/nsswitch.conf"},
+	    {"/etc/host.conf", "etc/host.conf"},
+	};
+	if (unshare(CLONE_NEWNS) == -1 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1)
+		return ar_error_make(err, errno, "proxy: private mount namespace");
+	if (mount("tmpfs", PROXY_ROOT, "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755") ==
+		-1 ||
+	    mkdir(PROXY_ROOT "/etc", 0755) == -1 || mkdir(PROXY_ROOT "/dev", 0755) == -1)
+		return ar_error_make(err, errno, "proxy: tmpfs root");
+	for (size_t i = 0; i < AR_ARRAY_SIZE(files); i++)
+		if (bind_ro(files[i][0], files[i][1], false, err) == -1)
+			return -1;
+	if (bind_ro("/dev/urandom", "dev/urandom", true, err) == -1)
+		return -1;
+	if (chdir(PROXY_ROOT) == -1 || syscall(SYS_pivot_root, ".", ".") == -1 ||
+	    umount2(".", MNT_DETACH) == -1 || chdir("/") == -1)
+		return ar_error_make(err, errno, "proxy: pivot_root");
+	if (mount(NULL, "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
+		  NULL) == -1)
+		return ar_error_make(err, errno, "proxy: read-only root");
+	return 0;
+}
+
+static int build_proxy(struct child *c, ar_error_t *err)
+{
+	const struct ar_policy *p = c->o->policy;
+	struct ar_cidr priv[MAX_PRIVATE];
+	struct ar_proxy_config cfg;
+
+	ar_proxy_config_init(&cfg);
+	if (p->proxy.n_allow_private > MAX_PRIVATE)
+		return ar_error_make(err, 0, "proxy.allow_private: more than %d ranges",
+				     MAX_PRIVATE);
+	for (size_t i = 0; i < p->proxy.n_allow_private; i++)
+		if (ar_cidr_parse(p->proxy.allow_private[i], &priv[i]) == -1)
+			return ar_error_make(err, 0, "proxy.allow_private[%zu]: `%s` is no CIDR", i,
+					     p->proxy.allow_private[i]);
+	cfg.policy = p;
+	cfg.listen_fds[cfg.n_listen_fds++] = c->listener;
+	cfg.audit_fd = c->o->audit_fd;
+	cfg.log_fd = c->o->log_fd;
+	cfg.allow_private = priv;
+	cfg.n_allow_private = p->proxy.n_allow_private;
+	cfg.handle_signals = true;
+	return ar_proxy_create(&cfg, &c->px, err);
+}
+
+static void free_cap(cap_t *c)
+{
+	if (*c != NULL)
+		cap_free(*c);
+}
+
+static int drop_privileges(struct child *c, ar_error_t *err)
+{
+	const gid_t g = AR_NET_PROXY_UID;
+	const uid_t u = AR_NET_PROXY_UID;
+
+	/* the bounding set first: dropping it needs CAP_SETPCAP, which the uid change ends */
+	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == -1 && errno != EINVAL)
+			return ar_error_make(err, errno, "proxy: drop the bounding set");
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) == -1 ||
+	    setgroups(1, &g) == -1 || setresgid(g, g, g) == -1 || setresuid(u, u, u) == -1)
+		return ar_error_make(err, errno, "proxy: drop to uid %d", AR_NET_PROXY_UID);
+	/* permitted and effective went with the uid change; inheritable did not */
+	__attribute__((cleanup(free_cap))) cap_t none = cap_init();
+	if (none == NULL || cap_set_proc(none) == -1)
+		return ar_error_make(err, errno, "proxy: clear the capability sets");
+	return 0;
+}
+
+/* The listener, made in the proxy netns while the steps above ran (SCM_RIGHTS). An
+ * empty read: agentrun gave up, and says why. */
+static int receive_listener(struct child *c, ar_error_t *err)
+{
+	char b, ctl[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = {.iov_base = &b, .iov_len = 1};
+	struct msghdr msg = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
+	ssize_t n = TEMP_FAILURE_RETRY(recvmsg(c->chan, &msg, MSG_CMSG_CLOEXEC));
+	struct cmsghdr *cm = n == 1 ? CMSG_FIRSTHDR(&msg) : NULL;
+	if (cm == NULL || cm->cmsg_type != SCM_RIGHTS)
+		_exit(1);
+	memcpy(&c->listener, CMSG_DATA(cm), sizeof(int));
+	close(c->chan);
+	c->chan = -1;
+	return 0;
+}
+
+/* Compiled here, not in agentrun: the proxy's start is on the sandbox's critical path,
+ * and this side runs beside the sandbox's own setup. */
+static int compile_seccomp(struct child *c, ar_error_t *err)
+{
+	return ar_seccomp_parse(ar_seccomp_proxy_json, ar_seccomp_proxy_json_len,
+				"seccomp/proxy.json", &c->seccomp, err);
+}
+
+static int confine_syscalls(struct child *c, ar_error_t *err)
+{
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+		return ar_error_make(err, errno, "proxy: no_new_privs");
+	return ar_seccomp_install(c->seccomp, err);
+}
+
+static const struct {
+	int (*fn)(struct child *c, ar_error_t *err);
+} steps[] = {
+    {die_with_parent},	/* PDEATHSIG: a SIGKILLed agentrun takes its proxy along */
+    {close_inherited},	/* none of agentrun's namespace fds or sockets */
+    {enter_cgroup},	/* its own small memory/pids limit */
+    {mount_view},	/* nothing of the host's files but the resolver's */
+    {compile_seccomp},	/* the embedded profile */
+    {receive_listener}, /* the setup above ran while agentrun made the proxy netns */
+    {build_proxy},	/* while the resolver's files are still readable by uid 0 */
+    {drop_privileges},	/* uid 65534, no capabilities in any set */
+    {die_with_parent},	/* again: the uid change cleared PDEATHSIG */
+    {confine_syscalls}, /* no_new_privs, seccomp/proxy.json, last */
+};
+
+__attribute__((noreturn)) static void child_main(struct child *c)
+{
+	ar_auto_error ar_error_t err = NULL;
+
+	for (size_t i = 0; i < AR_ARRAY_SIZE(steps); i++)
+		if (steps[i].fn(c, &err) == -1) {
+			const char *m = err ? err->msg : "proxy setup failed";
+			if (ar_write_all(c->report, m, strlen(m)) == -1) {
+				/* nobody to tell */
+			}
+			_exit(1);
+		}
+	if (ar_write_all(c->report, "ok", 2) == -1)
+		_exit(1);
+	close(c->report);
+	_exit(ar_proxy_run(c->px, &err) == -1 ? 1 : 0);
+}
+
+/* The cgroup: made before the fork, entered by the child itself where the manager
+ * allows it (v1: no RCU grace period), else by this side. */
+static int proxy_cgroup(const struct ar_net_proxy_opts *o, struct ar_net_proxy *px, struct child *c,
+			ar_error_t *err)
+{
+	struct ar_policy lim = {.origin = "proxy", .name = o->policy->name};
+
+	if (o->cgroup_name == NULL)
+		return 0;
+	lim.limits = (struct ar_limits){.pids = 16,
+					.memory = 64 << 20,
+					.cpus_milli = 1000,
+					.memory_str = "64m",
+					.cpus_str = "1"};
+	if (ar_cgroup_plan(&lim, o->cgroup_name, &px->cg, err) == -1 ||
+	    ar_cgroup_make(px->cg, &lim, err) == -1)
+		return ar_error_wrap(err, "proxy cgroup");
+	c->cg = px->cg;
+	if (ar_cgroup_self_entry(px->cg)) {
+		int n = ar_cgroup_open_self(px->cg, c->cg_self, AR_ARRAY_SIZE(c->cg_self), err);
+		if (n == -1)
+			return -1;
+		c->n_cg_self = (size_t)n;
+	}
+	return 0;
+}
+
+static void close_child_fds(struct child *c)
+{
+	for (size_t i = 0; i < c->n_cg_self; i++)
+		close(c->cg_self[i]);
+	c->n_cg_self = 0;
+}
+
+int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *px, ar_error_t *err)
+{
+	struct child c = {.o = o, .parent = getpid(), .chan = -1, .listener = -1, .report = -1};
+	int go[2] = {-1, -1}, rep[2] = {-1, -1};
+
+	*px = (struct ar_net_proxy){.pid = -1, .report = -1, .chan = -1};
+	if (proxy_cgroup(o, px, &c, err) == -1)
+		goto fail;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, go) == -1 ||
+	    pipe2(rep, O_CLOEXEC) == -1) {
+		ar_error_make(err, errno, "proxy: pipe");
+		goto fail;
+	}
+	c.chan = go[0];
+	c.report = rep[1];
+	px->pid = fork();
+	if (px->pid == -1) {
+		ar_error_make(err, errno, "proxy: fork");
+		goto fail;
+	}
+	if (px->pid == 0)
+		child_main(&c);
+	px->start = ar_net_proc_start(px->pid);
+	px->report = steal_fd(&rep[0]);
+	px->chan = steal_fd(&go[1]);
+	if (px->cg != NULL && c.n_cg_self == 0 && ar_cgroup_enter(px->cg, px->pid, err) == -1)
+		goto fail;
+	close(go[0]);
+	close(rep[1]);
+	close_child_fds(&c);
+	return 0;
+fail:
+	for (int i = 0; i < 2; i++) {
+		if (go[i] >= 0)
+			close(go[i]);
+		if (rep[i] >= 0)
+			close(rep[i]);
+	}
+	close_child_fds(&c);
+	ar_net_proxy_stop(px);
+	return -1;
+}
+
+int ar_net_proxy_give_listener(struct ar_net_proxy *px, int listener, ar_error_t *err)
+{
+	char b = 'l', ctl[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {.iov_base = &b, .iov_len = 1};
+	struct msghdr msg = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &listener, sizeof(int));
+	ssize_t n = TEMP_FAILURE_RETRY(sendmsg(px->chan, &msg, MSG_NOSIGNAL));
+	int e = errno;
+	close(px->chan);
+	px->chan = -1;
+	/* a child that died already tells why in its report */
+	if (n == -1 && e != EPIPE && e != ECONNRESET)
+		return ar_error_make(err, e, "proxy: hand over the listener");
+	return 0;
+}
+
+int ar_net_proxy_ready(struct ar_net_proxy *px, ar_error_t *err)
+{
+	char msg[1024];
+	ssize_t n = 0, r;
+
+	if (px->report < 0)
+		return 0;
+	while ((r = TEMP_FAILURE_RETRY(read(px->report, msg + n, sizeof(msg) - 1 - (size_t)n))) >
+	       0) {
+		n += r;
+		if (n == 2 && memcmp(msg, "ok", 2) == 0)
+			break;
+	}
+	close(px->report);
+	px->report = -1;
+	msg[n] = '\0';
+	if (n == 2 && strcmp(msg, "ok") == 0)
+		return 0;
+	return ar_error_make(err, 0, "%s", n > 0 ? msg : "the proxy died while starting");
+}
+
+bool ar_net_proxy_exited(struct ar_net_proxy *px)
+{
+	if (px->pid <= 0 || px->reaped)
+		return px->reaped;
+	if (waitpid(px->pid, &px->status, WNOHANG) == px->pid)
+		px->reaped = true;
+	return px->reaped;
+}
+
+void ar_net_proxy_stop(struct ar_net_proxy *px)
+{
+	ar_auto_error ar_error_t err = NULL;
+
+	if (px->chan >= 0) /* a child still waiting for its listener exits at once */
+		close(px->chan);
+	px->chan = -1;
+	if (px->pid > 0 && !px->reaped) {
+		/* a pidfd turns "exited" into a poll with a timeout, without a sleep loop */
+		ar_autoclose int pfd = (int)syscall(SYS_pidfd_open, px->pid, 0);
+		kill(px->pid, SIGTERM);
+		if (pfd >= 0) {
+			struct pollfd p = {.fd = pfd, .events = POLLIN};
+			TEMP_FAILURE_RETRY(poll(&p, 1, 1000));
+		}
+		if (!ar_net_proxy_exited(px)) {
+			kill(px->pid, SIGKILL);
+			if (TEMP_FAILURE_RETRY(waitpid(px->pid, &px->status, 0)) == px->pid)
+				px->reaped = true;
+		}
+	}
+	if (px->report >= 0)
+		close(px->report);
+	px->report = -1;
+	if (px->cg != NULL && ar_cgroup_destroy(px->cg, &err) == -1)
+		ar_error_release(&err);
+	px->cg = NULL;
+}

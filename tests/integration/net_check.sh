@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# agentrun check --name / --pid on a network: proxy sandbox: a healthy sandbox has no
+# drift; an extra interface, a default route, a route past the /30, a missing proxy
+# variable and another listener in the proxy netns each give one finding with its fix.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/integration/proxy/common.sh
+. "$(dirname "$0")/proxy/common.sh"
+need_cmd nsenter
+need_cmd ip
+
+NAME="netc-$$"
+POLICY="$AR_TMP/policy.json"
+cat >"$POLICY" <<JSON
+{"name": "$NAME", "allowed_hosts": ["api.test.example:443"], "user": "1000"}
+JSON
+# the command, and a second process inside without HTTP_PROXY
+"$AGENTRUN" run --policy "$POLICY" -- sh -c \
+	'env -u HTTP_PROXY sleep 30 & exec sleep 30' >"$AR_TMP/run.out" 2>"$AR_TMP/run.err" &
+RUN=$!
+on_exit "kill -TERM $RUN; wait $RUN"
+SB="$NAME-$RUN"
+for _ in $(seq 1 100); do
+	grep -q '^pid=[1-9]' "/run/agentrun/$SB/state" 2>/dev/null && break
+	sleep 0.05
+done
+INIT=$(sed -n 's/^pid=//p' "/run/agentrun/$SB/state")
+sleep 0.3
+
+expect_status "healthy sandbox, --name: no drift" 0 "$AGENTRUN" check --name "$SB"
+expect_eq "healthy: the verdict" "$SB vs policy $NAME: 0 drift finding(s)" "$(cat "$AR_TMP/out")"
+
+# a process of the sandbox without HTTP_PROXY: one finding naming it
+read -ra kids <"/proc/$INIT/task/$INIT/children" || true
+read -ra grandkids <"/proc/${kids[0]}/task/${kids[0]}/children" || true
+lone=${grandkids[0]}
+expect_status "a missing proxy variable: drift" 1 "$AGENTRUN" check --policy "$POLICY" --pid "$lone"
+expect_match "a missing proxy variable: the finding" \
+	"^DRIFT proxy variable HTTP_PROXY expected http://10\.254\.[0-9.]+:3128 actual unset$" \
+	"$(grep DRIFT "$AR_TMP/out")"
+expect_eq "a missing proxy variable: only that finding" 1 "$(grep -c DRIFT "$AR_TMP/out")"
+
+in_sb() { nsenter -t "$INIT" -n "$@"; }
+in_sb ip link add "d$$" type veth peer name "e$$"
+expect_status "an extra interface: drift" 1 "$AGENTRUN" check --name "$SB"
+expect_match "an extra interface: the finding" "^DRIFT network interfaces expected lo,eth0 actual .*d$$" "$(grep DRIFT "$AR_TMP/out")"
+expect_match "an extra interface: the fix" "fix: remove the extra interface" "$(cat "$AR_TMP/out")"
+expect_eq "an extra interface: one finding" 1 "$(grep -c DRIFT "$AR_TMP/out")"
+in_sb ip link del "d$$"
+
+in_sb ip route add default dev eth0
+expect_status "a default route: drift" 1 "$AGENTRUN" check --name "$SB"
+expect_eq "a default route: one finding" "DRIFT default route expected absent actual via eth0" "$(grep DRIFT "$AR_TMP/out")"
+in_sb ip route del default dev eth0
+
+in_sb ip route add 10.254.255.0/24 dev eth0
+expect_status "a route past the /30: drift" 1 "$AGENTRUN" check --name "$SB"
+expect_eq "a route past the /30: one finding" "DRIFT route 10.254.255.0/24 dev eth0 expected absent actual present" "$(grep DRIFT "$AR_TMP/out")"
+in_sb ip route del 10.254.255.0/24 dev eth0
+
+# drift in the proxy netns: another listener beside the proxy's
+ST=$(cat "/run/agentrun/$SB/state")
+pip=$(printf '%s\n' "$ST" | sed -n 's/^proxy_ip=//p')
+python3 "$AR_SOURCE_DIR/tests/integration/net/peerns.py" \
+	"$(printf '%s\n' "$ST" | sed -n 's/^proxy_pid=//p')" "$pip" 3128 -- \
+	python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("0.0.0.0", 2222)); s.listen(1); print("ready", flush=True); time.sleep(30)' \
+	>"$AR_TMP/peer.out" 2>&1 &
+PEER=$!
+on_exit "kill $PEER"
+for _ in $(seq 1 100); do grep -qs ready "$AR_TMP/peer.out" && break; sleep 0.05; done
+expect_status "a listener in the proxy netns: drift" 1 "$AGENTRUN" check --name "$SB"
+expect_eq "a listener in the proxy netns: one finding" \
+	"DRIFT proxy netns sockets expected tcp listen $pip:3128 actual tcp listen 0.0.0.0:2222,tcp listen $pip:3128" \
+	"$(grep DRIFT "$AR_TMP/out")"
+kill "$PEER"
+wait "$PEER" 2>/dev/null || true
+
+expect_status "back to healthy" 0 "$AGENTRUN" check --name "$SB"
+expect_status "--name of no sandbox: 2" 2 "$AGENTRUN" check --name "nope-$$"
+expect_match "--name of no sandbox: the message" "agentrun: check: --name \`nope-$$\`: no such sandbox" "$(cat "$AR_TMP/err")"
+finish
