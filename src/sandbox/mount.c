@@ -7,7 +7,9 @@
  * mounted through its /proc/self/fd path, so a symlink in the new root (the host's
  * /var/run -> /run, or anything an image ships) resolves inside it and can never
  * point a mount at the host. Nothing is ever created on the host's filesystems:
- * missing mount points are only made inside our own tmpfs mounts (or a rootfs). */
+ * missing mount points are only made inside the tmpfs mounts this file made itself
+ * (own_fs), never below a bind of a host directory, even a writable one, nor in a
+ * rootfs. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -187,8 +189,36 @@ static int set_tree_attrs(int fd, bool readonly, ar_error_t *err, const char *wh
 	return 0;
 }
 
+/* The filesystems this child mounted itself (the root tmpfs, covers, /dev, the
+ * policy's tmpfs), by device: the only places a mount point may be created in. A
+ * bind of a host directory shares the host's device, so a missing target below a
+ * writable bind is refused instead of being made on the host, as root. (Static: the
+ * child between clone and exec builds one root, single-threaded.) */
+static struct {
+	dev_t dev[64];
+	size_t n;
+} own_fs;
+
+static void own_fs_add(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) == 0 && own_fs.n < AR_ARRAY_SIZE(own_fs.dev))
+		own_fs.dev[own_fs.n++] = st.st_dev;
+}
+
+static bool own_fs_has(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) == -1)
+		return false;
+	for (size_t i = 0; i < own_fs.n; i++)
+		if (own_fs.dev[i] == st.st_dev)
+			return true;
+	return false;
+}
+
 /* Create a missing mount point (a directory, or an empty file for a file bind)
- * below rootfd, parents first. Only ever succeeds inside writable places. */
+ * below rootfd, parents first. Only ever inside our own tmpfs mounts. */
 static int ensure_mountpoint(int rootfd, const char *path, bool dir, ar_error_t *err,
 			     const char *what)
 {
@@ -202,6 +232,12 @@ static int ensure_mountpoint(int rootfd, const char *path, bool dir, ar_error_t 
 	ar_autoclose int pfd = ensure_mountpoint(rootfd, parent, true, err, what);
 	if (pfd < 0)
 		return -1;
+	if (!own_fs_has(pfd))
+		return ar_error_make(err, 0,
+				     "%s: cannot create the mount point %s: %s is a host directory "
+				     "(nothing is created on the host: create it there first, or "
+				     "mount elsewhere)",
+				     what, path, parent);
 	int r = dir ? mkdirat(pfd, slash + 1, 0755)
 		    : TEMP_FAILURE_RETRY(
 			  openat(pfd, slash + 1, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644));
@@ -270,9 +306,12 @@ static int cover_path(int rootfd, const char *target, const char *what, bool rea
 	}
 	if (own != 0 && st.st_dev == own)
 		return 0;
-	return mount_at(fd, target, "tmpfs", "tmpfs",
-			MS_NOSUID | MS_NODEV | MS_NOEXEC | (readonly ? MS_RDONLY : 0),
-			"mode=0755,size=64k,nr_inodes=1024", err, what);
+	if (mount_on(rootfd, &fd, target, "tmpfs", "tmpfs",
+		     MS_NOSUID | MS_NODEV | MS_NOEXEC | (readonly ? MS_RDONLY : 0),
+		     "mode=0755,size=64k,nr_inodes=1024", err, what) == -1)
+		return -1;
+	own_fs_add(fd);
+	return 0;
 }
 
 static int cover(int rootfd, const struct ar_mount_op *op, bool readonly, dev_t own,
@@ -374,6 +413,7 @@ static int mount_dev(int rootfd, const struct ar_mount_op *op, const struct tmpf
 	if (mount_on(rootfd, &fd, op->target, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		     "mode=0755,size=64k,nr_inodes=1024", err, op->what) == -1)
 		return -1;
+	own_fs_add(fd);
 	if (mount_dev_nodes(fd, err) == -1 ||
 	    mount_subdir(fd, "pts", "devpts", MS_NOSUID | MS_NOEXEC,
 			 "newinstance,ptmxmode=0666,mode=0620", err) == -1 ||
@@ -445,8 +485,11 @@ static int do_op(int rootfd, const struct ar_mount_op *op, int srcfd, const stru
 		fd = ensure_mountpoint(rootfd, op->target, true, err, op->what);
 		if (fd < 0)
 			return -1;
-		return mount_at(fd, op->target, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV, t->tmp, err,
-				op->what);
+		if (mount_on(rootfd, &fd, op->target, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV,
+			     t->tmp, err, op->what) == -1)
+			return -1;
+		own_fs_add(fd);
+		return 0;
 	case AR_MNT_BIND:
 		return mount_bind(rootfd, op, srcfd, err);
 	}
@@ -581,6 +624,7 @@ static int new_root(const char *origin, const struct ar_mount_plan *plan, ar_err
 	int fd = TEMP_FAILURE_RETRY(open(dst, O_PATH | O_DIRECTORY | O_CLOEXEC));
 	if (fd == -1)
 		return ar_error_make(err, errno, "root: open %s", dst);
+	own_fs_add(fd);
 	if (host_root_view(fd, err) == -1) {
 		close(fd);
 		return -1;

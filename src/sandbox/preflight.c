@@ -124,6 +124,8 @@ static int need_paths(const struct ar_policy *p, ar_error_t *err)
 
 int sandbox_preflight(struct sandbox *sb, ar_error_t *err)
 {
+	if (sandbox_check_stdio(err) == -1)
+		return -1;
 	if (need_paths(sb->p, err) == -1)
 		return -1;
 	return need_kernel(sb, err);

@@ -58,6 +58,10 @@ struct child_report {
 /* preflight.c: kernel features and policy paths, before anything is created. */
 int sandbox_preflight(struct sandbox *sb, ar_error_t *err);
 
+/* stdio.c: fds 0-2 are a terminal, pipe, socket, regular file or character device
+ * (never a directory or an O_PATH fd, a way out of the root), else an error. */
+int sandbox_check_stdio(ar_error_t *err);
+
 /* ns.c */
 #define SANDBOX_CLONE_FLAGS                                                                        \
 	(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC)
