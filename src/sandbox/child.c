@@ -237,7 +237,7 @@ void sandbox_child(struct sandbox *sb)
 	close(sb->report[0]);
 	run_steps(sb, init_steps, AR_ARRAY_SIZE(init_steps));
 	command = fork_command(sb, &err);
-	if (command == -1 || sandbox_init_drop_caps(sb, &err) == -1)
+	if (command == -1 || sandbox_init_drop(sb, &err) == -1)
 		sandbox_child_fail(sb, AR_EXIT_RUN_FAIL, &err);
 	close(sb->report[1]);
 	/* the parent blocked these before clone: they wait for sigwaitinfo */

@@ -32,6 +32,11 @@ struct sandbox {
 	char **env;
 	char cgroup_name[96];
 
+	/* the ids the command and its init run as: the policy's `user`, or a dynamic
+	 * pair from uidalloc.c */
+	uid_t uid;
+	gid_t gid;
+
 	bool userns; /* not root: the sandbox gets its own user namespace */
 	uid_t outer_uid;
 	gid_t outer_gid;
@@ -80,7 +85,9 @@ int sandbox_drop_bounding(const struct sandbox *sb,
 int sandbox_set_ids(const struct sandbox *sb, ar_error_t *err);
 int sandbox_clear_caps(const struct sandbox *sb,
 		       ar_error_t *err); /* permitted, effective, inheritable */
-int sandbox_init_drop_caps(const struct sandbox *sb, ar_error_t *err);
+/* init after the fork: the command's uid, no capabilities, not dumpable,
+ * no_new_privs, its own seccomp filter */
+int sandbox_init_drop(const struct sandbox *sb, ar_error_t *err);
 int sandbox_no_new_privs(const struct sandbox *sb, ar_error_t *err);
 
 /* init.c: PID 1 of the sandbox. */
@@ -88,6 +95,8 @@ int sandbox_no_new_privs(const struct sandbox *sb, ar_error_t *err);
 /* INT, TERM, HUP, QUIT, USR1, USR2, WINCH */
 extern const int sandbox_forwarded[SANDBOX_N_FORWARDED];
 int sandbox_init_loop(pid_t command, const sigset_t *waitset);
+/* Confine init to the few calls its loop makes (whatever the command's profile). */
+int sandbox_init_filter(ar_error_t *err);
 /* Exit code for a wait status: the status, or 128+N on signal N. */
 int sandbox_exit_code(int wstatus);
 
