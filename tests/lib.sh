@@ -42,6 +42,12 @@ need() {
 need_root() { need root [ "$(id -u)" = 0 ]; }
 need_cmd() { need "$1" command -v "$1"; }
 
+# dynamic_uid N: N is a uid from run's dynamic range (no `user` in the policy) and no
+# host account.
+dynamic_uid() {
+	[[ $1 =~ ^[0-9]+$ ]] && [ "$1" -ge 61184 ] && [ "$1" -le 65519 ] && ! getent passwd "$1" >/dev/null
+}
+
 fail() {
 	echo "FAIL: $*" >&2
 	AR_FAILED=1

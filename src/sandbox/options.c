@@ -96,6 +96,7 @@ static int set_user(struct ar_policy *p, struct ar_run_opts *o, const char *flag
 	if (ar_parse_user(v, &p->uid, &p->gid) == -1)
 		return bad(err, flag, v, "a numeric UID or UID:GID (e.g. 1000, 1000:1000)");
 	set_str(&p->user, v);
+	p->user_set = true;
 	return 0;
 }
 

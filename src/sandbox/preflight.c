@@ -126,9 +126,9 @@ int sandbox_preflight(struct sandbox *sb, ar_error_t *err)
 {
 	if (sandbox_check_stdio(err) == -1)
 		return -1;
-	sb->uid = sb->p->uid;
-	sb->gid = sb->p->gid;
 	if (need_paths(sb->p, err) == -1)
 		return -1;
-	return need_kernel(sb, err);
+	if (need_kernel(sb, err) == -1)
+		return -1;
+	return sandbox_uid_alloc(sb, err);
 }

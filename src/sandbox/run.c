@@ -59,6 +59,7 @@ static void release_sandbox(struct sandbox *sb)
 	ar_mount_plan_free(&sb->plan);
 	ar_strv_free(sb->env);
 	sb->env = NULL;
+	sandbox_uid_release(sb);
 }
 
 /* Everything that can be decided without touching the system: the seccomp filter
@@ -292,6 +293,7 @@ int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char 
 	    .outer_gid = getegid(),
 	    .release = {-1, -1},
 	    .report = {-1, -1},
+	    .uid_lease = -1,
 	};
 	int wstatus = 0;
 

@@ -36,6 +36,7 @@ struct sandbox {
 	 * pair from uidalloc.c */
 	uid_t uid;
 	gid_t gid;
+	int uid_lease; /* the locked lease of a dynamic uid, else -1 */
 
 	bool userns; /* not root: the sandbox gets its own user namespace */
 	uid_t outer_uid;
@@ -62,6 +63,11 @@ struct child_report {
 
 /* preflight.c: kernel features and policy paths, before anything is created. */
 int sandbox_preflight(struct sandbox *sb, ar_error_t *err);
+
+/* uidalloc.c: the sandbox's uid/gid: the policy's `user`, or a dynamic pair leased
+ * under /run/agentrun/.uids until sandbox_uid_release (idempotent). */
+int sandbox_uid_alloc(struct sandbox *sb, ar_error_t *err);
+void sandbox_uid_release(struct sandbox *sb);
 
 /* stdio.c: fds 0-2 are a terminal, pipe, socket, regular file or character device
  * (never a directory or an O_PATH fd, a way out of the root), else an error. */
