@@ -76,6 +76,8 @@ struct ar_mount_op {
 	char *target; /* absolute path inside the sandbox */
 	bool readonly;
 	char *what; /* the policy field or origin for messages ("p.json: mounts[0]") */
+	bool copy;  /* AR_MNT_BIND of a file (the kubeconfig): a private read-only copy
+		       owned by the sandbox's uid, on a tmpfs of its own, is bound instead */
 };
 
 struct ar_mount_plan {

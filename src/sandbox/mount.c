@@ -43,6 +43,8 @@ static char *fdpath_buf(char *buf, int fd)
 struct tmpfs_opts {
 	char tmp[64]; /* the policy's tmpfs: the memory limit */
 	char shm[64]; /* /dev/shm: the memory limit, at most 64m without cgroups */
+	uid_t uid;    /* the sandbox's ids: owner of a credential copy */
+	gid_t gid;
 };
 
 static void tmpfs_opts_init(struct tmpfs_opts *t, const struct sandbox *sb)
@@ -52,6 +54,8 @@ static void tmpfs_opts_init(struct tmpfs_opts *t, const struct sandbox *sb)
 		shm = 64LL << 20;
 	snprintf(t->tmp, sizeof(t->tmp), "mode=1777,size=%lld", mem);
 	snprintf(t->shm, sizeof(t->shm), "mode=1777,size=%lld", shm);
+	t->uid = sb->uid;
+	t->gid = sb->gid;
 }
 
 /* The host nodes a minimal /dev gets (bind-mounted: a user namespace cannot mknod). */
@@ -422,6 +426,94 @@ static int mount_dev(int rootfd, const struct ar_mount_op *op, const struct tmpf
 	return remount_ro(fd, MS_NOSUID | MS_NODEV | MS_NOEXEC, err, op->what);
 }
 
+#define COPY_MAX (1 << 20)
+
+/* Read a credential file (at most COPY_MAX) through its O_PATH fd. */
+static char *read_source(int srcfd, size_t *len, const struct ar_mount_op *op, ar_error_t *err)
+{
+	ar_autoclose int fd = TEMP_FAILURE_RETRY(open(fdpath(srcfd), O_RDONLY | O_CLOEXEC));
+	ar_autofree char *buf = ar_xmalloc(COPY_MAX + 1);
+	ssize_t n = 0, r = 1;
+	if (fd == -1)
+		return ar_error_make(err, errno, "%s: read %s", op->what, op->source), NULL;
+	while (r > 0 && n <= COPY_MAX) {
+		r = TEMP_FAILURE_RETRY(read(fd, buf + n, (size_t)(COPY_MAX + 1 - n)));
+		n += r > 0 ? r : 0;
+	}
+	if (r == -1)
+		return ar_error_make(err, errno, "%s: read %s", op->what, op->source), NULL;
+	if (n > COPY_MAX)
+		return ar_error_make(err, 0, "%s: %s is larger than 1 MiB", op->what, op->source),
+		       NULL;
+	*len = (size_t)n;
+	return steal_pointer(&buf);
+}
+
+/* Write the copy into a fresh tmpfs mounted over `dir` (in our namespace only),
+ * owned by the sandbox's ids, mode 0400; returns an O_PATH fd on the file. */
+static int write_copy(const char *dir, const char *data, size_t len, const struct tmpfs_opts *t,
+		      const struct ar_mount_op *op, ar_error_t *err)
+{
+	char opts[96];
+	snprintf(opts, sizeof(opts), "mode=0755,size=%zu,nr_inodes=4", len + 4096);
+	if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) == -1)
+		return ar_error_make(err, errno, "%s: mount a tmpfs for the copy", op->what);
+	ar_autofree char *path = ar_xasprintf("%s/copy", dir);
+	ar_autoclose int fd =
+	    TEMP_FAILURE_RETRY(open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0400));
+	int pfd = -1;
+	if (fd == -1 || ar_write_all(fd, data, len) == -1 || fchown(fd, t->uid, t->gid) == -1 ||
+	    (pfd = TEMP_FAILURE_RETRY(open(path, O_PATH | O_CLOEXEC))) == -1) {
+		ar_error_make(err, errno, "%s: write the copy", op->what);
+		umount2(dir, MNT_DETACH);
+		return -1;
+	}
+	return pfd;
+}
+
+static int bind_copy(int rootfd, const struct ar_mount_op *op, int copy, ar_error_t *err)
+{
+	ar_autoclose int fd = ensure_mountpoint(rootfd, op->target, false, err, op->what);
+	if (fd < 0)
+		return -1;
+	if (mount(fdpath(copy), fdpath(fd), NULL, MS_BIND, NULL) == -1)
+		return ar_error_make(err, errno, "%s: bind the copy of %s on %s", op->what,
+				     op->source, op->target);
+	close(fd);
+	fd = resolve(rootfd, op->target);
+	if (fd == -1)
+		return ar_error_make(err, errno, "%s: %s", op->what, op->target);
+	return set_tree_attrs(fd, true, err, op->what);
+}
+
+/* A private copy of a credential file, bound read-only at the target: the host file
+ * (mode 600, its owner's) is neither re-owned nor re-moded, and the sandbox's uid can
+ * read the copy. The tmpfs holding it is mounted on a staging directory of the old
+ * root and detached from there at once: the bind keeps it alive, nothing else shows
+ * it. A snapshot: later changes to the host file do not reach the sandbox. */
+static int mount_copy(int rootfd, const struct ar_mount_op *op, int srcfd,
+		      const struct tmpfs_opts *t, ar_error_t *err)
+{
+	size_t len = 0;
+	const char *dir = NULL;
+	ar_autofree char *data = read_source(srcfd, &len, op, err);
+	if (data == NULL)
+		return -1;
+	for (size_t i = 0; i < AR_ARRAY_SIZE(staging_dirs) && dir == NULL; i++)
+		if (is_dir(staging_dirs[i]))
+			dir = staging_dirs[i];
+	if (dir == NULL)
+		return ar_error_make(err, 0, "%s: no directory to stage the copy in", op->what);
+	ar_autoclose int copy = write_copy(dir, data, len, t, op, err);
+	if (copy < 0)
+		return -1;
+	/* bound while its tmpfs is still mounted (a detached one cannot be bound from) */
+	int r = bind_copy(rootfd, op, copy, err);
+	if (umount2(dir, MNT_DETACH) == -1 && r == 0)
+		return ar_error_make(err, errno, "%s: detach the copy's tmpfs", op->what);
+	return r;
+}
+
 /* The source was opened before the root was assembled: the staging tmpfs may cover
  * the host path by now (a source in /tmp). */
 static int mount_bind(int rootfd, const struct ar_mount_op *op, int srcfd, ar_error_t *err)
@@ -491,6 +583,8 @@ static int do_op(int rootfd, const struct ar_mount_op *op, int srcfd, const stru
 		own_fs_add(fd);
 		return 0;
 	case AR_MNT_BIND:
+		if (op->copy && !fd_is_dir(srcfd))
+			return mount_copy(rootfd, op, srcfd, t, err);
 		return mount_bind(rootfd, op, srcfd, err);
 	}
 	return ar_error_make(err, EINVAL, "%s: unknown mount kind", op->what);
