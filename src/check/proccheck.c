@@ -389,7 +389,7 @@ void ar_check_proc(const struct ar_policy *p, const struct ar_proc_facts *f,
 	const struct ctx c = {p, f, out};
 	ar_autofree char *warning = ar_policy_user_warning(p);
 	if (warning != NULL) /* not drift: the policy itself asks for it */
-		ar_warn("warning: %s", warning);
+		ar_warn("%s", warning);
 	for (size_t i = 0; i < AR_ARRAY_SIZE(expectations); i++)
 		expectations[i](&c);
 }

@@ -94,7 +94,7 @@ int sandbox_uid_alloc(struct sandbox *sb, ar_error_t *err)
 	if (sb->p->user_set || sb->userns) {
 		ar_autofree char *warning = sb->userns ? NULL : ar_policy_user_warning(sb->p);
 		if (warning != NULL)
-			ar_warn("warning: %s", warning);
+			ar_warn("%s", warning);
 		return 0;
 	}
 	ar_autoclose int dirfd = open_dir(err);
