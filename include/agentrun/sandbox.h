@@ -15,6 +15,7 @@
 /* Settings of one run that are not part of the policy. */
 struct ar_run_opts {
 	bool no_cgroups;	 /* --no-cgroups: run without limits instead of failing closed */
+	bool no_tty;		 /* --no-tty: no pty of its own even when stdin is a terminal */
 	const char *caller_home; /* the caller's $HOME, hidden in the host root view */
 	const char *term;	 /* the caller's $TERM, passed through when set */
 	const char *cwd;	 /* the caller's working directory: kept when the sandbox

@@ -187,7 +187,8 @@ static void run_steps(const struct sandbox *sb, const child_step *steps, size_t 
 
 /* The command, in order: drop everything, seccomp last, exec. */
 static const child_step command_steps[] = {
-    new_session,	   /* no controlling terminal */
+    new_session,	   /* no controlling terminal (the caller's) */
+    sandbox_pty_attach,	   /* a pty of its own when stdin is a terminal */
     change_dir,		   /* the caller's cwd when visible, else / */
     close_inherited_fds,   /* only 0, 1, 2 survive exec */
     sandbox_drop_bounding, /* bounding, ambient, securebits: needs CAP_SETPCAP */

@@ -450,7 +450,8 @@ static char *read_source(int srcfd, size_t *len, const struct ar_mount_op *op, a
 }
 
 /* Write the copy into a fresh tmpfs mounted over `dir` (in our namespace only),
- * owned by the sandbox's ids, mode 0400; returns an O_PATH fd on the file. */
+ * owned by the sandbox's ids, mode 0600 (the bind is read-only: EROFS on a write);
+ * returns an O_PATH fd on the file. */
 static int write_copy(const char *dir, const char *data, size_t len, const struct tmpfs_opts *t,
 		      const struct ar_mount_op *op, ar_error_t *err)
 {
@@ -460,7 +461,7 @@ static int write_copy(const char *dir, const char *data, size_t len, const struc
 		return ar_error_make(err, errno, "%s: mount a tmpfs for the copy", op->what);
 	ar_autofree char *path = ar_xasprintf("%s/copy", dir);
 	ar_autoclose int fd =
-	    TEMP_FAILURE_RETRY(open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0400));
+	    TEMP_FAILURE_RETRY(open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600));
 	int pfd = -1;
 	if (fd == -1 || ar_write_all(fd, data, len) == -1 || fchown(fd, t->uid, t->gid) == -1 ||
 	    (pfd = TEMP_FAILURE_RETRY(open(path, O_PATH | O_CLOEXEC))) == -1) {

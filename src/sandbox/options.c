@@ -175,6 +175,13 @@ static int set_no_cgroups(struct ar_policy *p, struct ar_run_opts *o, const char
 	return 0;
 }
 
+static int set_no_tty(struct ar_policy *p, struct ar_run_opts *o, const char *flag, const char *v,
+		      ar_error_t *err)
+{
+	o->no_tty = true;
+	return 0;
+}
+
 static const struct override_entry table[] = {
     {{"--memory", "SIZE", "memory limit (256m, 1g)"}, set_memory},
     {{"--pids", "N", "maximum number of processes"}, set_pids},
@@ -187,6 +194,8 @@ static const struct override_entry table[] = {
     {{"--seccomp", "FILE|default|unconfined", "seccomp profile"}, set_seccomp},
     {{"--no-cgroups", NULL, "run without resource limits instead of failing closed"},
      set_no_cgroups},
+    {{"--no-tty", NULL, "pass a terminal on stdin straight through (no pty of its own)"},
+     set_no_tty},
 };
 
 const struct ar_override *ar_override_at(size_t i)

@@ -130,5 +130,7 @@ int sandbox_preflight(struct sandbox *sb, ar_error_t *err)
 		return -1;
 	if (need_kernel(sb, err) == -1)
 		return -1;
-	return sandbox_uid_alloc(sb, err);
+	if (sandbox_uid_alloc(sb, err) == -1)
+		return -1;
+	return sandbox_pty_prepare(sb, err);
 }

@@ -59,6 +59,7 @@ static void release_sandbox(struct sandbox *sb)
 	ar_mount_plan_free(&sb->plan);
 	ar_strv_free(sb->env);
 	sb->env = NULL;
+	sandbox_pty_stop(sb);
 	sandbox_uid_release(sb);
 }
 
@@ -249,6 +250,8 @@ static int wait_sandbox(struct sandbox *sb, int *wstatus, ar_error_t *err)
 		if (r == -1 && errno != EINTR)
 			return ar_error_make(err, errno, "wait for the sandbox");
 		int sig = sigwaitinfo(&set, NULL);
+		if (sig == SIGWINCH)
+			sandbox_pty_resize(sb);
 		if (sig > 0 && sig != SIGCHLD)
 			kill(sb->pid, sig);
 	}
@@ -311,6 +314,8 @@ int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char 
 	if (open_pipes(&sb, err) == -1)
 		goto fail;
 	if (spawn(&sb, err) == -1)
+		goto fail;
+	if (sandbox_pty_start(&sb, err) == -1)
 		goto fail;
 	if (sandbox_write_id_maps(&sb, err) == -1)
 		goto fail;

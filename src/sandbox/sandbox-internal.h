@@ -36,7 +36,8 @@ struct sandbox {
 	 * pair from uidalloc.c */
 	uid_t uid;
 	gid_t gid;
-	int uid_lease; /* the locked lease of a dynamic uid, else -1 */
+	int uid_lease;		 /* the locked lease of a dynamic uid, else -1 */
+	struct sandbox_pty *pty; /* the command's own terminal (pty.c), NULL: none */
 
 	bool userns; /* not root: the sandbox gets its own user namespace */
 	uid_t outer_uid;
@@ -68,6 +69,16 @@ int sandbox_preflight(struct sandbox *sb, ar_error_t *err);
  * under /run/agentrun/.uids until sandbox_uid_release (idempotent). */
 int sandbox_uid_alloc(struct sandbox *sb, ar_error_t *err);
 void sandbox_uid_release(struct sandbox *sb);
+
+/* pty.c: when stdin is the caller's terminal (and not --no-tty), the command gets a
+ * pty of its own: prepare (before clone), attach (the command, after setsid), start
+ * (agentrun, after clone: raw mode and the relay), resize on SIGWINCH, stop (drain,
+ * restore the caller's terminal; idempotent, on every path out). */
+int sandbox_pty_prepare(struct sandbox *sb, ar_error_t *err);
+int sandbox_pty_attach(const struct sandbox *sb, ar_error_t *err);
+int sandbox_pty_start(struct sandbox *sb, ar_error_t *err);
+void sandbox_pty_resize(const struct sandbox *sb);
+void sandbox_pty_stop(struct sandbox *sb);
 
 /* stdio.c: fds 0-2 are a terminal, pipe, socket, regular file or character device
  * (never a directory or an O_PATH fd, a way out of the root), else an error. */

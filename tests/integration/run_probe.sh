@@ -132,12 +132,13 @@ for line in seccomp=0 no_new_privs=1 cap_eff=0000000000000000 unshare_user=ok mo
 	expect_match "probe unconfined: $line" "^${line}\$" "$(printf '%s\n' "$out" | grep -x -- "$line" || true)"
 done
 
-# TIOCSTI with a real terminal on stdin (script(1) gives the run a pty): refused by
-# seccomp, and without seccomp by the kernel, because the command's new session has no
-# controlling terminal to inject into.
+# TIOCSTI with the caller's terminal on stdin (script(1) gives the run a pty, and
+# --no-tty passes it through): refused by seccomp, and without seccomp by the kernel,
+# because the command's new session has no controlling terminal to inject into. (With
+# a pty of its own, tests/escape/pty.sh, it can only inject into that one.)
 if command -v script >/dev/null 2>&1 && script -qec true /dev/null >/dev/null 2>&1; then
 	for sc in default unconfined; do
-		out=$(script -qec "$AGENTRUN --mount $AR_TMP/bin:/ar-bin --seccomp $sc -- $IN_PROBE" /dev/null | tr -d '\r')
+		out=$(script -qec "$AGENTRUN --no-tty --mount $AR_TMP/bin:/ar-bin --seccomp $sc -- $IN_PROBE" /dev/null | tr -d '\r')
 		expect_eq "TIOCSTI on a pty, seccomp $sc" "tiocsti=EPERM" "$(printf '%s\n' "$out" | grep '^tiocsti=')"
 		expect_eq "new session on a pty, seccomp $sc" "sid_is_self=1" "$(printf '%s\n' "$out" | grep '^sid_is_self=')"
 	done
