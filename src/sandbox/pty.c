@@ -102,6 +102,10 @@ int sandbox_pty_attach(const struct sandbox *sb, ar_error_t *err)
 	/* the command's own, like a login's terminal: reopening /dev/pts/N works too */
 	if (fchown(slave, sb->uid, (gid_t)-1) == -1)
 		return ar_error_make(err, errno, "terminal: chown the pty");
+	/* the caller's size before exec (the relay's copy would race with the start) */
+	struct winsize ws;
+	if (ioctl(0, TIOCGWINSZ, &ws) == 0)
+		ioctl(master, TIOCSWINSZ, &ws);
 	for (int fd = 0; fd < 3; fd++)
 		if (t->tty[fd] && dup2(slave, fd) == -1)
 			return ar_error_make(err, errno, "terminal: dup2 the pty to fd %d", fd);
@@ -151,7 +155,6 @@ static void *relay(void *arg)
 	if (master == -1)
 		return NULL; /* the command never got that far */
 	t->master = master;
-	copy_winsize(t);
 	struct pollfd p[2] = {{.fd = 0, .events = POLLIN}, {.fd = master, .events = POLLIN}};
 	for (;;) {
 		if (TEMP_FAILURE_RETRY(poll(p, 2, -1)) == -1)
