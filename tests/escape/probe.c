@@ -43,6 +43,62 @@ static long fd0_walk(const char *arg)
 	return 0;
 }
 
+/* The same through an inherited descriptor above 2 (ARG: its number): runc's leaked
+ * cgroup directory fd in CVE-2024-21626. */
+static long fd_walk(const char *arg)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%s/../../../..", arg ? arg : "3");
+	DIR *d = opendir(path);
+	if (d == NULL)
+		return -1;
+	closedir(d);
+	return 0;
+}
+
+/* CVE-2019-5736's first step: a handle on PID 1's executable (in a sandbox, agentrun's
+ * own binary), to overwrite it once PID 1 is gone (ARG: another pid). Only opened for
+ * reading here. */
+static long proc1_exe(const char *arg)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%s/exe", arg ? arg : "1");
+	return fd_result(open(path, O_RDONLY | O_CLOEXEC));
+}
+
+/* CVE-2022-0492: a cgroup v1 release_agent is a host path run as root on release.
+ * Opened for writing, never written. */
+static long release_agent(const char *arg)
+{
+	static const char *const paths[] = {"/sys/fs/cgroup/memory/release_agent",
+					    "/sys/fs/cgroup/pids/release_agent",
+					    "/sys/fs/cgroup/release_agent"};
+	long r = -1;
+	int e = ENOENT;
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]) && r == -1; i++) {
+		r = fd_result(open(paths[i], O_WRONLY | O_CLOEXEC));
+		if (r == -1 && errno != ENOENT)
+			e = errno;
+	}
+	errno = e;
+	return r;
+}
+
+/* A host credential file: `ok` when it has content, EMPTY when it reads as empty
+ * (the sandbox covers it with /dev/null). */
+static long read_secret(const char *arg)
+{
+	char c;
+	int fd = open(arg ? arg : "/etc/shadow", O_RDONLY | O_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	ssize_t n = read(fd, &c, 1);
+	close(fd);
+	if (n == 0)
+		errno = ENODATA;
+	return n > 0 ? 0 : -1;
+}
+
 /* Host-global AIO contexts (fs.aio-max-nr). */
 static long aio(const char *arg)
 {
@@ -171,6 +227,10 @@ static const struct {
 	long (*fn)(const char *arg);
 } attempts[] = {
     {"fd0_walk", fd0_walk},
+    {"fd_walk", fd_walk},
+    {"proc1_exe", proc1_exe},
+    {"release_agent", release_agent},
+    {"read_secret", read_secret},
     {"aio", aio},
     {"io_uring", io_uring},
     {"userns", userns},
