@@ -80,9 +80,9 @@ int sandbox_init_loop(pid_t command, const sigset_t *waitset)
 	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
 
 /* What the loop above calls, and nothing else: sigwaitinfo (rt_sigtimedwait), waitpid
- * (wait4), kill, _exit. A hand-written program (a dozen instructions, nothing to
- * compile at start), tighter than any profile the command gets, and installed even
- * when that one is `unconfined`. Another ABI (x32's numbers carry bit 30, i386 has
+ * (wait4), kill, _exit, and the close of the report pipe before it. A hand-written program (a dozen
+ * instructions, nothing to compile at start), tighter than any profile the command gets, and
+ * installed even when that one is `unconfined`. Another ABI (x32's numbers carry bit 30, i386 has
  * another arch) is killed; any other call fails with EPERM. */
 int sandbox_init_filter(ar_error_t *err)
 {
@@ -98,6 +98,21 @@ int sandbox_init_filter(ar_error_t *err)
 	    INIT_ALLOW(SYS_exit_group),
 	    INIT_ALLOW(SYS_exit),
 	    INIT_ALLOW(SYS_restart_syscall),
+	    INIT_ALLOW(SYS_close), /* the report pipe, once the drop is done */
+#ifdef __SANITIZE_ADDRESS__
+	    /* the sanitizers' runtime at exit and on a report (AR_SANITIZE builds only) */
+	    INIT_ALLOW(SYS_sigaltstack),
+	    INIT_ALLOW(SYS_gettid),
+	    INIT_ALLOW(SYS_getpid),
+	    INIT_ALLOW(SYS_write),
+	    INIT_ALLOW(SYS_mmap),
+	    INIT_ALLOW(SYS_munmap),
+	    INIT_ALLOW(SYS_madvise),
+	    INIT_ALLOW(SYS_rt_sigprocmask),
+	    INIT_ALLOW(SYS_rt_sigaction),
+	    INIT_ALLOW(SYS_futex),
+	    INIT_ALLOW(SYS_sched_yield),
+#endif
 	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
 	};
 	struct sock_fprog prog = {.len = AR_ARRAY_SIZE(insns), .filter = insns};
