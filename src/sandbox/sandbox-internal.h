@@ -66,7 +66,8 @@ struct child_report {
 int sandbox_preflight(struct sandbox *sb, ar_error_t *err);
 
 /* uidalloc.c: the sandbox's uid/gid: the policy's `user`, or a dynamic pair leased
- * under /run/agentrun/.uids until sandbox_uid_release (idempotent). */
+ * under /run/agentrun/.uids for as long as the sandbox's init lives. release closes
+ * agentrun's own copy of the lease (after the clone, or on a failure; idempotent). */
 int sandbox_uid_alloc(struct sandbox *sb, ar_error_t *err);
 void sandbox_uid_release(struct sandbox *sb);
 

@@ -9,13 +9,16 @@
  * getpwuid/getgrgid), and not one of systemd's dynamic users.
  *
  * A lease is a file /run/agentrun/.uids/UID holding an flock(2) for the sandbox's
- * lifetime: agentrun and the sandbox's init hold the locked descriptor (init inherits
- * it and never execs), so the lock goes away only when both are gone. A candidate is
- * free when it is no host account (passwd and group databases), not one of systemd's
- * dynamic users, and its lease can be locked; a lease file left by a killed owner is
- * simply locked again (reclaimed). Teardown unlinks the file, then closes it; an
- * allocator that locked a file which was unlinked meanwhile sees the inode differ
- * from the path and tries again. No global lock, no pid bookkeeping. */
+ * lifetime: the sandbox's init inherits the locked descriptor at the clone and never
+ * execs, so the lock lasts exactly as long as the sandbox; agentrun closes its own copy
+ * right after the clone (sandbox_uid_release). A candidate is free when it is no host
+ * account, not one of systemd's dynamic users, and its lease can be locked; a lease
+ * left by a killed sandbox is simply locked again (reclaimed). The files are never
+ * unlinked (at most one per uid of the range, a few bytes each): unlinking a leased
+ * file races with its next taker, and the unlink and last close of it on the exit
+ * path cost ~2 ms of the user's wait. (An allocator that locked a file someone else
+ * removed meanwhile sees the inode differ from the path and tries again.) No global
+ * lock, no pid bookkeeping. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -201,15 +204,11 @@ int sandbox_uid_alloc(struct sandbox *sb, ar_error_t *err)
 			     AR_DYNAMIC_UID_MIN, AR_DYNAMIC_UID_MAX, UIDS_DIR);
 }
 
+/* Once init holds the lease (after the clone), or on a failure before it. */
 void sandbox_uid_release(struct sandbox *sb)
 {
-	char path[64];
-
 	if (sb->uid_lease < 0)
 		return;
-	snprintf(path, sizeof(path), "%s/%u", UIDS_DIR, (unsigned)sb->uid);
-	/* unlink while still holding the lock, so no one locks a file about to vanish */
-	unlink(path);
 	close(sb->uid_lease);
 	sb->uid_lease = -1;
 }

@@ -32,16 +32,18 @@ expect_eq "each is a dynamic uid and no host account" 0 "$bad"
 expect_eq "gid = uid" "" "$(for i in 1 2 3 4 5 6; do sed -n 1,2p "$AR_TMP/u$i" | uniq | sed -n 2p; done)"
 expect_eq "each lease was locked while its sandbox ran" 6 "$held"
 left=0
-for u in $uids; do [ ! -e "$L/$u" ] || left=$((left + 1)); done
-expect_eq "released at teardown: no lease left" 0 "$left"
+for u in $uids; do flock -n "$L/$u" true || left=$((left + 1)); done
+expect_eq "released at teardown: every lease is unlocked" 0 "$left"
 
 # A killed agentrun: the sandbox dies with it and the lease is free to reclaim.
-before=$(find "$L" -maxdepth 1 -type f -printf "%f\n" 2>/dev/null | sort)
 "$A" -- sleep 30 &
 apid=$!
 sleep 0.5
-new=$(comm -13 <(printf '%s\n' "$before") <(find "$L" -maxdepth 1 -type f -printf "%f\n" | sort) | head -1)
-expect_match "a lease appears for the running sandbox" '^[0-9]+$' "$new"
+new=$(ps -o uid= --ppid "$(pgrep -P "$apid" | head -1)" | tr -d ' ' | head -1)
+expect_match "the running sandbox has a dynamic uid" '^[0-9]+$' "$new"
+if [ -n "$new" ] && ! flock -n "$L/$new" true; then pass "its lease is locked while it runs"; else
+	fail "the lease $L/$new is not locked while the sandbox runs"
+fi
 kill -9 "$apid"
 wait "$apid" 2>/dev/null || true
 sleep 0.3
@@ -52,7 +54,6 @@ fi
 if [ -n "$new" ] && ! ps -u "$new" -o stat= | grep -qv '^Z'; then pass "kill -9: nothing runs as $new"; else
 	fail "kill -9: processes of $new remain"
 fi
-rm -f "$L/$new"
 
 # Per-user quotas are per sandbox: sandbox 1 takes every inotify instance its uid may
 # have (fs.inotify.max_user_instances) and holds them; sandbox 2 still gets one. The
