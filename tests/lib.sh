@@ -31,8 +31,22 @@ skip() {
 	echo "SKIP: $*" >&2
 	exit 77
 }
-need_root() { [ "$(id -u)" = 0 ] || skip "needs root"; }
-need_cmd() { command -v "$1" >/dev/null 2>&1 || skip "needs $1"; }
+# need WHAT CMD...: the test needs WHAT (root, a kernel feature, a program), which
+# CMD checks quietly: when CMD fails, skip, which fails under AGENTRUN_MUST_WORK=1.
+# The shell twin of AR_NEED in tests/unit/need.h.
+need() {
+	local what=$1
+	shift
+	"$@" >/dev/null 2>&1 || skip "needs $what"
+}
+need_root() { need root [ "$(id -u)" = 0 ]; }
+need_cmd() { need "$1" command -v "$1"; }
+
+# dynamic_uid N: N is a uid from run's dynamic range (no `user` in the policy) and no
+# host account.
+dynamic_uid() {
+	[[ $1 =~ ^[0-9]+$ ]] && [ "$1" -ge 61184 ] && [ "$1" -le 65519 ] && ! getent passwd "$1" >/dev/null
+}
 
 fail() {
 	echo "FAIL: $*" >&2

@@ -15,6 +15,10 @@
 #define AR_POLICY_NAME_MAX	     31
 #define AR_DEFAULT_PROXY_PORT	     3128
 #define AR_DEFAULT_KUBECONFIG_TARGET "/home/agent/.kube/config"
+/* The range `run` takes a sandbox's uid/gid from when the policy names no `user`
+ * (systemd's DynamicUser range, never a host account). */
+#define AR_DYNAMIC_UID_MIN 61184
+#define AR_DYNAMIC_UID_MAX 65519
 
 enum ar_network {
 	AR_NETWORK_PROXY,
@@ -80,7 +84,11 @@ struct ar_policy {
 	struct ar_limits limits;
 	char *user; /* as written: "1000", "1000:1000" */
 	uid_t uid;
-	gid_t gid;	    /* = uid when the user field has no ":GID" */
+	gid_t gid; /* = uid when the user field has no ":GID" */
+	/* `user` was given (policy file or --user): run honours it. Else run picks a
+	 * dynamic uid/gid per sandbox (docs/sandbox.md) and uid/gid above are only what
+	 * render and a user namespace use. */
+	bool user_set;
 	struct ar_env *env; /* sorted by key, keys unique */
 	size_t n_env;
 	char *seccomp; /* "default", "unconfined" or a path to a profile */
@@ -102,7 +110,8 @@ int ar_policy_parse(const char *json, size_t len, const char *origin, struct ar_
 /* Read and parse a file; the messages name the path. */
 int ar_policy_load(const char *path, struct ar_policy **out, ar_error_t *err);
 /* The embedded default used by `run` without --policy (DESIGN §2): no network,
- * pids 256, memory 512m, uid 65534, tmpfs /tmp, default seccomp. */
+ * pids 256, memory 512m, a dynamic uid (65534 in a user namespace), tmpfs /tmp,
+ * default seccomp. */
 int ar_policy_default(struct ar_policy **out, ar_error_t *err);
 /* Recompute the derived names after `name` or `proxy.port` changed. */
 void ar_policy_derive(struct ar_policy *p);
@@ -111,6 +120,10 @@ int ar_policy_validate(const struct ar_policy *p, ar_error_t *err);
 void ar_policy_free(struct ar_policy *p);
 void ar_cleanup_policyp(struct ar_policy **p);
 #define ar_autopolicy __attribute__((cleanup(ar_cleanup_policyp)))
+
+/* When the policy names a `user` that is a host account with a login shell (a person,
+ * not a service): a warning for run and check to print (malloc'd), else NULL. */
+char *ar_policy_user_warning(const struct ar_policy *p);
 
 /* Lookup helper: the env value for KEY or NULL. */
 const char *ar_policy_getenv(const struct ar_policy *p, const char *key);

@@ -15,6 +15,7 @@
 /* Settings of one run that are not part of the policy. */
 struct ar_run_opts {
 	bool no_cgroups;	 /* --no-cgroups: run without limits instead of failing closed */
+	bool no_tty;		 /* --no-tty: no pty of its own even when stdin is a terminal */
 	const char *caller_home; /* the caller's $HOME, hidden in the host root view */
 	const char *term;	 /* the caller's $TERM, passed through when set */
 	const char *cwd;	 /* the caller's working directory: kept when the sandbox
@@ -84,6 +85,8 @@ struct ar_mount_op {
 	char *target; /* absolute path inside the sandbox */
 	bool readonly;
 	char *what; /* the policy field or origin for messages ("p.json: mounts[0]") */
+	bool copy;  /* AR_MNT_BIND of a file (the kubeconfig): a private read-only copy
+		       owned by the sandbox's uid, on a tmpfs of its own, is bound instead */
 };
 
 struct ar_mount_plan {

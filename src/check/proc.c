@@ -6,14 +6,18 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agentrun/check.h"
+#include "agentrun/log.h"
 
 static const char *const ns_names[AR_NS_N] = {"pid", "mnt", "net", "uts", "ipc", "cgroup"};
 
@@ -202,6 +206,12 @@ static void read_env_net(pid_t pid, struct ar_proc_facts *f)
 	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
 	ar_autofree char *env = slurp(path, &len);
 	f->env = env ? ar_check_parse_environ(env, len) : NULL; /* NULL: unknown */
+	/* environ is a window on the process's own memory: what it was started with,
+	 * unless it wrote over it since. Say so, so a clean result is not overread. */
+	if (f->env != NULL)
+		ar_warn("note: the environment of pid %d is read from %s, the process's own "
+			"memory: what it was started with, unless it rewrote it",
+			(int)pid, path);
 	snprintf(path, sizeof(path), "/proc/%d/net/dev", (int)pid);
 	ar_autofree char *dev = slurp(path, NULL);
 	f->netdevs = ar_check_parse_netdev(dev ? dev : "");
@@ -215,22 +225,38 @@ static void read_env_net(pid_t pid, struct ar_proc_facts *f)
 static const char *const credential_dirs[] = {".ssh",	 ".aws",   ".kube",
 					      ".docker", ".azure", ".config/gcloud"};
 
-static void probe(pid_t pid, const char *path, char ***sv, size_t *n)
+/* Open `path` as the process sees it: resolved inside its root (openat2
+ * RESOLVE_IN_ROOT on /proc/PID/root), so an absolute symlink in its view
+ * (/home/a/.ssh -> /root/.ssh) is followed in its view, never in the host's. */
+static int open_in_root(int rootfd, const char *path, int flags)
 {
-	struct stat st;
-	ar_autofree char *full = ar_xasprintf("/proc/%d/root%s", (int)pid, path);
-	if (lstat(full, &st) == -1)
+	struct open_how how = {
+	    .flags = (unsigned long long)(flags | O_PATH | O_CLOEXEC),
+	    .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd;
+	do
+		fd = syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+	while (fd == -1 && (errno == EINTR || errno == EAGAIN));
+	return (int)fd;
+}
+
+static void probe(int rootfd, const char *path, char ***sv, size_t *n)
+{
+	int fd = open_in_root(rootfd, path, 0);
+	if (fd == -1)
 		return;
+	close(fd);
 	*sv = ar_xrealloc(*sv, (*n + 2) * sizeof(char *));
 	(*sv)[(*n)++] = ar_xstrdup(path);
 	(*sv)[*n] = NULL;
 }
 
-static void probe_home(pid_t pid, const char *home, char ***sv, size_t *n)
+static void probe_home(int rootfd, const char *home, char ***sv, size_t *n)
 {
 	for (size_t i = 0; i < AR_ARRAY_SIZE(credential_dirs); i++) {
 		ar_autofree char *p = ar_xasprintf("%s/%s", home, credential_dirs[i]);
-		probe(pid, p, sv, n);
+		probe(rootfd, p, sv, n);
 	}
 }
 
@@ -239,22 +265,33 @@ static void probe_home(pid_t pid, const char *home, char ***sv, size_t *n)
 static void read_visible(pid_t pid, struct ar_proc_facts *f)
 {
 	static const char *const sockets[] = {"/var/run/docker.sock", "/run/docker.sock"};
+	char root[64];
 	size_t n = 0;
 	f->visible_sensitive = ar_xcalloc(1, sizeof(char *));
-	for (size_t i = 0; i < AR_ARRAY_SIZE(sockets); i++)
-		probe(pid, sockets[i], &f->visible_sensitive, &n);
-	probe_home(pid, "/root", &f->visible_sensitive, &n);
-	ar_autofree char *home = ar_xasprintf("/proc/%d/root/home", (int)pid);
-	DIR *d = opendir(home);
-	if (d == NULL)
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+	ar_autoclose int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd == -1)
 		return;
+	for (size_t i = 0; i < AR_ARRAY_SIZE(sockets); i++)
+		probe(rootfd, sockets[i], &f->visible_sensitive, &n);
+	probe_home(rootfd, "/root", &f->visible_sensitive, &n);
+	int home = open_in_root(rootfd, "/home", O_DIRECTORY);
+	int dfd = home == -1 ? -1 : openat(home, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (home != -1)
+		close(home);
+	DIR *d = dfd == -1 ? NULL : fdopendir(dfd);
+	if (d == NULL) {
+		if (dfd != -1)
+			close(dfd);
+		return;
+	}
 	struct dirent *e;
 	for (int count = 0; count < 64 && (e = readdir(d)) != NULL;) {
 		if (e->d_name[0] == '.')
 			continue;
 		count++;
 		ar_autofree char *h = ar_xasprintf("/home/%s", e->d_name);
-		probe_home(pid, h, &f->visible_sensitive, &n);
+		probe_home(rootfd, h, &f->visible_sensitive, &n);
 	}
 	closedir(d);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "agentrun/check.h"
+#include "agentrun/log.h"
 
 struct ctx {
 	const struct ar_policy *p;
@@ -32,8 +33,27 @@ static bool ids_text(const unsigned int ids[4], unsigned int want, char *buf, si
 	return all;
 }
 
+/* No `user` in the policy: run gives each sandbox a uid/gid of its own from the
+ * dynamic range, the same number for both. */
+static void check_dynamic_ids(const struct ctx *c)
+{
+	const unsigned int *u = c->f->status.uid, *g = c->f->status.gid;
+	char have[64];
+	bool all = ids_text(u, u[0], have, sizeof(have)) && ids_text(g, u[0], have, sizeof(have));
+	if (all && u[0] >= AR_DYNAMIC_UID_MIN && u[0] <= AR_DYNAMIC_UID_MAX)
+		return;
+	snprintf(have, sizeof(have), "uid %u gid %u", u[0], g[0]);
+	ar_autofree char *want =
+	    ar_xasprintf("a dynamic uid = gid in %d-%d", AR_DYNAMIC_UID_MIN, AR_DYNAMIC_UID_MAX);
+	add(c, "user", want, have, "agentrun run (a policy without `user` gets a dynamic uid)");
+}
+
 static void check_ids(const struct ctx *c)
 {
+	if (!c->p->user_set) {
+		check_dynamic_ids(c);
+		return;
+	}
 	const struct {
 		const char *what;
 		const unsigned int *ids;
@@ -349,6 +369,9 @@ void ar_check_proc(const struct ar_policy *p, const struct ar_proc_facts *f,
 		   struct ar_findings *out)
 {
 	const struct ctx c = {p, f, out};
+	ar_autofree char *warning = ar_policy_user_warning(p);
+	if (warning != NULL) /* not drift: the policy itself asks for it */
+		ar_warn("%s", warning);
 	for (size_t i = 0; i < AR_ARRAY_SIZE(expectations); i++)
 		expectations[i](&c);
 }

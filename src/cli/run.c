@@ -18,7 +18,7 @@ static void usage(FILE *out)
 		"Usage: agentrun [run] [--policy FILE] [OPTIONS] -- CMD [ARG...]\n\n"
 		"Run CMD in a sandbox: new namespaces, a read-only root, no capabilities,\n"
 		"no_new_privs, seccomp, cgroup limits. Without --policy the embedded default\n"
-		"policy applies (no network, uid 65534, pids 256, memory 512m).\n\n"
+		"policy applies (no network, a dynamic uid, pids 256, memory 512m).\n\n"
 		"Options:\n  %-34s %s\n",
 		"--policy FILE", "the policy (JSON); the options below override it");
 	for (size_t i = 0; ar_override_at(i) != NULL; i++) {

@@ -398,6 +398,7 @@ static int f_user(struct pctx *c, const cJSON *v, const char *path, void *t)
 			    s);
 	c->p->uid = uid;
 	c->p->gid = gid;
+	c->p->user_set = true;
 	free(c->p->user);
 	c->p->user = steal_pointer(&s);
 	return 0;

@@ -1,6 +1,7 @@
 /* The policy object: defaults, lifetime, derived names, the embedded default, the
  * cross-field checks shared by the reader and the CLI overrides, env helpers. */
 #define _GNU_SOURCE
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,8 +105,13 @@ void ar_policy_derive(struct ar_policy *p)
 
 int ar_policy_default(struct ar_policy **out, ar_error_t *err)
 {
-	return ar_policy_parse(embedded_default, sizeof(embedded_default) - 1, "<embedded default>",
-			       out, err);
+	if (ar_policy_parse(embedded_default, sizeof(embedded_default) - 1, "<embedded default>",
+			    out, err) == -1)
+		return -1;
+	/* 65534 is only the fallback for a user namespace; as root, run picks a
+	 * dynamic uid (DESIGN §3) */
+	(*out)->user_set = false;
+	return 0;
 }
 
 int ar_policy_load(const char *path, struct ar_policy **out, ar_error_t *err)
@@ -168,4 +174,42 @@ void ar_policy_setenv(struct ar_policy *p, const char *key, const char *value)
 	p->env[i].key = ar_xstrdup(key);
 	p->env[i].value = ar_xstrdup(value);
 	p->n_env++;
+}
+
+/* A shell that lets someone log in: not nologin, false or empty. */
+static bool login_shell(const char *sh)
+{
+	static const char *const no_login[] = {"nologin", "false", "sync"};
+	const char *base = sh ? strrchr(sh, '/') : NULL;
+	base = base ? base + 1 : sh;
+	if (base == NULL || base[0] == '\0')
+		return false;
+	for (size_t i = 0; i < AR_ARRAY_SIZE(no_login); i++)
+		if (strcmp(base, no_login[i]) == 0)
+			return false;
+	return true;
+}
+
+static char *user_warning(const struct ar_policy *p, const struct passwd *pw)
+{
+	return ar_xasprintf("%s: user: %u is the host account `%s` (login shell %s): the sandbox "
+			    "shares its per-user limits and owns files as it; leave `user` out "
+			    "for a dynamic uid of its own",
+			    p->origin, (unsigned)p->uid, pw->pw_name, pw->pw_shell);
+}
+
+/* /etc/passwd itself, not NSS: loading the NSS modules would cost `run` ~0.6 ms at
+ * every start, for a warning. (An account only a directory service knows is missed.) */
+char *ar_policy_user_warning(const struct ar_policy *p)
+{
+	if (!p->user_set)
+		return NULL;
+	FILE *f = fopen("/etc/passwd", "re");
+	struct passwd *pw = NULL;
+	while (f != NULL && (pw = fgetpwent(f)) != NULL && pw->pw_uid != p->uid)
+		;
+	char *msg = pw != NULL && login_shell(pw->pw_shell) ? user_warning(p, pw) : NULL;
+	if (f != NULL)
+		fclose(f);
+	return msg;
 }

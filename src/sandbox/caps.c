@@ -5,10 +5,13 @@
 #include <errno.h>
 #include <grp.h>
 #include <linux/securebits.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "agentrun/cli.h"
 #include "agentrun/util.h"
 #include "sandbox-internal.h"
 
@@ -31,15 +34,13 @@ static int clear_ambient(void)
 
 int sandbox_set_ids(const struct sandbox *sb, ar_error_t *err)
 {
-	const struct ar_policy *p = sb->p;
-
 	/* setgroups is denied in a user namespace we mapped ourselves (and useless there) */
 	if (!sb->userns && setgroups(0, NULL) == -1)
 		return ar_error_make(err, errno, "setgroups []");
-	if (setresgid(p->gid, p->gid, p->gid) == -1)
-		return ar_error_make(err, errno, "setresgid %u", (unsigned)p->gid);
-	if (setresuid(p->uid, p->uid, p->uid) == -1)
-		return ar_error_make(err, errno, "setresuid %u", (unsigned)p->uid);
+	if (setresgid(sb->gid, sb->gid, sb->gid) == -1)
+		return ar_error_make(err, errno, "setresgid %u", (unsigned)sb->gid);
+	if (setresuid(sb->uid, sb->uid, sb->uid) == -1)
+		return ar_error_make(err, errno, "setresuid %u", (unsigned)sb->uid);
 	return 0;
 }
 
@@ -79,23 +80,27 @@ int sandbox_clear_caps(const struct sandbox *sb, ar_error_t *err)
 	return 0;
 }
 
-/* The sandbox's init only waits and forwards signals to a command that runs as
- * another user: CAP_KILL is all it keeps. */
-int sandbox_init_drop_caps(const struct sandbox *sb, ar_error_t *err)
+/* PID 1 after it forked the command: the same user as the command, no capability
+ * in any set, not dumpable (so /proc/1 stays root's and nothing can ptrace it), then
+ * no_new_privs and a filter of its own (init.c). It only waits and forwards signals,
+ * to a process of its own uid, which needs no capability. */
+int sandbox_init_drop(const struct sandbox *sb, ar_error_t *err)
 {
-	ar_autocap cap_t c = cap_init();
-	cap_value_t kill_cap = CAP_KILL;
-
-	if (drop_bounding(CAP_KILL, err) == -1)
-		return -1;
-	if (clear_ambient() == -1)
-		return ar_error_make(err, errno, "init: clear the ambient capabilities");
-	if (c == NULL || cap_set_flag(c, CAP_PERMITTED, 1, &kill_cap, CAP_SET) == -1 ||
-	    cap_set_flag(c, CAP_EFFECTIVE, 1, &kill_cap, CAP_SET) == -1 || cap_set_proc(c) == -1)
-		return ar_error_make(err, errno, "init: keep only CAP_KILL");
+	if (sandbox_drop_bounding(sb, err) == -1 || sandbox_set_ids(sb, err) == -1 ||
+	    sandbox_clear_caps(sb, err) == -1)
+		return ar_error_wrap(err, "init");
+	/* a change of uid clears PR_SET_PDEATHSIG: arm it again, then check the parent
+	 * did not die in between (its end of the report pipe would be closed) */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1)
+		return ar_error_make(err, errno, "init: prctl PR_SET_PDEATHSIG");
+	struct pollfd pfd = {.fd = sb->report[1], .events = POLLOUT};
+	if (poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLERR))
+		_exit(AR_EXIT_RUN_FAIL);
 	if (prctl(PR_SET_DUMPABLE, 0) == -1)
 		return ar_error_make(err, errno, "init: prctl PR_SET_DUMPABLE");
-	return 0;
+	if (sandbox_no_new_privs(sb, err) == -1)
+		return ar_error_wrap(err, "init");
+	return sandbox_init_filter(err);
 }
 
 int sandbox_no_new_privs(const struct sandbox *sb, ar_error_t *err)

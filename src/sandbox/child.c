@@ -187,7 +187,8 @@ static void run_steps(const struct sandbox *sb, const child_step *steps, size_t 
 
 /* The command, in order: drop everything, seccomp last, exec. */
 static const child_step command_steps[] = {
-    new_session,	   /* no controlling terminal */
+    new_session,	   /* no controlling terminal (the caller's) */
+    sandbox_pty_attach,	   /* a pty of its own when stdin is a terminal */
     change_dir,		   /* the caller's cwd when visible, else / */
     close_inherited_fds,   /* only 0, 1, 2 survive exec */
     sandbox_drop_bounding, /* bounding, ambient, securebits: needs CAP_SETPCAP */
@@ -237,7 +238,7 @@ void sandbox_child(struct sandbox *sb)
 	close(sb->report[0]);
 	run_steps(sb, init_steps, AR_ARRAY_SIZE(init_steps));
 	command = fork_command(sb, &err);
-	if (command == -1 || sandbox_init_drop_caps(sb, &err) == -1)
+	if (command == -1 || sandbox_init_drop(sb, &err) == -1)
 		sandbox_child_fail(sb, AR_EXIT_RUN_FAIL, &err);
 	close(sb->report[1]);
 	/* the parent blocked these before clone: they wait for sigwaitinfo */

@@ -7,7 +7,9 @@
  * mounted through its /proc/self/fd path, so a symlink in the new root (the host's
  * /var/run -> /run, or anything an image ships) resolves inside it and can never
  * point a mount at the host. Nothing is ever created on the host's filesystems:
- * missing mount points are only made inside our own tmpfs mounts (or a rootfs). */
+ * missing mount points are only made inside the tmpfs mounts this file made itself
+ * (own_fs), never below a bind of a host directory, even a writable one, nor in a
+ * rootfs. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -41,6 +43,8 @@ static char *fdpath_buf(char *buf, int fd)
 struct tmpfs_opts {
 	char tmp[64]; /* the policy's tmpfs: the memory limit */
 	char shm[64]; /* /dev/shm: the memory limit, at most 64m without cgroups */
+	uid_t uid;    /* the sandbox's ids: owner of a credential copy */
+	gid_t gid;
 };
 
 static void tmpfs_opts_init(struct tmpfs_opts *t, const struct sandbox *sb)
@@ -50,6 +54,8 @@ static void tmpfs_opts_init(struct tmpfs_opts *t, const struct sandbox *sb)
 		shm = 64LL << 20;
 	snprintf(t->tmp, sizeof(t->tmp), "mode=1777,size=%lld", mem);
 	snprintf(t->shm, sizeof(t->shm), "mode=1777,size=%lld", shm);
+	t->uid = sb->uid;
+	t->gid = sb->gid;
 }
 
 /* The host nodes a minimal /dev gets (bind-mounted: a user namespace cannot mknod). */
@@ -187,8 +193,36 @@ static int set_tree_attrs(int fd, bool readonly, ar_error_t *err, const char *wh
 	return 0;
 }
 
+/* The filesystems this child mounted itself (the root tmpfs, covers, /dev, the
+ * policy's tmpfs), by device: the only places a mount point may be created in. A
+ * bind of a host directory shares the host's device, so a missing target below a
+ * writable bind is refused instead of being made on the host, as root. (Static: the
+ * child between clone and exec builds one root, single-threaded.) */
+static struct {
+	dev_t dev[64];
+	size_t n;
+} own_fs;
+
+static void own_fs_add(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) == 0 && own_fs.n < AR_ARRAY_SIZE(own_fs.dev))
+		own_fs.dev[own_fs.n++] = st.st_dev;
+}
+
+static bool own_fs_has(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) == -1)
+		return false;
+	for (size_t i = 0; i < own_fs.n; i++)
+		if (own_fs.dev[i] == st.st_dev)
+			return true;
+	return false;
+}
+
 /* Create a missing mount point (a directory, or an empty file for a file bind)
- * below rootfd, parents first. Only ever succeeds inside writable places. */
+ * below rootfd, parents first. Only ever inside our own tmpfs mounts. */
 static int ensure_mountpoint(int rootfd, const char *path, bool dir, ar_error_t *err,
 			     const char *what)
 {
@@ -202,6 +236,12 @@ static int ensure_mountpoint(int rootfd, const char *path, bool dir, ar_error_t 
 	ar_autoclose int pfd = ensure_mountpoint(rootfd, parent, true, err, what);
 	if (pfd < 0)
 		return -1;
+	if (!own_fs_has(pfd))
+		return ar_error_make(err, 0,
+				     "%s: cannot create the mount point %s: %s is a host directory "
+				     "(nothing is created on the host: create it there first, or "
+				     "mount elsewhere)",
+				     what, path, parent);
 	int r = dir ? mkdirat(pfd, slash + 1, 0755)
 		    : TEMP_FAILURE_RETRY(
 			  openat(pfd, slash + 1, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644));
@@ -270,9 +310,12 @@ static int cover_path(int rootfd, const char *target, const char *what, bool rea
 	}
 	if (own != 0 && st.st_dev == own)
 		return 0;
-	return mount_at(fd, target, "tmpfs", "tmpfs",
-			MS_NOSUID | MS_NODEV | MS_NOEXEC | (readonly ? MS_RDONLY : 0),
-			"mode=0755,size=64k,nr_inodes=1024", err, what);
+	if (mount_on(rootfd, &fd, target, "tmpfs", "tmpfs",
+		     MS_NOSUID | MS_NODEV | MS_NOEXEC | (readonly ? MS_RDONLY : 0),
+		     "mode=0755,size=64k,nr_inodes=1024", err, what) == -1)
+		return -1;
+	own_fs_add(fd);
+	return 0;
 }
 
 static int cover(int rootfd, const struct ar_mount_op *op, bool readonly, dev_t own,
@@ -374,12 +417,102 @@ static int mount_dev(int rootfd, const struct ar_mount_op *op, const struct tmpf
 	if (mount_on(rootfd, &fd, op->target, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		     "mode=0755,size=64k,nr_inodes=1024", err, op->what) == -1)
 		return -1;
+	own_fs_add(fd);
 	if (mount_dev_nodes(fd, err) == -1 ||
 	    mount_subdir(fd, "pts", "devpts", MS_NOSUID | MS_NOEXEC,
 			 "newinstance,ptmxmode=0666,mode=0620", err) == -1 ||
 	    mount_subdir(fd, "shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, t->shm, err) == -1)
 		return -1;
 	return remount_ro(fd, MS_NOSUID | MS_NODEV | MS_NOEXEC, err, op->what);
+}
+
+#define COPY_MAX (1 << 20)
+
+/* Read a credential file (at most COPY_MAX) through its O_PATH fd. */
+static char *read_source(int srcfd, size_t *len, const struct ar_mount_op *op, ar_error_t *err)
+{
+	ar_autoclose int fd = TEMP_FAILURE_RETRY(open(fdpath(srcfd), O_RDONLY | O_CLOEXEC));
+	ar_autofree char *buf = ar_xmalloc(COPY_MAX + 1);
+	ssize_t n = 0, r = 1;
+	if (fd == -1)
+		return ar_error_make(err, errno, "%s: read %s", op->what, op->source), NULL;
+	while (r > 0 && n <= COPY_MAX) {
+		r = TEMP_FAILURE_RETRY(read(fd, buf + n, (size_t)(COPY_MAX + 1 - n)));
+		n += r > 0 ? r : 0;
+	}
+	if (r == -1)
+		return ar_error_make(err, errno, "%s: read %s", op->what, op->source), NULL;
+	if (n > COPY_MAX)
+		return ar_error_make(err, 0, "%s: %s is larger than 1 MiB", op->what, op->source),
+		       NULL;
+	*len = (size_t)n;
+	return steal_pointer(&buf);
+}
+
+/* Write the copy into a fresh tmpfs mounted over `dir` (in our namespace only),
+ * owned by the sandbox's ids, mode 0600 (the bind is read-only: EROFS on a write);
+ * returns an O_PATH fd on the file. */
+static int write_copy(const char *dir, const char *data, size_t len, const struct tmpfs_opts *t,
+		      const struct ar_mount_op *op, ar_error_t *err)
+{
+	char opts[96];
+	snprintf(opts, sizeof(opts), "mode=0755,size=%zu,nr_inodes=4", len + 4096);
+	if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) == -1)
+		return ar_error_make(err, errno, "%s: mount a tmpfs for the copy", op->what);
+	ar_autofree char *path = ar_xasprintf("%s/copy", dir);
+	ar_autoclose int fd =
+	    TEMP_FAILURE_RETRY(open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600));
+	int pfd = -1;
+	if (fd == -1 || ar_write_all(fd, data, len) == -1 || fchown(fd, t->uid, t->gid) == -1 ||
+	    (pfd = TEMP_FAILURE_RETRY(open(path, O_PATH | O_CLOEXEC))) == -1) {
+		ar_error_make(err, errno, "%s: write the copy", op->what);
+		umount2(dir, MNT_DETACH);
+		return -1;
+	}
+	return pfd;
+}
+
+static int bind_copy(int rootfd, const struct ar_mount_op *op, int copy, ar_error_t *err)
+{
+	ar_autoclose int fd = ensure_mountpoint(rootfd, op->target, false, err, op->what);
+	if (fd < 0)
+		return -1;
+	if (mount(fdpath(copy), fdpath(fd), NULL, MS_BIND, NULL) == -1)
+		return ar_error_make(err, errno, "%s: bind the copy of %s on %s", op->what,
+				     op->source, op->target);
+	close(fd);
+	fd = resolve(rootfd, op->target);
+	if (fd == -1)
+		return ar_error_make(err, errno, "%s: %s", op->what, op->target);
+	return set_tree_attrs(fd, true, err, op->what);
+}
+
+/* A private copy of a credential file, bound read-only at the target: the host file
+ * (mode 600, its owner's) is neither re-owned nor re-moded, and the sandbox's uid can
+ * read the copy. The tmpfs holding it is mounted on a staging directory of the old
+ * root and detached from there at once: the bind keeps it alive, nothing else shows
+ * it. A snapshot: later changes to the host file do not reach the sandbox. */
+static int mount_copy(int rootfd, const struct ar_mount_op *op, int srcfd,
+		      const struct tmpfs_opts *t, ar_error_t *err)
+{
+	size_t len = 0;
+	const char *dir = NULL;
+	ar_autofree char *data = read_source(srcfd, &len, op, err);
+	if (data == NULL)
+		return -1;
+	for (size_t i = 0; i < AR_ARRAY_SIZE(staging_dirs) && dir == NULL; i++)
+		if (is_dir(staging_dirs[i]))
+			dir = staging_dirs[i];
+	if (dir == NULL)
+		return ar_error_make(err, 0, "%s: no directory to stage the copy in", op->what);
+	ar_autoclose int copy = write_copy(dir, data, len, t, op, err);
+	if (copy < 0)
+		return -1;
+	/* bound while its tmpfs is still mounted (a detached one cannot be bound from) */
+	int r = bind_copy(rootfd, op, copy, err);
+	if (umount2(dir, MNT_DETACH) == -1 && r == 0)
+		return ar_error_make(err, errno, "%s: detach the copy's tmpfs", op->what);
+	return r;
 }
 
 /* The source was opened before the root was assembled: the staging tmpfs may cover
@@ -445,9 +578,14 @@ static int do_op(int rootfd, const struct ar_mount_op *op, int srcfd, const stru
 		fd = ensure_mountpoint(rootfd, op->target, true, err, op->what);
 		if (fd < 0)
 			return -1;
-		return mount_at(fd, op->target, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV, t->tmp, err,
-				op->what);
+		if (mount_on(rootfd, &fd, op->target, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV,
+			     t->tmp, err, op->what) == -1)
+			return -1;
+		own_fs_add(fd);
+		return 0;
 	case AR_MNT_BIND:
+		if (op->copy && !fd_is_dir(srcfd))
+			return mount_copy(rootfd, op, srcfd, t, err);
 		return mount_bind(rootfd, op, srcfd, err);
 	}
 	return ar_error_make(err, EINVAL, "%s: unknown mount kind", op->what);
@@ -581,6 +719,7 @@ static int new_root(const char *origin, const struct ar_mount_plan *plan, ar_err
 	int fd = TEMP_FAILURE_RETRY(open(dst, O_PATH | O_DIRECTORY | O_CLOEXEC));
 	if (fd == -1)
 		return ar_error_make(err, errno, "root: open %s", dst);
+	own_fs_add(fd);
 	if (host_root_view(fd, err) == -1) {
 		close(fd);
 		return -1;

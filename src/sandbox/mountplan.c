@@ -119,6 +119,8 @@ static int add_policy_mounts(const struct ar_policy *p, struct ar_mount_plan *pl
 					     p->origin);
 		add(plan, AR_MNT_BIND, p->kubeconfig, kt, true,
 		    ar_xasprintf("%s: kubeconfig", p->origin));
+		/* mode 600 and its owner's: the sandbox's uid reads a copy */
+		plan->ops[plan->n_ops - 1].copy = true;
 	}
 	return 0;
 }

@@ -47,12 +47,12 @@ int sandbox_write_id_maps(const struct sandbox *sb, ar_error_t *err)
 
 	if (!sb->userns)
 		return 0;
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)sb->p->uid, (unsigned)sb->outer_uid);
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)sb->uid, (unsigned)sb->outer_uid);
 	if (write_proc(sb->pid, "uid_map", map, err) == -1)
 		return -1;
 	if (write_proc(sb->pid, "setgroups", "deny", err) == -1)
 		return -1;
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)sb->p->gid, (unsigned)sb->outer_gid);
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)sb->gid, (unsigned)sb->outer_gid);
 	return write_proc(sb->pid, "gid_map", map, err);
 }
 

@@ -97,6 +97,7 @@ static int set_user(struct ar_policy *p, struct ar_run_opts *o, const char *flag
 	if (ar_parse_user(v, &p->uid, &p->gid) == -1)
 		return bad(err, flag, v, "a numeric UID or UID:GID (e.g. 1000, 1000:1000)");
 	set_str(&p->user, v);
+	p->user_set = true;
 	return 0;
 }
 
@@ -208,6 +209,13 @@ static int set_proxy_log(struct ar_policy *p, struct ar_run_opts *o, const char 
 	return 0;
 }
 
+static int set_no_tty(struct ar_policy *p, struct ar_run_opts *o, const char *flag, const char *v,
+		      ar_error_t *err)
+{
+	o->no_tty = true;
+	return 0;
+}
+
 static const struct override_entry table[] = {
     {{"--memory", "SIZE", "memory limit (256m, 1g)"}, set_memory},
     {{"--pids", "N", "maximum number of processes"}, set_pids},
@@ -225,6 +233,8 @@ static const struct override_entry table[] = {
     {{"--audit", "FILE", "the proxy's audit log (default /run/agentrun/audit/NAME.jsonl)"},
      set_audit},
     {{"--proxy-log", "FILE", "the proxy's log lines (default: stderr)"}, set_proxy_log},
+    {{"--no-tty", NULL, "pass a terminal on stdin straight through (no pty of its own)"},
+     set_no_tty},
 };
 
 const struct ar_override *ar_override_at(size_t i)

@@ -124,7 +124,13 @@ static int need_paths(const struct ar_policy *p, ar_error_t *err)
 
 int sandbox_preflight(struct sandbox *sb, ar_error_t *err)
 {
+	if (sandbox_check_stdio(err) == -1)
+		return -1;
 	if (need_paths(sb->p, err) == -1)
 		return -1;
-	return need_kernel(sb, err);
+	if (need_kernel(sb, err) == -1)
+		return -1;
+	if (sandbox_uid_alloc(sb, err) == -1)
+		return -1;
+	return sandbox_pty_prepare(sb, err);
 }

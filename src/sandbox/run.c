@@ -63,6 +63,8 @@ static void release_sandbox(struct sandbox *sb)
 	ar_mount_plan_free(&sb->plan);
 	ar_strv_free(sb->env);
 	sb->env = NULL;
+	sandbox_pty_stop(sb);
+	sandbox_uid_release(sb);
 }
 
 /* Everything that can be decided without touching the system: the seccomp filter
@@ -275,6 +277,8 @@ static int wait_sandbox(struct sandbox *sb, int *wstatus, ar_error_t *err)
 					     (int)sb->net.proxy.pid);
 		}
 		int sig = sigwaitinfo(&set, NULL);
+		if (sig == SIGWINCH)
+			sandbox_pty_resize(sb);
 		if (sig > 0 && sig != SIGCHLD)
 			kill(sb->pid, sig);
 	}
@@ -319,6 +323,7 @@ int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char 
 	    .outer_gid = getegid(),
 	    .release = {-1, -1},
 	    .report = {-1, -1},
+	    .uid_lease = -1,
 	};
 	int wstatus = 0;
 
@@ -336,6 +341,9 @@ int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char 
 	if (open_pipes(&sb, err) == -1)
 		goto fail;
 	if (spawn(&sb, err) == -1)
+		goto fail;
+	sandbox_uid_release(&sb); /* the init holds the dynamic uid's lease now */
+	if (sandbox_pty_start(&sb, err) == -1)
 		goto fail;
 	if (sandbox_write_id_maps(&sb, err) == -1)
 		goto fail;

@@ -33,6 +33,13 @@ struct sandbox {
 	char **env;
 	char cgroup_name[96];
 
+	/* the ids the command and its init run as: the policy's `user`, or a dynamic
+	 * pair from uidalloc.c */
+	uid_t uid;
+	gid_t gid;
+	int uid_lease;		 /* the locked lease of a dynamic uid, else -1 */
+	struct sandbox_pty *pty; /* the command's own terminal (pty.c), NULL: none */
+
 	bool userns; /* not root: the sandbox gets its own user namespace */
 	uid_t outer_uid;
 	gid_t outer_gid;
@@ -60,6 +67,26 @@ struct child_report {
 /* preflight.c: kernel features and policy paths, before anything is created. */
 int sandbox_preflight(struct sandbox *sb, ar_error_t *err);
 
+/* uidalloc.c: the sandbox's uid/gid: the policy's `user`, or a dynamic pair leased
+ * under /run/agentrun/.uids for as long as the sandbox's init lives. release closes
+ * agentrun's own copy of the lease (after the clone, or on a failure; idempotent). */
+int sandbox_uid_alloc(struct sandbox *sb, ar_error_t *err);
+void sandbox_uid_release(struct sandbox *sb);
+
+/* pty.c: when stdin is the caller's terminal (and not --no-tty), the command gets a
+ * pty of its own: prepare (before clone), attach (the command, after setsid), start
+ * (agentrun, after clone: raw mode and the relay), resize on SIGWINCH, stop (drain,
+ * restore the caller's terminal; idempotent, on every path out). */
+int sandbox_pty_prepare(struct sandbox *sb, ar_error_t *err);
+int sandbox_pty_attach(const struct sandbox *sb, ar_error_t *err);
+int sandbox_pty_start(struct sandbox *sb, ar_error_t *err);
+void sandbox_pty_resize(const struct sandbox *sb);
+void sandbox_pty_stop(struct sandbox *sb);
+
+/* stdio.c: fds 0-2 are a terminal, pipe, socket, regular file or character device
+ * (never a directory or an O_PATH fd, a way out of the root), else an error. */
+int sandbox_check_stdio(ar_error_t *err);
+
 /* ns.c */
 #define SANDBOX_CLONE_FLAGS                                                                        \
 	(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC)
@@ -78,7 +105,9 @@ int sandbox_drop_bounding(const struct sandbox *sb,
 int sandbox_set_ids(const struct sandbox *sb, ar_error_t *err);
 int sandbox_clear_caps(const struct sandbox *sb,
 		       ar_error_t *err); /* permitted, effective, inheritable */
-int sandbox_init_drop_caps(const struct sandbox *sb, ar_error_t *err);
+/* init after the fork: the command's uid, no capabilities, not dumpable,
+ * no_new_privs, its own seccomp filter */
+int sandbox_init_drop(const struct sandbox *sb, ar_error_t *err);
 int sandbox_no_new_privs(const struct sandbox *sb, ar_error_t *err);
 
 /* init.c: PID 1 of the sandbox. */
@@ -86,6 +115,8 @@ int sandbox_no_new_privs(const struct sandbox *sb, ar_error_t *err);
 /* INT, TERM, HUP, QUIT, USR1, USR2, WINCH */
 extern const int sandbox_forwarded[SANDBOX_N_FORWARDED];
 int sandbox_init_loop(pid_t command, const sigset_t *waitset);
+/* Confine init to the few calls its loop makes (whatever the command's profile). */
+int sandbox_init_filter(ar_error_t *err);
 /* Exit code for a wait status: the status, or 128+N on signal N. */
 int sandbox_exit_code(int wstatus);
 

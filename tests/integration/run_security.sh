@@ -11,17 +11,18 @@ A=$AGENTRUN
 
 # 1. A set-id file planted on a rw bind would work on the host (the bind is nosuid
 #    only inside the sandbox): chmod and open(O_CREAT) with S_ISUID/S_ISGID are EPERM.
+#    (--user 65534: the runs share the files, which a dynamic uid per run would not own)
 WS="$AR_TMP/ws"
 mkdir -p "$WS"
 chmod 1777 "$WS"
 expect_status "setuid: chmod 4755 on a rw mount fails" 1 \
-	"$A" --mount "$WS:/ws:rw" -- sh -c 'cp /bin/sh /ws/x && chmod 4755 /ws/x'
+	"$A" --user 65534 --mount "$WS:/ws:rw" -- sh -c 'cp /bin/sh /ws/x && chmod 4755 /ws/x'
 expect_match "setuid: chmod says EPERM" "Operation not permitted" "$(cat "$AR_TMP/err")"
 expect_eq "setuid: the file on the host has no set-id bit" 755 "$(stat -c %a "$WS/x")"
-expect_status "setgid: chmod g+s fails" 1 "$A" --mount "$WS:/ws:rw" -- chmod g+s /ws/x
+expect_status "setgid: chmod g+s fails" 1 "$A" --user 65534 --mount "$WS:/ws:rw" -- chmod g+s /ws/x
 expect_eq "setgid: the file on the host has no set-id bit" 755 "$(stat -c %a "$WS/x")"
 expect_eq "setuid: python os.open(O_CREAT, 0o4755) is EPERM" "EPERM absent" \
-	"$("$A" --mount "$WS:/ws:rw" -- python3 -c '
+	"$("$A" --user 65534 --mount "$WS:/ws:rw" -- python3 -c '
 import errno, os
 try:
     os.open("/ws/y", os.O_CREAT | os.O_WRONLY, 0o4755)
@@ -30,7 +31,7 @@ except OSError as e:
     print(errno.errorcode[e.errno], "present" if os.path.exists("/ws/y") else "absent")')"
 [ ! -e "$WS/y" ] || fail "setuid: /ws/y was created on the host"
 expect_eq "ordinary modes still work (chmod 0755, O_CREAT 0644, O_TMPFILE 0600, mkdir 0755)" \
-	"755 644 ok 755" "$("$A" --mount "$WS:/ws:rw" -- python3 -c '
+	"755 644 ok 755" "$("$A" --user 65534 --mount "$WS:/ws:rw" -- python3 -c '
 import os
 os.chmod("/ws/x", 0o755)
 os.close(os.open("/ws/z", os.O_CREAT | os.O_WRONLY, 0o644))

@@ -25,6 +25,7 @@
 
 #include "agentrun/cgroup.h"
 #include "agentrun/util.h"
+#include "../need.h"
 
 static char cg_name[64];
 /* The cgroup of the running test, destroyed by teardown even when an assertion
@@ -83,8 +84,7 @@ static void destroy(void)
 
 static void need_root(void)
 {
-	if (geteuid() != 0)
-		skip();
+	AR_NEED(geteuid() == 0, "root");
 }
 
 /* The directory this process would use for `controller` (NULL: v2), computed with

@@ -146,7 +146,7 @@ static void test_lookup_and_table(void **state)
 	size_t n = 0;
 	while (ar_override_at(n) != NULL)
 		n++;
-	assert_int_equal(n, 13);
+	assert_int_equal(n, 14);
 	assert_string_equal(ar_override_at(0)->flag, "--memory");
 }
 

@@ -48,7 +48,7 @@
 #define TIOCLINUX 0x541C
 #endif
 
-#define MAX_RESULTS 32
+#define MAX_RESULTS 48
 
 /* What the confined child itself needs in allow-list profiles, sanitizer runtime
  * included (it maps shadow memory and handles signals). */

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <linux/capability.h>
 
+#include "../need.h"
 #include "test_seccomp_child.h"
 
 /* ---- the parser: fields ---- */
@@ -217,8 +218,7 @@ static void probe_int80(struct results *r, void *arg)
 /* Listing SCMP_ARCH_X86 admits the i386 ABI; leaving it out kills it. */
 static void test_parse_arches_behaviour(void **state)
 {
-	if (!int80_supported())
-		skip(); /* kernel without IA32 emulation */
+	AR_NEED(int80_supported(), "a kernel with IA32 emulation (int $0x80)");
 	struct ar_seccomp *s =
 	    parse_ok("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"architectures\":"
 		     "[\"SCMP_ARCH_X86_64\",\"SCMP_ARCH_X86\"],\"syscalls\":[]}");

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The caller's terminal is the caller's: with a terminal on stdin the command gets a
+# pty of its own, so `stty -echo` (or raw mode) inside leaves the caller's terminal as
+# it was, `tty` names a terminal inside, TIOCSTI reaches only the command's own input,
+# the window size follows the caller's (also when it changes), ^C interrupts the
+# command; --no-tty keeps plain pass-through (the positive control: there `stty -echo`
+# does change the caller's terminal).
+# shellcheck source=tests/escape/common.bash
+. "$(dirname "$0")/common.bash"
+need python3 command -v python3
+A=$AGENTRUN
+cp "$AR_BUILD_DIR/tests/ar-probe" "$AR_TMP/bin/ar-probe" 2>/dev/null || true
+# term.py AGENTRUN-ARGS...: run agentrun on a fresh pty (the "caller's terminal",
+# 30x100), feed it the actions of $ACTIONS, then print what came out, the caller's
+# terminal flags afterwards, anything left in its input queue, and the exit status.
+cat >"$AR_TMP/term.py" <<'PY'
+import fcntl, os, select, struct, sys, termios, time
+master, slave = os.openpty()
+fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+    for fd in (0, 1, 2):
+        os.dup2(slave, fd)
+    os.execv(sys.argv[1], sys.argv[1:])
+out, start, acts, status = b"", time.time(), os.environ.get("ACTIONS", ""), None
+acts = [a.split("@") for a in acts.split(",") if a]
+while time.time() - start < 20:
+    now = time.time() - start
+    while acts and now >= float(acts[0][0]):
+        what = acts.pop(0)[1]
+        if what == "resize":
+            fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        elif what == "intr":
+            os.write(master, b"\x03")
+        else:
+            os.write(master, what.encode() + b"\r")
+    r, _, _ = select.select([master], [], [], 0.05)
+    if r:
+        try:
+            out += os.read(master, 65536)
+        except OSError:
+            pass
+    done, st = os.waitpid(pid, os.WNOHANG)
+    if done:
+        status = os.waitstatus_to_exitcode(st)
+        break
+time.sleep(0.1)
+while select.select([master], [], [], 0)[0]:
+    try:
+        d = os.read(master, 65536)
+    except OSError:
+        break
+    if not d:
+        break
+    out += d
+lflag = termios.tcgetattr(slave)[3]
+os.set_blocking(slave, False)
+try:
+    pending = os.read(slave, 100)
+except BlockingIOError:
+    pending = b""
+print(out.decode(errors="replace").replace("\r", ""), end="")
+print("caller:", "echo" if lflag & termios.ECHO else "noecho",
+      "icanon" if lflag & termios.ICANON else "raw", "pending=%r" % pending, "status=%s" % status)
+PY
+term() { python3 "$AR_TMP/term.py" "$A" "$@"; }
+last() { printf '%s\n' "$1" | tail -1; }
+
+out=$(term -- sh -c 'tty; stty -echo -icanon; echo done')
+expect_eq "tty inside names a terminal of its own" "/dev/pts/0" "$(printf '%s\n' "$out" | head -1)"
+expect_eq "stty -echo -icanon inside leaves the caller's terminal alone" \
+	"caller: echo icanon pending=b'' status=0" "$(last "$out")"
+out=$(term --no-tty -- sh -c 'tty; stty -echo -icanon; echo done')
+expect_eq "control, --no-tty: tty says none" "not a tty" "$(printf '%s\n' "$out" | head -1)"
+expect_eq "control, --no-tty: stty -echo changes the caller's terminal" \
+	"caller: noecho raw pending=b'' status=0" "$(last "$out")"
+
+# a failing start restores the terminal too
+out=$(term -- /nonexistent-command)
+expect_eq "127 with the terminal restored" "caller: echo icanon pending=b'' status=127" "$(last "$out")"
+
+# TIOCSTI (seccomp unconfined: the kernel allows it on one's own terminal) lands in
+# the command's input, never in the caller's queue.
+out=$(term --seccomp unconfined --mount "$AR_TMP/bin:/ar-bin" -- /ar-bin/ar-probe)
+expect_match "TIOCSTI works on its own terminal" "tiocsti=ok" "$out"
+expect_eq "and nothing reaches the caller's input queue" \
+	"caller: echo icanon pending=b'' status=0" "$(last "$out")"
+
+# window size: the caller's at start, and again after a change (SIGWINCH)
+out=$(ACTIONS="1.2@resize" term -- sh -c 'stty size; trap "stty size; exit 0" WINCH; sleep 3 & wait')
+expect_eq "window size at start and after a resize" "30 100
+40 120" "$(printf '%s\n' "$out" | head -2)"
+
+# input reaches the command, ^C interrupts it (SIGINT from its own terminal)
+out=$(ACTIONS="0.8@hello" term -- sh -c 'read -r line; echo "got $line"')
+expect_match "input is relayed" "got hello" "$out"
+out=$(ACTIONS="0.8@intr" term -- sleep 5)
+expect_match "^C interrupts the command: 130" "caller: echo icanon pending=b'' status=130\$" "$(last "$out")"
+
+# pipes are untouched: stdout to a pipe stays a pipe while stdin is the terminal
+out=$(term -- sh -c 'test -t 0 && echo in-tty; test -t 1 && echo out-tty; true')
+expect_match "stdin a terminal, stdout the caller's terminal: both the pty" "in-tty" "$out"
+finish
