@@ -45,6 +45,8 @@ def main():
     run_m, run_env = sections(sys.argv[2])
     oci_m, oci_env = sections(sys.argv[3])
     run_t, oci_t = mount_table(run_m), mount_table(oci_m)
+    kubeconfig = next((e.split("=", 1)[1] for e in config["process"]["env"]
+                       if e.startswith("KUBECONFIG=")), None)
     facts = []  # (name, run value, oci value)
 
     def masked(t, p):
@@ -75,6 +77,11 @@ def main():
             if d not in t:
                 return "absent"
             kind = "tmpfs" if t[d][0] == "tmpfs" else "bind"
+            # run binds the kubeconfig as a private read-only copy from a tmpfs of its own
+            # (owned by the sandbox's uid, the host file untouched; docs/sandbox.md), the
+            # OCI config binds the host file: both are the credential read-only at KUBECONFIG
+            if d == kubeconfig and t is run_t and kind == "tmpfs":
+                kind = "bind"
             return kind + (" ro" if t[d][1] else " rw")
 
         facts.append(("mount " + d, desc(run_t), desc(oci_t)))
