@@ -83,6 +83,7 @@ mkdir -m 755 "$tmp/bin"
 cp "$BLAST" "$tmp/bin/"
 # shellcheck disable=SC2016 # expanded inside the sandbox
 inside=$("$AGENTRUN" --policy "$tmp/proxy.json" --mount "$tmp/bin:/ar-bench" --proxy-log /dev/null \
+	--audit "$tmp/inside.jsonl" \
 	-- sh -c 'h=${HTTP_PROXY#http://}; for _ in $(seq 1 "$3"); do
 		AR_BLAST_PROXY_HOST=${h%:*} /ar-bench/ar-blast send "$1" "$2" "${h##*:}"; done' \
 	_ "$sink" "$BYTES" "$RUNS" | awk '{print $3}' | median)
@@ -95,6 +96,7 @@ echo "== $N concurrent sandboxes from one policy, then kill -9 of every agentrun
 for i in $(seq 1 "$N"); do
 	# shellcheck disable=SC2016 # expanded inside the sandbox
 	"$AGENTRUN" --policy "$tmp/proxy.json" --proxy-log /dev/null --mount "$tmp/bin:/ar-bench" \
+		--audit "$tmp/a.$i.jsonl" \
 		-- sh -c 'h=${HTTP_PROXY#http://}
 		AR_BLAST_PROXY_HOST=${h%:*} /ar-bench/ar-blast send "$1" 1048576 "${h##*:}" >/dev/null &&
 			echo reached; sleep 60' _ "$sink" >"$tmp/c.$i" 2>&1 &
