@@ -178,6 +178,8 @@ int ar_net_state_find_pid(pid_t pid, struct ar_net_state *out);
  * none yet). */
 pid_t ar_net_state_command_pid(const struct ar_net_state *s);
 /* Visit every state directory (live or not). */
+/* The newest live sandbox of policy NAME (NAME-PID) into *out; returns how many are live. */
+size_t ar_net_state_newest_live(const char *policy, struct ar_net_state *out);
 int ar_net_state_foreach(int (*fn)(const struct ar_net_state *s, void *data), void *data);
 /* Remove what is left of sandboxes whose agentrun is gone: their proxy, the cgroups
  * their state names, address and state (ar_cgroup_sweep does the rest of the cgroups). Touches

@@ -32,6 +32,7 @@ struct check_opts {
 	const char *manifest;
 	bool json;
 	char *policy_buf; /* the policy --name found */
+	char *name_buf;	  /* the sandbox a policy name given to --name found */
 };
 
 static void usage(void)
@@ -50,7 +51,8 @@ static void usage(void)
 	    "  -c, --container NAME    run `docker inspect` on NAME and its networks\n"
 	    "      --pid PID           check a running process from /proc (needs root for\n"
 	    "                          another user's process)\n"
-	    "      --name NAME         an agentrun sandbox as `agentrun ps` lists it; --policy\n"
+	    "      --name NAME         an agentrun sandbox as `agentrun ps` lists it, or a\n"
+	    "                          policy name (its newest live sandbox); --policy\n"
 	    "                          defaults to the file it was started with\n"
 	    "      --pod FILE          saved `kubectl get pod NAME -o json` (- = stdin)\n"
 	    "      --manifest FILE     Kubernetes objects before they are applied: YAML or JSON\n"
@@ -195,9 +197,22 @@ static int resolve_name(struct check_opts *o, ar_error_t *err)
 	struct ar_net_state s;
 	if (o->name == NULL)
 		return 0;
-	if (strchr(o->name, '/') != NULL || ar_net_state_read(o->name, &s, err) < 0)
-		return ar_error_wrap(err, "--name `%s`: no such sandbox (see agentrun ps)",
-				     o->name);
+	if (strchr(o->name, '/') != NULL)
+		return ar_error_make(err, 0, "--name `%s`: not a sandbox name", o->name);
+	/* a sandbox (NAME-PID) or a policy name: its newest live sandbox */
+	if (ar_net_state_read(o->name, &s, err) < 0) {
+		size_t n = ar_net_state_newest_live(o->name, &s);
+		if (n == 0)
+			return ar_error_wrap(err, "--name `%s`: no such sandbox (see agentrun ps)",
+					     o->name);
+		ar_error_release(err);
+		if (n > 1)
+			fprintf(stderr,
+				"agentrun: check: %zu live sandboxes of policy %s; checking "
+				"the newest, %s\n",
+				n, o->name, s.name);
+		o->name = o->name_buf = ar_xstrdup(s.name);
+	}
 	if (!ar_net_proc_alive(s.owner, s.owner_start) || s.pid <= 0)
 		return ar_error_make(err, 0, "--name `%s`: the sandbox is not running", o->name);
 	o->pid = ar_net_state_command_pid(&s);
@@ -290,6 +305,7 @@ static int source_findings(const struct check_opts *o, const struct ar_policy *p
 static void opts_free(struct check_opts *o)
 {
 	free(o->policy_buf);
+	free(o->name_buf);
 }
 
 int ar_cmd_check(int argc, char **argv)

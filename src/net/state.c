@@ -363,6 +363,39 @@ char *ar_net_audit_resolve(const char *arg, char **note, ar_error_t *err)
 	return path;
 }
 
+struct newest_ctx {
+	const char *policy;
+	struct ar_net_state *out;
+	size_t n;
+};
+
+/* NAME-PID of policy NAME: the name, a dash, digits only. */
+static bool of_policy(const char *sandbox, const char *policy)
+{
+	size_t len = strlen(policy);
+	if (strncmp(sandbox, policy, len) != 0 || sandbox[len] != '-' || sandbox[len + 1] == '\0')
+		return false;
+	return strspn(sandbox + len + 1, "0123456789") == strlen(sandbox + len + 1);
+}
+
+static int newest_live(const struct ar_net_state *s, void *data)
+{
+	struct newest_ctx *c = data;
+	if (!of_policy(s->name, c->policy) || !ar_net_proc_alive(s->owner, s->owner_start) ||
+	    s->pid <= 0)
+		return 0;
+	if (c->n++ == 0 || s->started >= c->out->started)
+		*c->out = *s;
+	return 0;
+}
+
+size_t ar_net_state_newest_live(const char *policy, struct ar_net_state *out)
+{
+	struct newest_ctx c = {.policy = policy, .out = out};
+	ar_net_state_foreach(newest_live, &c);
+	return c.n;
+}
+
 struct find_ctx {
 	char netns[64];
 	struct ar_net_state *out;

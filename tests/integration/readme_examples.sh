@@ -109,11 +109,27 @@ run_proxy_example() {
 		"$(grep '^agentrun proxy stopped' "$AR_TMP/proxy.out" || true)"
 }
 
+# wait_sandbox POLICY: the name of a live sandbox of POLICY (NAME-PID), within 10 s.
+wait_sandbox() {
+	local i d
+	for i in $(seq 1 100); do
+		for d in /run/agentrun/"$1"-*; do
+			[ -f "$d/state" ] && kill -0 "${d##*-}" 2>/dev/null && {
+				basename "$d"
+				return 0
+			}
+		done
+		sleep 0.1 || true
+		: "$i"
+	done
+	return 1
+}
+
 for ex in "${examples[@]}"; do
 	case $ex in
 	"agentrun -- sh -c 'id; touch /etc/x'")
 		run_example 1 "$ex"
-		expect_match "README: runs as 65534" '^uid=65534' "$(cat "$AR_TMP/out")"
+		expect_match "README: runs as a dynamic uid" '^uid=(6[1-5][0-9]{3}) gid=\1 ' "$(cat "$AR_TMP/out")"
 		expect_match "README: /etc is read-only" 'Read-only file system' "$(cat "$AR_TMP/err")"
 		;;
 	"agentrun --policy profiles/offline.json --memory 128m --mount \"\$PWD:/work\" -- python3 /work/triage.py")
@@ -159,6 +175,32 @@ for ex in "${examples[@]}"; do
 		run_example 0 "$ex"
 		expect_eq "README oci: the rendered bundle has no drift" \
 			"bundle bundle vs policy offline: 0 drift finding(s)" "$(cat "$AR_TMP/out")"
+		;;
+	"echo '{\"name\": \"web\", "*)
+		run_example 0 "$ex"
+		;;
+	"agentrun --policy web.json -- sleep 300 & "*)
+		run_example 0 "$ex"
+		web=$(wait_sandbox web) || fail "README: no live web sandbox after 10 s"
+		on_exit "kill -TERM ${web#web-}"
+		;;
+	"agentrun ps "*)
+		run_example 0 "$ex"
+		expect_match "README ps: lists the web sandbox" "^$web " "$(cat "$AR_TMP/out")"
+		;;
+	"agentrun check --name web "*)
+		run_example 0 "$ex"
+		expect_eq "README check --name: a healthy sandbox has no drift" \
+			"$web vs policy web: 0 drift finding(s)" "$(tail -n 1 "$AR_TMP/out")"
+		;;
+	"agentrun audit web "*)
+		run_example 0 "$ex"
+		expect_match "README audit NAME: nothing tried yet" '^0 request' "$(tail -n 1 "$AR_TMP/out")"
+		;;
+	"agentrun gc "*)
+		run_example 0 "$ex"
+		if [ -d "/run/agentrun/$web" ]; then pass "README gc: the live sandbox is kept"; else
+			fail "README gc removed a live sandbox"; fi
 		;;
 	*)
 		fail "README example not covered by this test (add it here with its exit status): $ex"
