@@ -35,6 +35,7 @@ struct ar_mount {
 	char *source; /* absolute host path */
 	char *target; /* absolute path inside the sandbox */
 	bool readonly;
+	char *flag; /* "--mount SRC:DST" when a CLI override added it, else NULL */
 };
 
 struct ar_env {
@@ -125,6 +126,9 @@ void ar_cleanup_policyp(struct ar_policy **p);
  * not a service): a warning for run and check to print (malloc'd), else NULL. */
 char *ar_policy_user_warning(const struct ar_policy *p);
 
+/* Where mounts[i] came from, for messages: "p.json: mounts[1]" or "--mount /a:/b"
+ * (the caller frees it). */
+char *ar_policy_mount_origin(const struct ar_policy *p, size_t i);
 /* Lookup helper: the env value for KEY or NULL. */
 const char *ar_policy_getenv(const struct ar_policy *p, const char *key);
 /* Set or replace an env entry keeping the array sorted. */

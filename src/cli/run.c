@@ -20,7 +20,7 @@ static void usage(FILE *out)
 		"no_new_privs, seccomp, cgroup limits. Without --policy the embedded default\n"
 		"policy applies (no network, a dynamic uid, pids 256, memory 512m).\n\n"
 		"Options:\n  %-34s %s\n",
-		"--policy FILE", "the policy (JSON); the options below override it");
+		"-p, --policy FILE", "the policy (JSON); the options below override it");
 	for (size_t i = 0; ar_override_at(i) != NULL; i++) {
 		const struct ar_override *o = ar_override_at(i);
 		char left[64];
@@ -34,6 +34,12 @@ static void usage(FILE *out)
 		"agentrun failed, 126 when CMD is not executable, 127 when it is not found.\n");
 }
 
+/* --policy, or -p as render and check spell it too. */
+static bool is_policy_flag(const char *name)
+{
+	return strcmp(name, "--policy") == 0 || strcmp(name, "-p") == 0;
+}
+
 /* Split "--flag=value" or "--flag value"; *i advances past what was used. */
 static int next_option(int argc, char **argv, int *i, char **flag, const char **value,
 		       bool *takes_value)
@@ -42,7 +48,7 @@ static int next_option(int argc, char **argv, int *i, char **flag, const char **
 	char *eq = strchr(argv[*i], '=');
 
 	name = eq ? ar_xstrndup(argv[*i], (size_t)(eq - argv[*i])) : ar_xstrdup(argv[*i]);
-	if (strcmp(name, "--policy") == 0)
+	if (is_policy_flag(name))
 		*takes_value = true;
 	else if (ar_override_lookup(name, takes_value) == -1)
 		return -1;
@@ -80,7 +86,7 @@ static int scan(int argc, char **argv, const char **policy, int *cmd, bool *help
 		if (takes && value == NULL)
 			return ar_cli_usage_error("run", AR_EXIT_RUN_FAIL, "%s needs a value",
 						  flag);
-		if (strcmp(flag, "--policy") == 0)
+		if (is_policy_flag(flag))
 			*policy = value;
 	}
 	*cmd = i;
@@ -97,7 +103,7 @@ static int apply(int cmd, char **argv, struct ar_policy *p, struct ar_run_opts *
 		bool takes;
 		if (next_option(cmd, argv, &i, &flag, &value, &takes) == -1)
 			return ar_error_make(err, 0, "unknown option `%s`", argv[i]);
-		if (strcmp(flag, "--policy") != 0 &&
+		if (!is_policy_flag(flag) &&
 		    ar_override_apply(p, o, flag, value, err) == -1)
 			return -1;
 	}

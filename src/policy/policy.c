@@ -65,6 +65,7 @@ void ar_policy_free(struct ar_policy *p)
 	for (size_t i = 0; i < p->n_mounts; i++) {
 		free(p->mounts[i].source);
 		free(p->mounts[i].target);
+		free(p->mounts[i].flag);
 	}
 	free(p->mounts);
 	ar_strv_free(p->tmpfs);
@@ -212,4 +213,11 @@ char *ar_policy_user_warning(const struct ar_policy *p)
 	if (f != NULL)
 		fclose(f);
 	return msg;
+}
+
+char *ar_policy_mount_origin(const struct ar_policy *p, size_t i)
+{
+	if (p->mounts[i].flag != NULL)
+		return ar_xstrdup(p->mounts[i].flag);
+	return ar_xasprintf("%s: mounts[%zu]", p->origin, i);
 }

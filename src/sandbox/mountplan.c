@@ -111,7 +111,7 @@ static int add_policy_mounts(const struct ar_policy *p, struct ar_mount_plan *pl
 		if (check_target(p->origin, "mounts", i, m->target, err) == -1)
 			return -1;
 		add(plan, AR_MNT_BIND, m->source, m->target, m->readonly,
-		    ar_xasprintf("%s: mounts[%zu]", p->origin, i));
+		    ar_policy_mount_origin(p, i));
 	}
 	if (p->kubeconfig != NULL) {
 		if (kt[0] != '/' || strcmp(kt, "/") == 0)

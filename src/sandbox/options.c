@@ -145,8 +145,10 @@ static int add_mount(struct ar_policy *p, struct ar_run_opts *o, const char *fla
 	if (src[0] != '/' || dst[0] != '/')
 		return bad(err, flag, v, "SRC:DST[:rw] with absolute paths");
 	p->mounts = ar_xrealloc(p->mounts, (p->n_mounts + 1) * sizeof(*p->mounts));
-	p->mounts[p->n_mounts++] = (struct ar_mount){
-	    .source = tidy_path(src), .target = tidy_path(dst), .readonly = readonly};
+	p->mounts[p->n_mounts++] = (struct ar_mount){.source = tidy_path(src),
+						     .target = tidy_path(dst),
+						     .readonly = readonly,
+						     .flag = ar_xasprintf("%s %s", flag, v)};
 	return 0;
 }
 

@@ -111,9 +111,12 @@ static int need_paths(const struct ar_policy *p, ar_error_t *err)
 	if (p->rootfs != NULL && need_path(p->origin, "rootfs", p->rootfs, S_IFDIR, err) == -1)
 		return -1;
 	for (size_t i = 0; i < p->n_mounts; i++) {
+		/* a --mount override is named as the user wrote it, not as the file's */
 		char field[48];
+		const char *flag = p->mounts[i].flag;
 		snprintf(field, sizeof(field), "mounts[%zu].source", i);
-		if (need_path(p->origin, field, p->mounts[i].source, 0, err) == -1)
+		if (need_path(flag ? flag : p->origin, flag ? "source" : field, p->mounts[i].source,
+			      0, err) == -1)
 			return -1;
 	}
 	if (p->kubeconfig != NULL &&

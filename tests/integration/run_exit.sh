@@ -41,6 +41,16 @@ printf '{"name": "rx-%s", "mounts": [{"source": "%s/absent", "target": "/logs"}]
 expect_status "a missing mount source: 125" 125 "$A" --policy "$AR_TMP/m.json" --no-cgroups -- true
 expect_eq "a missing mount source: message" "agentrun: $AR_TMP/m.json: mounts[0].source: $AR_TMP/absent: No such file or directory" "$(cat "$AR_TMP/err")"
 
+# a mount the command line added is named by its flag, not blamed on the policy file
+expect_status "a missing --mount source: 125" 125 "$A" --policy "$AR_TMP/m.json" \
+	--mount "$AR_TMP/also-absent:/x" --no-cgroups -- true
+expect_eq "a missing mount source from the file comes first" "agentrun: $AR_TMP/m.json: mounts[0].source: $AR_TMP/absent: No such file or directory" "$(cat "$AR_TMP/err")"
+expect_status "a missing --mount source alone: 125" 125 "$A" --mount "$AR_TMP/also-absent:/x" --no-cgroups -- true
+expect_eq "a missing --mount source: names the flag" "agentrun: --mount $AR_TMP/also-absent:/x: source: $AR_TMP/also-absent: No such file or directory" "$(cat "$AR_TMP/err")"
+# -p is --policy, as render and check spell it
+expect_status "run -p: the policy applies" 125 "$A" -p "$AR_TMP/m.json" --no-cgroups -- true
+expect_eq "run -p: the policy's own error" "agentrun: $AR_TMP/m.json: mounts[0].source: $AR_TMP/absent: No such file or directory" "$(cat "$AR_TMP/err")"
+
 printf '{"name": "rx-%s", "allowed_hosts": ["example.com"]}\n' "$$" >"$AR_TMP/proxy.json"
 expect_status "network proxy: the command's status" 3 "$A" --policy "$AR_TMP/proxy.json" -- sh -c 'exit 3'
 expect_status "network proxy, a bad --audit: 125" 125 "$A" --policy "$AR_TMP/proxy.json" --audit /nonexistent-$$/a.jsonl -- true

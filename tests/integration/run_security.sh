@@ -66,11 +66,11 @@ ln -s "$S/rootfs" "$S/rootfs-link"
 symlink_msg() { echo "agentrun: $1: $2: is a symlink or passes through one; give the real path"; }
 expect_status "--mount: a symlinked source is refused: 125" 125 "$A" --mount "$S/link:/x" -- true
 expect_eq "--mount: a symlinked source: message" \
-	"$(symlink_msg "<embedded default>: mounts[0].source" "$S/link")" "$(cat "$AR_TMP/err")"
+	"$(symlink_msg "--mount $S/link:/x" "$S/link")" "$(cat "$AR_TMP/err")"
 expect_status "--mount: a source through a symlink is refused: 125" 125 \
 	"$A" --mount "$S/real:/ok" --mount "$S/link/sub:/x" -- true
 expect_eq "--mount: a source through a symlink: message" \
-	"$(symlink_msg "<embedded default>: mounts[1].source" "$S/link/sub")" "$(cat "$AR_TMP/err")"
+	"$(symlink_msg "--mount $S/link/sub:/x" "$S/link/sub")" "$(cat "$AR_TMP/err")"
 expect_eq "--mount: the real path works" "kubeconfig sub" "$("$A" --mount "$S/real:/x" -- ls /x | xargs)"
 cat >"$AR_TMP/sym.json" <<JSON
 {"mounts": [{"source": "$S/real", "target": "/a"}, {"source": "$S/link/sub", "target": "/b"}]}
@@ -98,7 +98,7 @@ chmod 0777 "$W"
 [ -L "$W/cache" ] || fail "swap: run 1 did not plant the link"
 expect_status "swap: run 2 refuses the planted link: 125" 125 \
 	"$A" --mount "$W:/ws:rw" --mount "$W/cache:/cache" -- ls /cache
-expect_eq "swap: run 2 message" "$(symlink_msg "<embedded default>: mounts[1].source" "$W/cache")" \
+expect_eq "swap: run 2 message" "$(symlink_msg "--mount $W/cache:/cache" "$W/cache")" \
 	"$(cat "$AR_TMP/err")"
 expect_eq "swap: nothing listed" "" "$(cat "$AR_TMP/out")"
 
