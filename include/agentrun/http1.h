@@ -121,10 +121,15 @@ int ar_h1_parse_response(const char *buf, size_t len, bool request_was_head,
 			 struct ar_h1_response *r, const char **reason);
 
 /* Chunked body tracker: the bytes pass through unchanged, this only finds the end
- * and rejects malformed framing. Zero it before the body. */
+ * and rejects malformed framing. Trailer lines must be field lines, and fields that
+ * frame or route a message (Content-Length, Transfer-Encoding, Host, Connection, ...)
+ * are refused there: an origin that merges trailers into the head would act on them.
+ * Zero it before the body. */
 struct ar_h1_chunked {
 	uint8_t state;
 	uint8_t digits;
+	uint8_t tname_len; /* the trailer field name so far (lowercase, first bytes) */
+	char tname[19];
 	uint64_t remaining;
 	uint32_t trailer;
 };

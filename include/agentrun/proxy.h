@@ -2,7 +2,8 @@
  * `agentrun run` can start it in-process or in a forked child with a listening socket
  * created inside the proxy network namespace (listen_fds).
  *
- * One epoll loop, non-blocking sockets; CONNECT tunnels relay with splice(2); plain
+ * One event loop (src/proxy/ev.c), non-blocking sockets; what may leave is one egress
+ * object (below), swapped whole on reload; CONNECT tunnels relay with splice(2); plain
  * HTTP is forwarded with keep-alive on both sides; names resolve with c-ares inside
  * the loop and every resolved address is checked before it is dialled. */
 #ifndef AGENTRUN_PROXY_H
@@ -71,8 +72,9 @@ struct ar_proxy_config {
 	size_t n_allow;
 	const char *policy_path;
 	/* Or an in-memory policy (after CLI overrides, as `run` has it): its
-	 * allowed_hosts, proxy.max_bytes_out and proxy.sni are copied at create time.
-	 * Ignored when policy_path is set. */
+	 * allowed_hosts, proxy.max_bytes_out, proxy.sni and proxy.allow_private are
+	 * copied at create time (joined with allow and allow_private below). Ignored when
+	 * policy_path is set. */
 	const struct ar_policy *policy;
 	/* Or a ready egress object (the proxy takes its own reference); when set, allow,
 	 * policy_path, policy, allow_private and the timeouts below are ignored. */

@@ -246,52 +246,6 @@ static bool rule_is_literal(const struct ar_rules *r, const char *rule)
 	return false;
 }
 
-/* ---- byte budgets (proxy.max_bytes_out) ---- */
-
-static void budget_attach(struct client *c)
-{
-	struct ar_proxy *px = c->px;
-	const struct ar_egress *r = c->egress;
-	c->budget = NULL;
-	for (size_t i = 0; i < r->n_budgets; i++) {
-		if (strcmp(r->budgets[i].host, c->host) != 0)
-			continue;
-		struct budget_use *b = px->budgets;
-		while (b && strcmp(b->host, c->host) != 0)
-			b = b->next;
-		if (b == NULL) {
-			size_t n = strlen(c->host) + 1;
-			b = ar_xcalloc(1, sizeof(*b) + n);
-			memcpy(b->host, c->host, n);
-			b->next = px->budgets;
-			px->budgets = b;
-		}
-		c->budget = b;
-		c->budget_max = (uint64_t)r->budgets[i].max_bytes_out;
-		return;
-	}
-}
-
-uint64_t budget_room(const struct client *c)
-{
-	if (c->budget == NULL)
-		return UINT64_MAX;
-	return c->budget->used >= c->budget_max ? 0 : c->budget_max - c->budget->used;
-}
-
-void budget_spend(struct client *c, uint64_t n)
-{
-	if (c->budget)
-		c->budget->used += n;
-}
-
-void budget_reason(struct client *c)
-{
-	snprintf(c->reason, sizeof(c->reason),
-		 "byte budget exceeded: %s may receive %llu bytes (proxy.max_bytes_out)", c->host,
-		 (unsigned long long)c->budget_max);
-}
-
 static int budget_refuse(struct client *c)
 {
 	budget_reason(c);

@@ -696,6 +696,23 @@ static int chunk_size_byte(struct ar_h1_chunked *c, unsigned char ch)
 
 static int trailer_byte(struct ar_h1_chunked *c, unsigned char ch);
 
+/* Fields that may not travel in a trailer section (RFC 9110 §6.5.1): framing, routing,
+ * connection management. */
+static const char *const trailer_forbidden[] = {
+    "content-length", "transfer-encoding", "host", "connection", "keep-alive", "te",
+    "trailer",	      "upgrade",
+};
+
+static bool trailer_name_ok(const struct ar_h1_chunked *c)
+{
+	for (size_t i = 0; i < AR_ARRAY_SIZE(trailer_forbidden); i++) {
+		size_t n = strlen(trailer_forbidden[i]);
+		if (c->tname_len == n && memcmp(c->tname, trailer_forbidden[i], n) == 0)
+			return false;
+	}
+	return c->tname_len > 0;
+}
+
 static int chunk_byte(struct ar_h1_chunked *c, unsigned char ch)
 {
 	switch (c->state) {
@@ -723,7 +740,10 @@ static int chunk_byte(struct ar_h1_chunked *c, unsigned char ch)
 		return ch == '\n' ? 0 : -1;
 	case C_TRAILER_START:
 		c->state = ch == '\r' ? C_FINAL_LF : C_TRAILER_NAME;
-		return ch == '\r' || field_name_char(ch) ? 0 : -1;
+		c->tname_len = 0;
+		if (ch == '\r')
+			return 0;
+		return field_name_char(ch) ? trailer_byte(c, ch) : -1;
 	default:
 		return trailer_byte(c, ch);
 	}
@@ -738,9 +758,15 @@ static int trailer_byte(struct ar_h1_chunked *c, unsigned char ch)
 		return -1;
 	switch (c->state) {
 	case C_TRAILER_NAME:
-		if (ch == ':')
+		if (ch == ':') {
 			c->state = C_TRAILER_VALUE;
-		return ch == ':' || field_name_char(ch) ? 0 : -1;
+			return trailer_name_ok(c) ? 0 : -1;
+		}
+		if (c->tname_len < sizeof(c->tname))
+			c->tname[c->tname_len] = (char)(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
+		if (c->tname_len < UINT8_MAX)
+			c->tname_len++;
+		return field_name_char(ch) ? 0 : -1;
 	case C_TRAILER_VALUE:
 		if (ch == '\r')
 			c->state = C_TRAILER_LF;

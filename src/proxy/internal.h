@@ -213,13 +213,15 @@ struct ar_proxy {
 	bool reload;
 };
 
-/* loop.c */
+/* loop.c: the connection driver */
 void client_run(struct client *c);
 void client_close(struct client *c);
 /* Move the client's timer to its nearest deadline (only ever earlier: a timer that
  * fires early finds nothing due and re-arms). */
 void client_arm(struct client *c);
-#define proxy_now     ev_clock_ms
+#define proxy_now ev_clock_ms
+
+/* iobuf.c */
 #define AR_IOBUF_UNIT 16384
 void iobuf_free(struct ar_proxy *px, struct iobuf *b);
 void iobuf_take(struct ar_proxy *px, struct iobuf *b);
@@ -243,7 +245,9 @@ void upstream_event(void *arg, uint32_t events);
 struct upstream *pool_get(struct ar_proxy *px, const char *host, int port);
 void pool_expire(struct ar_proxy *px, int64_t older_than);
 void pool_free_all(struct ar_proxy *px);
-/* Budget accounting: how much more may go upstream, spend it, and the 413 reason. */
+/* budget.c: find the request's budget, how much more may go upstream, spend it, and
+ * the 413 reason. */
+void budget_attach(struct client *c);
 uint64_t budget_room(const struct client *c);
 void budget_spend(struct client *c, uint64_t n);
 void budget_reason(struct client *c);

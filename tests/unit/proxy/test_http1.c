@@ -418,6 +418,10 @@ static void test_chunked(void **state)
 	assert_int_equal(used, 5);
 	assert_int_equal(feed_all("0\r\nX-A:1\r\nX-B: two words\r\n\r\n", &used),
 			 AR_H1_CHUNKED_DONE);
+	/* a long name that starts like a forbidden one is fine */
+	assert_int_equal(
+	    feed_all("0\r\nContent-Length-Extra-Long-Name: 1\r\nHostx: 2\r\n\r\n", &used),
+	    AR_H1_CHUNKED_DONE);
 	assert_int_equal(feed_all("A\r\n0123456789", &used), AR_H1_CHUNKED_MORE);
 	assert_int_equal(used, 13);
 
@@ -438,6 +442,11 @@ static void test_chunked(void **state)
 	    "0\r\n: 1\r\n\r\n",	    /* no name */
 	    "0\r\n X-A: 1\r\n\r\n", /* obs-fold */
 	    "0\r\nX_A: 1\r\n\r\n",  /* underscore */
+	    /* framing and routing fields have no business in a trailer */
+	    "0\r\nContent-Length: 5\r\n\r\n",
+	    "0\r\nTRANSFER-ENCODING: chunked\r\n\r\n",
+	    "0\r\nhost: evil.test\r\n\r\n",
+	    "0\r\nX-A: 1\r\nConnection: close\r\n\r\n",
 	};
 	for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++)
 		if (feed_all(broken[i], &used) != AR_H1_CHUNKED_BAD)

@@ -140,6 +140,68 @@ static void test_library(void **state)
 	close(origin);
 }
 
+/* One CONNECT to localhost:PORT; returns the status line's code. */
+static int connect_status(int proxy_port, int port)
+{
+	char buf[512];
+	int c = dial(proxy_port);
+	int n = snprintf(buf, sizeof(buf), "CONNECT localhost:%d HTTP/1.1\r\n\r\n", port);
+	assert_int_equal(write(c, buf, (size_t)n), n);
+	read_some(c, buf, sizeof(buf), sizeof(buf));
+	close(c);
+	int code = 0;
+	sscanf(buf, "HTTP/1.1 %d", &code);
+	return code;
+}
+
+/* `run`'s path: proxy.allow_private of an in-memory policy lets a name rule reach
+ * loopback; an egress object swapped in from another thread takes over at once. */
+static void test_allow_private_and_swap(void **state)
+{
+	int origin_port, proxy_port;
+	int origin = listen_any(&origin_port);
+	int lfd = listen_any(&proxy_port);
+	char json[256];
+	snprintf(json, sizeof(json),
+		 "{\"name\": \"lib\", \"allowed_hosts\": [\"localhost:%d\"],"
+		 " \"proxy\": {\"allow_private\": [\"127.0.0.0/8\", \"::1\"]}}",
+		 origin_port);
+	ar_error_t err = NULL;
+	struct ar_policy *p = NULL;
+	assert_int_equal(ar_policy_parse(json, strlen(json), "mem.json", &p, &err), 0);
+	struct ar_proxy_config cfg;
+	ar_proxy_config_init(&cfg);
+	cfg.listen_fds[cfg.n_listen_fds++] = lfd;
+	cfg.policy = p;
+	cfg.dns_files_only = true;
+	struct ar_proxy *px = NULL;
+	assert_int_equal(ar_proxy_create(&cfg, &px, &err), 0);
+	ar_policy_free(p);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, serve, px), 0);
+	assert_int_equal(connect_status(proxy_port, origin_port), 200);
+
+	/* the same rule without allow_private: localhost is a loopback address */
+	struct ar_egress_settings s;
+	ar_egress_settings_init(&s);
+	snprintf(json, sizeof(json), "localhost:%d", origin_port);
+	char *rules[] = {json};
+	s.allow = rules;
+	s.n_allow = 1;
+	struct ar_egress *e = NULL;
+	assert_int_equal(ar_egress_new(&s, &e, &err), 0);
+	ar_proxy_set_egress(px, e);
+	ar_egress_unref(e); /* the proxy holds its own reference */
+	usleep(50000);
+	assert_int_equal(connect_status(proxy_port, origin_port), 403);
+
+	ar_proxy_stop(px);
+	void *rc;
+	assert_int_equal(pthread_join(th, &rc), 0);
+	ar_proxy_free(px);
+	close(origin);
+}
+
 static void test_create_errors(void **state)
 {
 	struct ar_proxy_config cfg;
@@ -170,6 +232,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_library),
+	    cmocka_unit_test(test_allow_private_and_swap),
 	    cmocka_unit_test(test_create_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
