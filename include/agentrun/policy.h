@@ -129,6 +129,8 @@ char *ar_policy_user_warning(const struct ar_policy *p);
 /* Where mounts[i] came from, for messages: "p.json: mounts[1]" or "--mount /a:/b"
  * (the caller frees it). */
 char *ar_policy_mount_origin(const struct ar_policy *p, size_t i);
+/* "off", "check" or "require": proxy.sni as the policy and `agentrun proxy --sni` spell it. */
+const char *ar_policy_sni_word(enum ar_sni_mode mode);
 /* Lookup helper: the env value for KEY or NULL. */
 const char *ar_policy_getenv(const struct ar_policy *p, const char *key);
 /* Set or replace an env entry keeping the array sorted. */

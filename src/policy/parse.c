@@ -528,6 +528,14 @@ static const struct {
     {"require", AR_SNI_REQUIRE},
 };
 
+const char *ar_policy_sni_word(enum ar_sni_mode mode)
+{
+	for (size_t i = 0; i < AR_ARRAY_SIZE(sni_modes); i++)
+		if (sni_modes[i].value == mode)
+			return sni_modes[i].word;
+	return "check";
+}
+
 static int x_sni(struct pctx *c, const cJSON *v, const char *path, void *t)
 {
 	const char *s = NULL;

@@ -28,12 +28,6 @@ static void cidr_item(struct kn *parent, const char *key, const char *range)
 		kn_strf(parent, key, "%s/%d", range, strchr(range, ':') != NULL ? 128 : 32);
 }
 
-static const char *const sni_values[] = {
-    [AR_SNI_OFF] = NULL,
-    [AR_SNI_CHECK] = "check",
-    [AR_SNI_REQUIRE] = "require",
-};
-
 static void proxy_args(struct k8s_ctx *c, struct kn *ctr)
 {
 	const struct ar_policy *p = c->p;
@@ -51,10 +45,8 @@ static void proxy_args(struct k8s_ctx *c, struct kn *ctr)
 		kn_strf(args, NULL, "%s=%" PRId64, p->proxy.budgets[i].host,
 			p->proxy.budgets[i].max_bytes_out);
 	}
-	if ((size_t)p->proxy.sni < AR_ARRAY_SIZE(sni_values) && sni_values[p->proxy.sni]) {
-		kn_str(args, NULL, "--sni");
-		kn_str(args, NULL, sni_values[p->proxy.sni]);
-	}
+	kn_str(args, NULL, "--sni");
+	kn_str(args, NULL, ar_policy_sni_word(p->proxy.sni));
 	for (size_t i = 0; i < p->proxy.n_allow_private; i++) {
 		kn_str(args, NULL, "--allow-private");
 		kn_str(args, NULL, p->proxy.allow_private[i]);

@@ -28,11 +28,6 @@ static const struct {
 
 /* The proxy's flag for each SNI mode (agentrun proxy --sni MODE); off is the proxy's
  * default and is not spelled out. */
-static const char *const sni_flag_values[] = {
-    [AR_SNI_OFF] = NULL,
-    [AR_SNI_CHECK] = "check",
-    [AR_SNI_REQUIRE] = "require",
-};
 
 int ar_render_format_parse(const char *s, enum ar_render_format *out)
 {
@@ -154,8 +149,8 @@ static void proxy_step(const struct ar_policy *p, const char *proxy_image,
 	 * ranges the proxy refuses unless the policy names them */
 	for (size_t i = 0; i < p->proxy.n_allow_private; i++)
 		args(s, "--allow-private", p->proxy.allow_private[i], NULL);
-	if ((size_t)p->proxy.sni < AR_ARRAY_SIZE(sni_flag_values) && sni_flag_values[p->proxy.sni])
-		args(s, "--sni", sni_flag_values[p->proxy.sni], NULL);
+	/* always spelled out: a proxy image of another version may default otherwise */
+	args(s, "--sni", ar_policy_sni_word(p->proxy.sni), NULL);
 	args(s, "--audit", AR_RENDER_AUDIT_FILE, NULL);
 	finish_step(s);
 }

@@ -225,6 +225,27 @@ static void test_image_flags(void **state)
 	assert_int_equal(agent->nowrap_from, agent->argc - 1);
 }
 
+/* the proxy's SNI mode is always spelled out: `off` too, now that `check` is its default */
+static void test_sni_modes(void **state)
+{
+	static const char *const modes[] = {"off", "check", "require"};
+	for (size_t m = 0; m < AR_ARRAY_SIZE(modes); m++) {
+		ar_autofree char *json = ar_xasprintf(
+		    "{\"name\": \"s\", \"image\": \"alpine\", \"allowed_hosts\": [\"a.example\"], "
+		    "\"proxy\": {\"sni\": \"%s\"}}",
+		    modes[m]);
+		ar_autopolicy struct ar_policy *p = parse(json);
+		struct ar_render_options o = {0};
+		ar_autoplan struct ar_render_plan *plan = build(p, &o);
+		const struct ar_render_step *proxy = &plan->steps[2];
+		size_t i = 0;
+		while (i + 1 < proxy->argc && strcmp(proxy->argv[i], "--sni") != 0)
+			i++;
+		assert_true(i + 1 < proxy->argc);
+		assert_string_equal(proxy->argv[i + 1], modes[m]);
+	}
+}
+
 static void test_missing_image(void **state)
 {
 	ar_autopolicy struct ar_policy *p =
@@ -511,6 +532,7 @@ int main(void)
 	    cmocka_unit_test(test_network_none),  cmocka_unit_test(test_no_kubeconfig_and_formats),
 	    cmocka_unit_test(test_format_parse),  cmocka_unit_test(test_text),
 	    cmocka_unit_test(test_json),	  cmocka_unit_test(test_sh),
+	    cmocka_unit_test(test_sni_modes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
