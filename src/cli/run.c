@@ -103,8 +103,7 @@ static int apply(int cmd, char **argv, struct ar_policy *p, struct ar_run_opts *
 		bool takes;
 		if (next_option(cmd, argv, &i, &flag, &value, &takes) == -1)
 			return ar_error_make(err, 0, "unknown option `%s`", argv[i]);
-		if (!is_policy_flag(flag) &&
-		    ar_override_apply(p, o, flag, value, err) == -1)
+		if (!is_policy_flag(flag) && ar_override_apply(p, o, flag, value, err) == -1)
 			return -1;
 	}
 	return 0;

@@ -36,7 +36,7 @@ expect_eq "--mount read-only by default" "Read-only file system" \
 # Nothing is ever created on the host: a mount point inside a host directory must exist.
 expect_status "mount point below a host directory: 125" 125 "$A" --mount /etc:/etc/agentrun-$$ -- true
 expect_eq "mount point below a host directory: message" \
-	"agentrun: <embedded default>: mounts[0]: cannot create the mount point /etc/agentrun-$$: /etc is a host directory (nothing is created on the host: create it there first, or mount elsewhere)" \
+	"agentrun: --mount /etc:/etc/agentrun-$$: cannot create the mount point /etc/agentrun-$$: /etc is a host directory (nothing is created on the host: create it there first, or mount elsewhere)" \
 	"$(cat "$AR_TMP/err")"
 [ ! -e "/etc/agentrun-$$" ] || fail "a mount point was created on the host"
 # /var is the sandbox's own (empty) directory: a mount point there is made in the root

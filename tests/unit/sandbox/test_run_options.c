@@ -283,7 +283,7 @@ static void test_plan_host_root(void **state)
 	assert_true(dev < tmp && tmp < logs && logs < kube && kube != SIZE_MAX);
 	assert_true(plan.ops[logs].readonly);
 	assert_string_equal(plan.ops[logs].source, "/srv/logs");
-	assert_string_equal(plan.ops[logs].what, "<embedded default>: mounts[0]");
+	assert_string_equal(plan.ops[logs].what, "--mount /srv/logs:/logs");
 	assert_string_equal(plan.ops[kube].source, "/home/me/.kube/agent");
 	assert_true(plan.ops[kube].readonly);
 	assert_false(plan.ops[tmp].readonly);
