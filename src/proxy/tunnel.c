@@ -215,6 +215,12 @@ static enum tunnel_end sni_verdict(struct client *c, int r, const char *name, co
 	struct ar_host h;
 	ar_auto_error ar_error_t err = NULL;
 	c->sni_wait = false;
+	if (c->captured) {
+		if (captured_check(c, r) != 0)
+			return TUNNEL_SNI;
+		if (mode == AR_SNI_OFF) /* a captured connection has no CONNECT to trust */
+			mode = AR_SNI_CHECK;
+	}
 	switch (r) {
 	case AR_SNI_FOUND:
 		if (ar_host_canonicalize(name, &h, &err) == 0 && strcmp(h.name, c->host) == 0)

@@ -92,6 +92,10 @@ static int network(struct sandbox *sb, ar_error_t *err)
 	if (ar_net_start(&sb->net, sb->p, &o, err) == -1)
 		return -1;
 	sb->env = ar_sandbox_env_net(sb->p, sb->o, ar_net_proxy_url(&sb->net));
+	/* transparent capture: the sandbox's resolver is the proxy's DNS stub */
+	if (ar_net_resolv_fd(&sb->net) >= 0)
+		ar_mount_plan_add_file(&sb->plan, ar_net_resolv_fd(&sb->net), "/etc/resolv.conf",
+				       "network: proxy: /etc/resolv.conf");
 	return 0;
 }
 
