@@ -18,7 +18,7 @@
 #include "agentrun/rules.h"
 #include "agentrun/util.h"
 
-#define AR_PROXY_MAX_LISTEN 8
+#define AR_PROXY_MAX_LISTEN  8
 #define AR_PROXY_MAX_CAPTURE 64 /* transparent TCP listeners (ports) */
 
 struct ar_policy;

@@ -84,9 +84,9 @@ struct ar_mount_op {
 	char *source; /* host path for AR_MNT_BIND, else NULL */
 	char *target; /* absolute path inside the sandbox */
 	bool readonly;
-	char *what; /* the policy field or origin for messages ("p.json: mounts[0]") */
-	bool copy;  /* AR_MNT_BIND of a file (the kubeconfig): a private read-only copy
-		       owned by the sandbox's uid, on a tmpfs of its own, is bound instead */
+	char *what;    /* the policy field or origin for messages ("p.json: mounts[0]") */
+	bool copy;     /* AR_MNT_BIND of a file (the kubeconfig): a private read-only copy
+			  owned by the sandbox's uid, on a tmpfs of its own, is bound instead */
 	int source_fd; /* > 0: the source is this open file (a generated one), not a path */
 };
 

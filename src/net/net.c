@@ -105,8 +105,8 @@ static int make_resolv(struct ar_net *n, ar_error_t *err)
 
 /* The captured ports (80, 443, every port a rule names) but the explicit listener's,
  * which is bound on the proxy's address already. */
-static int capture_ports(const struct ar_policy *p, int explicit_port, uint16_t **ports,
-			 size_t *n, ar_error_t *err)
+static int capture_ports(const struct ar_policy *p, int explicit_port, uint16_t **ports, size_t *n,
+			 ar_error_t *err)
 {
 	struct ar_rules *rules = NULL;
 	if (ar_rules_compile(p->allowed_hosts, p->n_allowed_hosts, p->origin, &rules, err) == -1)

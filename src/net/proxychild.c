@@ -43,11 +43,11 @@
 struct child {
 	const struct ar_net_proxy_opts *o;
 	pid_t parent;
-	int chan;     /* the parent sends the listener here once it exists */
-	int listener; /* received */
+	int chan;			   /* the parent sends the listener here once it exists */
+	int listener;			   /* received */
 	int fds[AR_PROXY_MAX_CAPTURE + 3]; /* received: the listener, then the capture's */
 	size_t n_fds;
-	int report;   /* write */
+	int report; /* write */
 	const struct ar_cgroup *cg;
 	int cg_self[4];
 	size_t n_cg_self;
@@ -353,14 +353,14 @@ fail:
 	return -1;
 }
 
-int ar_net_proxy_give_listeners(struct ar_net_proxy *px, const int *fds, size_t n,
-				ar_error_t *err)
+int ar_net_proxy_give_listeners(struct ar_net_proxy *px, const int *fds, size_t n, ar_error_t *err)
 {
 	char b = 'l', ctl[CMSG_SPACE(sizeof(int) * (AR_PROXY_MAX_CAPTURE + 3))] = {0};
 	struct iovec iov = {.iov_base = &b, .iov_len = 1};
-	struct msghdr msg = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
-	    .msg_controllen = CMSG_SPACE(sizeof(int) * n)};
+	struct msghdr msg = {.msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = ctl,
+			     .msg_controllen = CMSG_SPACE(sizeof(int) * n)};
 	if (n == 0 || n > AR_PROXY_MAX_CAPTURE + 3)
 		return ar_error_make(err, EINVAL, "proxy: %zu listening sockets", n);
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);

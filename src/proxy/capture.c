@@ -115,7 +115,8 @@ int capture_init(struct ar_proxy *px, const struct ar_proxy_config *cfg, ar_erro
 	px->dns_tcp = cfg->dns_tcp_fd > 0 ? cfg->dns_tcp_fd : -1;
 	for (size_t i = 0; i < cfg->n_capture_fds && i < AR_PROXY_MAX_CAPTURE; i++) {
 		struct listener *l = &px->capture[px->n_capture++];
-		*l = (struct listener){.io = {captured_accept, l}, .px = px, .fd = cfg->capture_fds[i]};
+		*l = (struct listener){
+		    .io = {captured_accept, l}, .px = px, .fd = cfg->capture_fds[i]};
 		snprintf(l->name, sizeof(l->name), "captured fd %d", l->fd);
 	}
 	if (px->dns_udp < 0 && px->dns_tcp < 0 && px->n_capture == 0)
