@@ -33,7 +33,9 @@ static void captured_upstream(struct client *c, int status, const char *why)
 	c->deadline = 0;
 	c->status = 200;
 	c->state = CS_TUNNEL;
-	c->sni_wait = true; /* always: the ClientHello must name the connection's name */
+	/* always for a synthetic address: the ClientHello must name the connection's name;
+	 * a literal one was decided on the name its first bytes carry */
+	c->sni_wait = c->pin.family == 0;
 	c->last_active = c->px->loop.now;
 	client_run(c);
 }
@@ -44,6 +46,20 @@ static void refuse(struct client *c, const char *reason)
 	c->allowed = false;
 	c->status = 403;
 	client_close(c);
+}
+
+/* A literal address: its name comes from the SNI or the Host it carries (step_sniff),
+ * and it is dialled only if that name resolves to that very address (c->pin). */
+static void literal_start(struct client *c, const struct sockaddr_in *dst, const char *addr)
+{
+	snprintf(c->host, sizeof(c->host), "%s", addr);
+	c->pin.family = AF_INET;
+	memcpy(c->pin.addr, &dst->sin_addr, 4);
+	c->allowed = false;
+	snprintf(c->reason, sizeof(c->reason), "%s: no SNI or Host arrived", addr);
+	c->state = CS_SNIFF;
+	c->deadline = c->px->loop.now + c->px->egress->header_timeout_ms;
+	client_run(c);
 }
 
 /* Decide the connection on the name behind the address it was made to. */
@@ -63,13 +79,13 @@ static void captured_start(struct client *c, const struct sockaddr_in *dst)
 	c->egress = ar_egress_ref(px->egress);
 	inet_ntop(AF_INET, &dst->sin_addr, addr, sizeof(addr));
 	ar_dns_target(px->dns_pool, px->egress->rules, dst->sin_addr, c->port, &t);
+	if (t.kind == AR_DNS_TARGET_LITERAL) {
+		literal_start(c, dst, addr);
+		return;
+	}
 	if (t.kind != AR_DNS_TARGET_NAME) {
 		snprintf(c->host, sizeof(c->host), "%s", addr);
-		snprintf(why, sizeof(why), "%s is %s", addr,
-			 t.kind == AR_DNS_TARGET_UNKNOWN
-			     ? "a synthetic address never handed out"
-			     : "no name the DNS stub handed out (captured connections "
-			       "are decided by name)");
+		snprintf(why, sizeof(why), "%s is a synthetic address never handed out", addr);
 		refuse(c, why);
 		return;
 	}
@@ -201,4 +217,90 @@ int captured_check(struct client *c, int r)
 	snprintf(c->reason, sizeof(c->reason), "Host %.180s does not match %.180s",
 		 host[0] ? host : "(none in the first segment)", c->host);
 	return -1;
+}
+
+/* What the first bytes of a literal connection name: 1 with *name set, 0 for "read
+ * more", -1 when they name nothing (not TLS or HTTP, no SNI, no Host). */
+static int sniff_name(struct client *c, char *name, size_t size)
+{
+	const char *p = c->in.p + c->in.off;
+	size_t n = c->in.len - c->in.off;
+	const char *why = NULL;
+	char host[AR_HOST_MAX + 8];
+	int port;
+	int r = ar_proxy_client_hello_parse((const uint8_t *)p, n, name, size, &why);
+	if (r != AR_SNI_NOT_TLS) {
+		snprintf(c->method, sizeof(c->method), "TLS");
+		return r == AR_SNI_MORE ? 0 : r == AR_SNI_FOUND ? 1 : -1;
+	}
+	if (!looks_http(p, n)) {
+		size_t k = 0; /* a method name still arriving waits; anything else is no name */
+		while (k < n && p[k] >= 'A' && p[k] <= 'Z')
+			k++;
+		return k == n && n < 16 ? 0 : -1;
+	}
+	snprintf(c->method, sizeof(c->method), "HTTP");
+	if (memmem(p, n, "\r\n\r\n", 4) == NULL) /* the whole head, then its Host */
+		return n > 16384 ? -1 : 0;
+	find_host(p, n, host, sizeof(host));
+	return host[0] && ar_host_split_port(host, name, size, &port, c->port, NULL) == 0 ? 1 : -1;
+}
+
+/* Decide name:port for a literal connection, then resolve the name and dial the
+ * address the client dialled only if the name resolves to it. */
+static void literal_decide(struct client *c, const char *name)
+{
+	struct ar_host h;
+	struct ar_decision d;
+	char addr[INET_ADDRSTRLEN], why[AR_HOST_MAX + 160];
+	ar_auto_error ar_error_t err = NULL;
+	inet_ntop(AF_INET, c->pin.addr, addr, sizeof(addr));
+	if (name == NULL || ar_host_canonicalize(name, &h, &err) == -1 || h.family != 0) {
+		snprintf(why, sizeof(why),
+			 "%s: a connection to an address is decided by the name it carries (TLS "
+			 "SNI or HTTP Host), and it carries none",
+			 addr);
+		refuse(c, why);
+		return;
+	}
+	snprintf(c->host, sizeof(c->host), "%s", h.name);
+	ar_rules_decide(c->egress->rules, &h, c->port, &d);
+	c->rule = d.rule;
+	c->allowed = d.allowed;
+	if (!d.allowed) {
+		refuse(c, d.reason);
+		return;
+	}
+	snprintf(c->reason, sizeof(c->reason), "%s (captured at %s)", d.reason, addr);
+	c->deadline = 0;
+	upstream_start(c, captured_upstream);
+}
+
+bool step_sniff(struct client *c)
+{
+	char name[AR_HOST_MAX];
+	for (;;) {
+		if (c->in.len > c->in.off) {
+			int r = sniff_name(c, name, sizeof(name));
+			if (r != 0) {
+				literal_decide(c, r == 1 ? name : NULL);
+				return false;
+			}
+		}
+		if (!iobuf_reserve(c->px, &c->in, 4096, 2 * AR_SNI_HELLO_MAX)) {
+			literal_decide(c, NULL);
+			return false;
+		}
+		ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
+		if (n > 0) {
+			c->in.len += (uint32_t)n;
+			continue;
+		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return false;
+		client_close(c);
+		return false;
+	}
 }

@@ -104,6 +104,7 @@ enum cstate {
 	CS_TUNNEL,  /* CONNECT relay */
 	CS_REPLY,   /* sending a response the proxy made */
 	CS_LINGER,  /* write side shut, draining input before close */
+	CS_SNIFF,   /* captured, to a literal address: reading the SNI or Host it names */
 	CS_DEAD,
 };
 
@@ -136,6 +137,7 @@ struct client {
 	struct lookup *lookup;
 	upstream_done_fn *up_done; /* how upstream_start ends */
 	struct cand *cands;
+	struct cand pin; /* family 0, or the only address the name may be dialled at */
 	uint8_t n_cands, next_cand;
 	struct ar_h1_scan scan;
 
@@ -239,6 +241,7 @@ struct client *new_captured_client(struct ar_proxy *px, int fd);
  * them) name the audit's method (TLS, HTTP, TCP); plain HTTP must carry Host == the
  * connection's name. 0, or -1 with c->reason set (421). */
 int captured_check(struct client *c, int r);
+bool step_sniff(struct client *c);
 void client_run(struct client *c);
 void client_close(struct client *c);
 /* Move the client's timer to its nearest deadline (only ever earlier: a timer that

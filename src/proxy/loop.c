@@ -161,6 +161,9 @@ void client_run(struct client *c)
 		case CS_LINGER:
 			more = step_linger(c);
 			break;
+		case CS_SNIFF:
+			more = step_sniff(c);
+			break;
 		default:
 			more = false;
 			break;

@@ -66,7 +66,7 @@ import socket, sys
 try:
     s = socket.create_connection((sys.argv[1], int(sys.argv[2])), 5)
     if len(sys.argv) > 3:
-        s.sendall(sys.argv[3].encode())
+        s.sendall(sys.argv[3].encode().decode("unicode_escape").encode("latin-1"))
     s.settimeout(5)
     data = s.recv(4096)
     print("got:" + data.decode(errors="replace").strip() if data else "closed")
@@ -96,9 +96,10 @@ a=$(getent hosts tls.example.test | cut -d" " -f1)
 curl -sSk -m 10 --noproxy "*" -o /dev/null --resolve "evil.example.test:$t:$a" https://evil.example.test:$t/ 2>/dev/null; echo "sni_mismatch=$?"
 echo "raw=$(python3 /ar-bin/tcpq.py echo.example.test "$e" ping)"
 echo "unlisted=$(python3 /ar-bin/tcpq.py "$(getent hosts allowed.example.test | cut -d" " -f1)" 9)"
-echo "literal=$(python3 /ar-bin/tcpq.py "$ns" 80 "GET / HTTP/1.0
-
-")"
+echo "literal=$(python3 /ar-bin/tcpq.py "$ns" 80 "GET / HTTP/1.0\\r\\n\\r\\n")"
+echo "literal_raw=$(python3 /ar-bin/tcpq.py "$ns" "$e" "ping")"
+echo "literal_host=$(python3 /ar-bin/tcpq.py "$ns" "$o" "GET /hello HTTP/1.0\\r\\nHost: allowed.example.test\\r\\n\\r\\n")"
+curl -sSk -m 10 --noproxy "*" -o /dev/null --resolve "tls.example.test:$t:$ns" https://tls.example.test:$t/ 2>/dev/null; echo "literal_sni=$?"
 '
 AUD="$AR_TMP/audit.jsonl"
 env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy \
@@ -126,6 +127,9 @@ expect_match "TLS whose SNI is not the name dialled: refused" "^[1-9]" "$(val sn
 expect_eq "raw TCP through the name mapping" "got:ping" "$(val raw)"
 expect_eq "an unlisted port of a synthetic address: refused at once" ECONNREFUSED "$(val unlisted)"
 expect_eq "a literal address with no name: closed unanswered" closed "$(val literal)"
+expect_eq "a literal address, raw bytes: closed unanswered" closed "$(val literal_raw)"
+expect_eq "a literal address whose Host resolves elsewhere: closed" closed "$(val literal_host)"
+expect_match "a literal address whose SNI resolves elsewhere: refused" "^[1-9]" "$(val literal_sni)"
 
 # the audit: one line per attempt
 jq_count() { python3 -c "
@@ -144,7 +148,11 @@ expect_eq "HTTP: the Host mismatch, 421" 1 "$(jq_count method=HTTP host=allowed.
 expect_eq "TLS: one allowed" 1 "$(jq_count method=TLS host=tls.example.test allowed=True status=200)"
 expect_eq "TLS: the SNI mismatch, 421" 1 "$(jq_count method=TLS host=tls.example.test allowed=False status=421)"
 expect_eq "TCP: the raw client" 1 "$(jq_count method=TCP host=echo.example.test allowed=True status=200)"
-expect_eq "TCP: the literal address, refused" 1 "$(jq_count method=TCP port=80 allowed=False status=403)"
+expect_eq "HTTP: the literal address with no Host, refused" 1 "$(jq_count method=HTTP host="$(val resolv)" port=80 allowed=False status=403)"
+expect_eq "TCP: the literal address, raw bytes, refused" 1 "$(jq_count method=TCP host="$(val resolv)" port="$ECHO" allowed=False status=403)"
+expect_eq "HTTP: a literal address is not where the Host resolves" 1 "$(jq_count method=HTTP host=allowed.example.test allowed=False status=403 addr=None)"
+expect_match "... and the reason says so" "allowed.example.test does not resolve to $(val resolv), the address dialled" "$(cat "$AUD")"
+expect_eq "TLS: a literal address is not where the SNI resolves" 1 "$(jq_count method=TLS host=tls.example.test allowed=False status=403)"
 grep -q '"addr":"127.0.0.1' "$AUD" || fail "the audit names the dialled address"
 compgen -G "/run/agentrun/$NAME-*" >/dev/null && fail "state is left"
 finish
