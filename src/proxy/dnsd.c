@@ -24,6 +24,7 @@ struct dns_conn {
 	struct ev_io io;
 	struct ev_timer timer;
 	struct ar_proxy *px;
+	struct dns_conn *next, *prev;
 	int fd;
 	size_t have;
 	uint8_t buf[AR_DNS_MAX_QUERY + 2];
@@ -88,6 +89,12 @@ static void conn_close(struct dns_conn *dc)
 	ev_timer_stop(&px->loop, &dc->timer);
 	close(dc->fd);
 	dc->io.fn = NULL;
+	if (dc->prev)
+		dc->prev->next = dc->next;
+	else
+		px->dns_conns = dc->next;
+	if (dc->next)
+		dc->next->prev = dc->prev;
 	px->n_dns_conns--;
 	ev_defer_free(&px->loop, dc);
 }
@@ -160,15 +167,24 @@ static void dns_tcp_accept(void *arg, uint32_t events)
 		struct dns_conn *dc = ar_xcalloc(1, sizeof(*dc));
 		*dc = (struct dns_conn){.io = {conn_event, dc}, .px = px, .fd = fd};
 		dc->timer = (struct ev_timer){.fn = conn_timer, .arg = dc};
-		px->n_dns_conns++;
 		if (ev_add(&px->loop, fd, EPOLLIN | EPOLLRDHUP | EPOLLET, &dc->io) == -1) {
 			close(fd);
-			px->n_dns_conns--;
 			free(dc);
 			continue;
 		}
+		px->n_dns_conns++;
+		dc->next = px->dns_conns;
+		if (dc->next)
+			dc->next->prev = dc;
+		px->dns_conns = dc;
 		conn_event(dc, EPOLLIN);
 	}
+}
+
+void dnsd_close_all(struct ar_proxy *px)
+{
+	while (px->dns_conns)
+		conn_close(px->dns_conns);
 }
 
 int dnsd_start(struct ar_proxy *px, ar_error_t *err)

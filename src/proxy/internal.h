@@ -217,6 +217,7 @@ struct ar_proxy {
 	struct ev_io dns_udp_io, dns_tcp_io;
 	struct ar_capture_dgram *dgrams; /* AR_CAPTURE_BATCH, allocated once */
 	size_t n_dns_conns;
+	struct dns_conn *dns_conns; /* open DNS-over-TCP clients, closed at free */
 	struct ar_dns_pool *dns_pool;
 	struct ar_dns_stub *dns_stub;
 	char *spare[128]; /* idle AR_IOBUF_UNIT buffers */
@@ -229,6 +230,7 @@ struct ar_proxy {
 
 /* dnsd.c: the DNS stub; capture.c: captured TCP connections */
 int dnsd_start(struct ar_proxy *px, ar_error_t *err);
+void dnsd_close_all(struct ar_proxy *px); /* before the loop's final ev_collect */
 /* Audit and log a record made outside a client (sets at_ms and id, counts it). */
 void proxy_record(struct ar_proxy *px, struct ar_audit_rec *r);
 int capture_init(struct ar_proxy *px, const struct ar_proxy_config *cfg, ar_error_t *err);

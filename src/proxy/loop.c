@@ -687,6 +687,7 @@ static void finish_all(struct ar_proxy *px)
 {
 	while (px->clients)
 		client_close(px->clients);
+	dnsd_close_all(px);
 	ev_collect(&px->loop);
 }
 

@@ -45,16 +45,23 @@ printf '127.0.0.1 localhost\n' >"$AR_TMP/sandbox-hosts"
 mkdir -m 755 "$AR_TMP/bin"
 cat >"$AR_TMP/bin/dnsq.py" <<'PY'
 import random, socket, struct, sys
-# dnsq.py SERVER NAME TYPE: the rcode and answer count of one UDP query, or "timeout"
+# dnsq.py SERVER NAME TYPE [tcp]: the rcode and answer count of one query, or "timeout"
 server, name, qtype = sys.argv[1], sys.argv[2], int(sys.argv[3])
 q = struct.pack(">HHHHHH", random.randrange(65536), 0x0100, 1, 0, 0, 0)
 q += b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0"
 q += struct.pack(">HH", qtype, 1)
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.settimeout(3)
-s.sendto(q, (server, 53))
+if sys.argv[4:] == ["tcp"]:
+    s = socket.create_connection((server, 53), 3)
+    s.sendall(struct.pack(">H", len(q)) + q)
+    s.settimeout(3)
+else:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(3)
+    s.sendto(q, (server, 53))
 try:
     r = s.recv(4096)
+    if sys.argv[4:] == ["tcp"]:
+        r = r[2:]
 except socket.timeout:
     print("timeout")
     sys.exit(0)
@@ -85,9 +92,10 @@ echo "routes=$(ip route | tr "\n" ";")"
 echo "allowed=$(getent hosts allowed.example.test | cut -d" " -f1)"
 echo "again=$(getent hosts allowed.example.test | cut -d" " -f1)"
 getent hosts denied.example.test >/dev/null; echo "denied=$?"
+echo "tcp53=$(python3 /ar-bin/dnsq.py 198.19.255.254 allowed.example.test 1 tcp)"
 echo "txt=$(python3 /ar-bin/dnsq.py "$ns" allowed.example.test 16)"
 echo "any=$(python3 /ar-bin/dnsq.py "$ns" allowed.example.test 255)"
-echo "long=$(python3 /ar-bin/dnsq.py 10.9.8.7 x7f3kq9zz0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4a5b6.denied.example.test 1)"
+echo "long=$(python3 /ar-bin/dnsq.py 198.19.255.254 x7f3kq9zz0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4a5b6.denied.example.test 1)"
 echo "http=$(curl -sS -m 10 --noproxy "*" http://allowed.example.test:$o/hello 2>&1)"
 curl -sS -m 10 --noproxy "*" -o /dev/null http://denied.example.test:$o/ 2>/dev/null; echo "http_denied=$?"
 curl -sS -m 10 --noproxy "*" -o /dev/null -H "Host: denied.example.test" http://allowed.example.test:$o/ 2>/dev/null; echo "host_mismatch=$?"
@@ -116,6 +124,7 @@ expect_match "a default route via the proxy" "default via $(val resolv) dev eth0
 expect_match "an allowed name: a synthetic address" '^198\.1[89]\.[0-9]+\.[0-9]+$' "$(val allowed)"
 expect_eq "the same address twice" "$(val allowed)" "$(val again)"
 expect_eq "a denied name: NXDOMAIN (getent 2)" 2 "$(val denied)"
+expect_eq "DNS over TCP, to any address: the stub answers" "rcode=0 an=1" "$(val tcp53)"
 expect_eq "TXT for an allowed name: REFUSED, no records" "rcode=5 an=0" "$(val txt)"
 expect_eq "ANY: REFUSED" "rcode=5 an=0" "$(val any)"
 expect_eq "a long random label, asked of any address: NXDOMAIN from the stub" "rcode=3 an=0" "$(val long)"
