@@ -97,6 +97,7 @@ static void captured_start(struct client *c, const struct sockaddr_in *dst)
 		return;
 	}
 	snprintf(c->reason, sizeof(c->reason), "%s (captured at %s)", t.decision.reason, addr);
+	budget_attach(c);
 	c->state = CS_RESOLVE;
 	upstream_start(c, captured_upstream);
 }
@@ -272,6 +273,7 @@ static void literal_decide(struct client *c, const char *name)
 		return;
 	}
 	snprintf(c->reason, sizeof(c->reason), "%s (captured at %s)", d.reason, addr);
+	budget_attach(c);
 	c->deadline = 0;
 	upstream_start(c, captured_upstream);
 }

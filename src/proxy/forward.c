@@ -248,7 +248,7 @@ static bool rule_is_literal(const struct ar_rules *r, const char *rule)
 
 /* ---- byte budgets (proxy.max_bytes_out) ---- */
 
-static void budget_attach(struct client *c)
+void budget_attach(struct client *c)
 {
 	struct ar_proxy *px = c->px;
 	const struct ar_egress *r = c->egress;

@@ -273,7 +273,9 @@ void upstream_event(void *arg, uint32_t events);
 struct upstream *pool_get(struct ar_proxy *px, const char *host, int port);
 void pool_expire(struct ar_proxy *px, int64_t older_than);
 void pool_free_all(struct ar_proxy *px);
-/* Budget accounting: how much more may go upstream, spend it, and the 413 reason. */
+/* Budget accounting: the budget of c->host (c->egress) if it has one, how much more may
+ * go upstream, spend it, and the 413 reason. */
+void budget_attach(struct client *c);
 uint64_t budget_room(const struct client *c);
 void budget_spend(struct client *c, uint64_t n);
 void budget_reason(struct client *c);

@@ -186,9 +186,12 @@ static int send_established(struct client *c)
 }
 
 /* The bytes the client sent after its CONNECT head or read for the SNI check go to
- * the origin before the relay takes over. Same returns as send_established. */
+ * the origin before the relay takes over. Same returns as send_established, and -2
+ * when they are more than the byte budget has room for (nothing of them is sent). */
 static int send_early(struct client *c)
 {
+	if (c->in.len - c->in.off > budget_room(c))
+		return -2;
 	while (c->in.off < c->in.len) {
 		ssize_t n =
 		    send(c->up->fd, c->in.p + c->in.off, c->in.len - c->in.off, MSG_NOSIGNAL);
@@ -342,7 +345,7 @@ static enum tunnel_end tunnel_prologue(struct client *c)
 	}
 	int early = send_early(c);
 	if (early < 0)
-		return TUNNEL_BROKEN;
+		return early == -2 ? TUNNEL_BUDGET : TUNNEL_BROKEN;
 	if (out == 0 && early == 0) {
 		/* the relay needs no user-space buffers: give them back */
 		iobuf_free(c->px, &c->in);

@@ -22,7 +22,7 @@ TLSP=$(free_port)
 start_origin "$ORIG"
 start_echo "$ECHO"
 # the proxy resolves the real names from this file (its view of /etc/hosts)
-echo "127.0.0.1 allowed.example.test echo.example.test tls.example.test" >>"$AR_TMP/hosts"
+echo "127.0.0.1 allowed.example.test echo.example.test tls.example.test budget.example.test" >>"$AR_TMP/hosts"
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$AR_TMP/key.pem" -out "$AR_TMP/cert.pem" \
 	-days 1 -subj /CN=tls.example.test >/dev/null 2>&1 || fail "openssl req"
 openssl s_server -accept "127.0.0.1:$TLSP" -cert "$AR_TMP/cert.pem" -key "$AR_TMP/key.pem" \
@@ -37,8 +37,9 @@ NAME="netc-$$"
 POLICY="$AR_TMP/policy.json"
 cat >"$POLICY" <<JSON
 {"name": "$NAME",
- "allowed_hosts": ["allowed.example.test:$ORIG", "echo.example.test:$ECHO", "tls.example.test:$TLSP"],
- "proxy": {"allow_private": ["127.0.0.1"]}}
+ "allowed_hosts": ["allowed.example.test:$ORIG", "echo.example.test:$ECHO", "tls.example.test:$TLSP",
+                   "budget.example.test:$ECHO"],
+ "proxy": {"allow_private": ["127.0.0.1"], "max_bytes_out": {"budget.example.test": 1000}}}
 JSON
 # the sandbox's own hosts file knows none of the names: they come from the stub
 printf '127.0.0.1 localhost\n' >"$AR_TMP/sandbox-hosts"
@@ -103,6 +104,7 @@ echo "tls=$(curl -sSk -m 10 --noproxy "*" https://tls.example.test:$t/ 2>&1 | gr
 a=$(getent hosts tls.example.test | cut -d" " -f1)
 curl -sSk -m 10 --noproxy "*" -o /dev/null --resolve "evil.example.test:$t:$a" https://evil.example.test:$t/ 2>/dev/null; echo "sni_mismatch=$?"
 echo "raw=$(python3 /ar-bin/tcpq.py echo.example.test "$e" ping)"
+python3 /ar-bin/tcpq.py budget.example.test "$e" "$(head -c 5000 /dev/zero | tr "\\0" x)" >/dev/null
 echo "unlisted=$(python3 /ar-bin/tcpq.py "$(getent hosts allowed.example.test | cut -d" " -f1)" 9)"
 echo "literal=$(python3 /ar-bin/tcpq.py "$ns" 80 "GET / HTTP/1.0\\r\\n\\r\\n")"
 echo "literal_raw=$(python3 /ar-bin/tcpq.py "$ns" "$e" "ping")"
@@ -162,6 +164,10 @@ expect_eq "TCP: the literal address, raw bytes, refused" 1 "$(jq_count method=TC
 expect_eq "HTTP: a literal address is not where the Host resolves" 1 "$(jq_count method=HTTP host=allowed.example.test allowed=False status=403 addr=None)"
 expect_match "... and the reason says so" "allowed.example.test does not resolve to $(val resolv), the address dialled" "$(cat "$AUD")"
 expect_eq "TLS: a literal address is not where the SNI resolves" 1 "$(jq_count method=TLS host=tls.example.test allowed=False status=403)"
+expect_eq "TCP: over the byte budget, 413" 1 "$(jq_count method=TCP host=budget.example.test status=413)"
+expect_eq "... with no more than the budget sent" 1 "$(python3 -c '
+import json, sys
+print(sum(1 for l in open(sys.argv[1]) if json.loads(l)["host"] == "budget.example.test" and json.loads(l)["method"] == "TCP" and json.loads(l)["bytes_out"] <= 1000))' "$AUD")"
 grep -q '"addr":"127.0.0.1' "$AUD" || fail "the audit names the dialled address"
 compgen -G "/run/agentrun/$NAME-*" >/dev/null && fail "state is left"
 finish
