@@ -138,6 +138,8 @@ int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *p
 /* The listener first, then (transparent capture) DNS UDP, DNS TCP and the captured
  * TCP listeners, in one SCM_RIGHTS message. */
 int ar_net_proxy_give_listeners(struct ar_net_proxy *px, const int *fds, size_t n, ar_error_t *err);
+/* The listener alone (no capture). */
+int ar_net_proxy_give_listener(struct ar_net_proxy *px, int listener, ar_error_t *err);
 /* Wait for the child's report: 0 when it serves, -1 with its message. */
 int ar_net_proxy_ready(struct ar_net_proxy *px, ar_error_t *err);
 /* Reap without blocking: true when it has exited (px->status says how). */

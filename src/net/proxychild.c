@@ -378,6 +378,11 @@ int ar_net_proxy_give_listeners(struct ar_net_proxy *px, const int *fds, size_t 
 	return 0;
 }
 
+int ar_net_proxy_give_listener(struct ar_net_proxy *px, int listener, ar_error_t *err)
+{
+	return ar_net_proxy_give_listeners(px, &listener, 1, err);
+}
+
 int ar_net_proxy_ready(struct ar_net_proxy *px, ar_error_t *err)
 {
 	char msg[1024];
