@@ -168,6 +168,10 @@ expect_eq "TCP: over the byte budget, 413" 1 "$(jq_count method=TCP host=budget.
 expect_eq "... with no more than the budget sent" 1 "$(python3 -c '
 import json, sys
 print(sum(1 for l in open(sys.argv[1]) if json.loads(l)["host"] == "budget.example.test" and json.loads(l)["method"] == "TCP" and json.loads(l)["bytes_out"] <= 1000))' "$AUD")"
+# connections: http, Host mismatch, tls, SNI mismatch, raw, budget, and four literal
+# ones (the denied name never connected: it did not resolve; the unlisted port was
+# refused by the kernel)
+expect_eq "one audit line per connection attempt" 10 "$(grep -vc '"method":"DNS"' "$AUD")"
 grep -q '"addr":"127.0.0.1' "$AUD" || fail "the audit names the dialled address"
 compgen -G "/run/agentrun/$NAME-*" >/dev/null && fail "state is left"
 finish

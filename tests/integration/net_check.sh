@@ -104,6 +104,8 @@ in_proxy() { python3 "$AR_SOURCE_DIR/tests/integration/net/peerns.py" "$cppid" "
 expect_match "capture: the proxy netns listens on 22, 53, 80, 443" \
 	"0\.0\.0\.0:22 .*0\.0\.0\.0:53 .*0\.0\.0\.0:80 .*0\.0\.0\.0:443 " \
 	"$(in_proxy ss -Hltn | awk '{print $4}' | sort -t: -k2 -n | tr '\n' ' ')"
+expect_eq "capture: the proxy netns has no route out (nothing can be forwarded)" \
+	"$cpip" "$(in_proxy ip -4 route show table main | grep -v '^local' | awk '{print $NF}' | tr '\n' ' ' | sed 's/ $//')"
 nsenter -t "$CINIT" -n ip route del default
 expect_status "capture: no default route: drift" 1 "$AGENTRUN" check --name "$CSB"
 expect_eq "capture: no default route: one finding" "DRIFT default route expected via eth0 actual absent" "$(grep DRIFT "$AR_TMP/out")"
