@@ -119,7 +119,7 @@ static void captured_accept(void *arg, uint32_t events)
 			close(fd);
 			continue;
 		}
-		struct client *c = new_captured_client(l->px, fd);
+		struct client *c = client_new(l->px, fd);
 		if (c != NULL)
 			captured_start(c, &dst);
 	}

@@ -236,14 +236,17 @@ void proxy_record(struct ar_proxy *px, struct ar_audit_rec *r);
 int capture_init(struct ar_proxy *px, const struct ar_proxy_config *cfg, ar_error_t *err);
 int capture_start(struct ar_proxy *px, ar_error_t *err);
 void capture_free(struct ar_proxy *px);
-
-/* loop.c */
-struct client *new_captured_client(struct ar_proxy *px, int fd);
 /* The first bytes of a captured connection (r: what the ClientHello parser made of
  * them) name the audit's method (TLS, HTTP, TCP); plain HTTP must carry Host == the
  * connection's name. 0, or -1 with c->reason set (421). */
 int captured_check(struct client *c, int r);
+/* CS_SNIFF: a captured connection to a literal address, until its SNI or Host. */
 bool step_sniff(struct client *c);
+
+/* loop.c */
+/* A client on an accepted socket, registered with the loop (not yet run); NULL when
+ * refused (over --max-conns: answered 503 and audited). */
+struct client *client_new(struct ar_proxy *px, int fd);
 void client_run(struct client *c);
 void client_close(struct client *c);
 /* Move the client's timer to its nearest deadline (only ever earlier: a timer that

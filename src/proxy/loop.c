@@ -250,8 +250,7 @@ static void refuse_overload(struct ar_proxy *px, int fd)
 	logq_line(&px->log, px->line.data, px->line.len);
 }
 
-/* A client on an accepted socket, registered with the loop; NULL when refused. */
-struct client *new_captured_client(struct ar_proxy *px, int fd)
+struct client *client_new(struct ar_proxy *px, int fd)
 {
 	if (px->n_clients >= (size_t)px->cfg.max_conns) {
 		refuse_overload(px, fd);
@@ -285,7 +284,7 @@ struct client *new_captured_client(struct ar_proxy *px, int fd)
 
 static void new_client(struct ar_proxy *px, int fd)
 {
-	struct client *c = new_captured_client(px, fd);
+	struct client *c = client_new(px, fd);
 	if (c != NULL)
 		client_run(c);
 }

@@ -160,11 +160,11 @@ static bool filter_cands(struct client *c)
 	for (uint8_t i = 0; i < c->n_cands; i++) {
 		struct cand k = c->cands[i];
 		cand_normalize(&k);
+		/* a captured connection goes where the client dialled, or nowhere */
 		if (c->pin.family != 0 &&
 		    (k.family != c->pin.family ||
 		     memcmp(k.addr, c->pin.addr, k.family == AF_INET ? 4 : 16)))
-			continue; /* a captured connection goes where the client dialled, or nowhere
-				   */
+			continue;
 		enum ar_addr_class cls = ar_proxy_addr_classify(k.family, k.addr);
 		if (cls == AR_ADDR_PUBLIC || c->rule_literal ||
 		    egress_private_ok(c->egress, k.family, k.addr)) {
