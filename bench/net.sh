@@ -4,6 +4,8 @@
 #     network none, bwrap --unshare-all (no network at all), interleaved rounds, medians
 #   CONNECT throughput (BYTES through one tunnel, median of RUNS): from inside a sandbox
 #     through the veth and its proxy; the bare proxy on loopback; a direct loopback transfer
+#   the same stream with transparent capture: no proxy variables, the sink's name
+#     resolved by the sandbox's DNS stub, the connection captured and relayed by name
 #   CONCURRENT (50) sandboxes at once, each through its own proxy; kill -9 of every
 #     agentrun; what `agentrun gc` leaves (nothing)
 # Needs a build in build/ (scripts/build.sh), bwrap, python3; root. Traffic: 127.0.0.1 and
@@ -90,6 +92,29 @@ inside=$("$AGENTRUN" --policy "$tmp/proxy.json" --mount "$tmp/bin:/ar-bench" --p
 printf '  %-36s %6s\n' "direct loopback" "$direct" "bare proxy on loopback" "$bare" \
 	"sandbox -> veth -> its proxy" "$inside"
 echo "  sandbox/bare-proxy $(ratio "$inside" "$bare") (target >= 0.8)   bare-proxy/direct $(ratio "$bare" "$direct")"
+
+# Transparent capture: the proxy resolves sink.bench.test from a private /etc/hosts (a
+# mount namespace of this run only); the sandbox has its own hosts file without it, so
+# the name comes from the stub as a synthetic address.
+echo "== captured stream vs CONNECT from the same sandbox, $BYTES bytes, median of $RUNS (Gbit/s)"
+echo "127.0.0.1 localhost sink.bench.test" >"$tmp/hosts"
+echo "127.0.0.1 localhost" >"$tmp/sandbox-hosts"
+cat >"$tmp/capture.json" <<JSON
+{"name": "bench-cap", "allowed_hosts": ["sink.bench.test:$sink", "127.0.0.1:$sink"], "proxy": {"allow_private": ["127.0.0.1"]}}
+JSON
+# shellcheck disable=SC2016 # expanded inside the sandbox
+both=$(unshare -m --propagation private sh -c 'mount --bind "$1/hosts" /etc/hosts && shift && exec "$@"' \
+	_ "$tmp" "$AGENTRUN" --policy "$tmp/capture.json" --mount "$tmp/bin:/ar-bench" \
+	--mount "$tmp/sandbox-hosts:/etc/hosts" --proxy-log /dev/null \
+	-- sh -c 'a=$(getent hosts sink.bench.test | cut -d" " -f1); h=${HTTP_PROXY#http://}
+		for _ in $(seq 1 "$3"); do
+			printf "captured "; env -u HTTP_PROXY AR_BLAST_HOST=$a /ar-bench/ar-blast send "$1" "$2"
+			printf "connect "; AR_BLAST_PROXY_HOST=${h%:*} /ar-bench/ar-blast send "$1" "$2" "${h##*:}"
+		done' _ "$sink" "$BYTES" "$RUNS")
+captured=$(awk '$1 == "captured" {print $4}' <<<"$both" | median)
+connect=$(awk '$1 == "connect" {print $4}' <<<"$both" | median)
+printf '  %-36s %6s\n' "CONNECT through HTTP_PROXY" "$connect" "captured, by name (no proxy vars)" "$captured"
+echo "  captured/CONNECT $(ratio "$captured" "$connect") (target >= 0.9)"
 
 N=${CONCURRENT:-50}
 echo "== $N concurrent sandboxes from one policy, then kill -9 of every agentrun, then gc"

@@ -6,6 +6,7 @@
  *                                   on 127.0.0.1:PROXYPORT) and wait for the count (no half-close:
  *                                   not every peer proxy forwards one);
  *                                   prints "BYTES SECONDS GBPS"
+ *                                   (AR_BLAST_HOST: the sink's IPv4 address, else 127.0.0.1)
  *   ar-blast idle PORT N PROXYPORT  open N idle CONNECT tunnels to the sink, print "ready",
  *                                   hold them until stdin closes */
 #define _GNU_SOURCE
@@ -40,9 +41,14 @@ static struct sockaddr_in loopback(int port)
 	return a;
 }
 
+/* The sink on 127.0.0.1, or on $AR_BLAST_HOST (bench/net.sh: a synthetic address a
+ * sandbox's DNS stub handed out, reached through transparent capture). */
 static int dial(int port)
 {
+	const char *host = getenv("AR_BLAST_HOST");
 	struct sockaddr_in a = loopback(port);
+	if (host != NULL && inet_pton(AF_INET, host, &a.sin_addr) != 1)
+		die("AR_BLAST_HOST");
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd == -1 || connect(fd, (struct sockaddr *)&a, sizeof(a)) == -1)
 		die("connect");

@@ -264,6 +264,9 @@ struct ar_check_net_facts {
 	char **peer_links;	/* interfaces of the proxy netns */
 	char **peer_sockets;	/* its sockets: "tcp listen 10.254.0.1:3128", "udp 0.0.0.0:53" */
 	char peer_expected[32]; /* "tcp listen 10.254.0.1:3128" */
+	int capture;		/* transparent capture's rule and routes: 1 in place, 0 not,
+				 * -1 unknown (the proxy netns was not reached) */
+	const char *capture_missing; /* static text: which piece, when capture is 0 */
 };
 
 /* Read the sandbox netns of pid (through /proc/PID/ns/net) and, when proxy_pid > 0,

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "agentrun/capture.h"
 #include "agentrun/error.h"
 #include "agentrun/policy.h"
 
@@ -134,6 +135,10 @@ struct ar_net_proxy_opts {
 int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *px, ar_error_t *err);
 /* Hand the child its listener (made in the proxy netns while the child set itself up);
  * the child owns its copy. */
+/* The listener first, then (transparent capture) DNS UDP, DNS TCP and the captured
+ * TCP listeners, in one SCM_RIGHTS message. */
+int ar_net_proxy_give_listeners(struct ar_net_proxy *px, const int *fds, size_t n, ar_error_t *err);
+/* The listener alone (no capture). */
 int ar_net_proxy_give_listener(struct ar_net_proxy *px, int listener, ar_error_t *err);
 /* Wait for the child's report: 0 when it serves, -1 with its message. */
 int ar_net_proxy_ready(struct ar_net_proxy *px, ar_error_t *err);
@@ -213,6 +218,8 @@ struct ar_net {
 	struct ar_net_plan plan; /* network: proxy */
 	struct ar_net_topology topo;
 	struct ar_net_proxy proxy;
+	struct ar_capture_listeners cap; /* transparent capture: handed to the proxy */
+	int resolv_fd; /* the sandbox's /etc/resolv.conf (a sealed memfd), or -1 */
 };
 
 /* Before the clone: gc, the unique name, and for `network: proxy` the /30 and the audit
@@ -229,6 +236,9 @@ int ar_net_attach(struct ar_net *n, pid_t sandbox_pid, ar_error_t *err);
 int ar_net_ready(struct ar_net *n, const char *cgroup_dir, ar_error_t *err);
 /* The proxy URL for the environment, NULL without the proxy network. */
 const char *ar_net_proxy_url(const struct ar_net *n);
+/* With transparent capture: a sealed memfd holding the sandbox's /etc/resolv.conf
+ * (nameserver = the proxy's address: the DNS stub), else -1. Owned by n. */
+int ar_net_resolv_fd(const struct ar_net *n);
 /* Has the proxy died? (-1 when there is none.) Reaps it. */
 bool ar_net_proxy_died(struct ar_net *n);
 /* Stop the proxy, close the namespaces, release the /30, remove the state. Idempotent. */

@@ -19,7 +19,8 @@
 #include "agentrun/rules.h"
 #include "agentrun/util.h"
 
-#define AR_PROXY_MAX_LISTEN 8
+#define AR_PROXY_MAX_LISTEN  8
+#define AR_PROXY_MAX_CAPTURE 64 /* transparent TCP listeners (ports) */
 
 struct ar_policy;
 
@@ -92,6 +93,13 @@ struct ar_proxy_config {
 	bool dns_files_only;	  /* resolve from /etc/hosts only (tests) */
 	bool handle_signals;	  /* SIGTERM/SIGINT stop, SIGHUP reloads (signalfd) */
 	bool pass_forwarded;	  /* keep a client's Forwarded / X-Forwarded-For */
+	/* Transparent capture (docs/network.md): listening sockets made in the proxy netns
+	 * with IP_TRANSPARENT (ownership passes to the proxy; -1: none), and the synthetic
+	 * range the DNS stub hands out (NULL: AR_DNS_POOL_DEFAULT). */
+	int capture_fds[AR_PROXY_MAX_CAPTURE];
+	size_t n_capture_fds;
+	int dns_udp_fd, dns_tcp_fd;
+	const char *dns_pool;
 };
 
 struct ar_proxy_stats {
@@ -102,6 +110,7 @@ struct ar_proxy_stats {
 	uint64_t bytes_in;
 	uint64_t open_conns;
 	uint64_t log_dropped; /* log lines dropped because the log would have blocked */
+	uint64_t dns_queries; /* answered (or dropped) by the DNS stub; never forwarded */
 };
 
 struct ar_proxy;

@@ -49,7 +49,16 @@ struct ar_render_step {
 struct ar_render_plan {
 	struct ar_render_step *steps; /* UP steps, then RUN, then DOWN, then AUDIT */
 	size_t n_steps;
+	/* What the rendering cannot carry over from `agentrun run` (static text, lines
+	 * ending in \n, NULL when nothing): printed as comments (text, sh), "note" (json). */
+	const char *note;
 };
+
+/* The note of a policy whose proxy.transparent capture docker cannot reproduce. */
+#define AR_RENDER_NOTE_CAPTURE                                                                     \
+	"No equivalent here of agentrun run's transparent capture (proxy.transparent):\n"          \
+	"on docker's --internal network only clients that honour HTTP(S)_PROXY reach\n"            \
+	"the proxy; the others get no route, and no DNS stub answers by the allow-list.\n"
 
 struct ar_render_options {
 	const char *image;	 /* overrides the policy's `image`; NULL = use the policy's */

@@ -84,9 +84,10 @@ struct ar_mount_op {
 	char *source; /* host path for AR_MNT_BIND, else NULL */
 	char *target; /* absolute path inside the sandbox */
 	bool readonly;
-	char *what; /* the policy field or origin for messages ("p.json: mounts[0]") */
-	bool copy;  /* AR_MNT_BIND of a file (the kubeconfig): a private read-only copy
-		       owned by the sandbox's uid, on a tmpfs of its own, is bound instead */
+	char *what;    /* the policy field or origin for messages ("p.json: mounts[0]") */
+	bool copy;     /* AR_MNT_BIND of a file (the kubeconfig): a private read-only copy
+			  owned by the sandbox's uid, on a tmpfs of its own, is bound instead */
+	int source_fd; /* > 0: the source is this open file (a generated one), not a path */
 };
 
 struct ar_mount_plan {
@@ -101,6 +102,11 @@ struct ar_mount_plan {
 int ar_mount_plan_build(const struct ar_policy *p, const char *caller_home,
 			struct ar_mount_plan *plan, ar_error_t *err);
 void ar_mount_plan_free(struct ar_mount_plan *plan);
+/* Append a private read-only copy of the open file fd (not owned; open until the
+ * sandbox's root is built) at target: the generated /etc/resolv.conf of transparent
+ * capture. `what` names it in messages. */
+void ar_mount_plan_add_file(struct ar_mount_plan *plan, int fd, const char *target,
+			    const char *what);
 /* Is `path` equal to or below `dir` (both absolute, normalised)? */
 bool ar_path_under(const char *path, const char *dir);
 

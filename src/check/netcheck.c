@@ -18,7 +18,9 @@
 #include <unistd.h>
 #include <linux/sockios.h>
 
+#include "agentrun/capture.h"
 #include "agentrun/check.h"
+#include "agentrun/dns.h"
 #include "agentrun/net.h"
 #include "agentrun/util.h"
 
@@ -193,6 +195,7 @@ int ar_check_net_read(pid_t pid, pid_t proxy_pid, int port, struct ar_check_net_
 {
 	char path[64];
 	struct ar_check_net_facts *f = ar_xcalloc(1, sizeof(*f));
+	f->capture = -1;
 	ar_autoclose int host = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
 	ar_autoclose int ns = open(path, O_RDONLY | O_CLOEXEC);
@@ -216,6 +219,10 @@ int ar_check_net_read(pid_t pid, pid_t proxy_pid, int port, struct ar_check_net_
 		ar_autoclose int pns = proxy_netns(proxy_pid, ipbuf, port);
 		if (pns >= 0)
 			peer_facts(pns, host, f);
+		ar_auto_error ar_error_t cerr = NULL;
+		if (pns >= 0)
+			f->capture = ar_capture_verify_proxy_netns(pns, AR_NET_PROXY_IF, 0,
+								   &f->capture_missing, &cerr);
 	}
 	*out = f;
 	return 0;
@@ -282,6 +289,57 @@ bool ar_check_net_is_proxy_url(const struct ar_check_net_facts *f, const char *v
 	return ar_net_plan_of(&r, a, port, &plan) == 0 && strcmp(plan.proxy_url, v) == 0;
 }
 
+/* The sockets the proxy netns should hold: the listener, and with transparent capture
+ * the DNS stub's and one TCP listener on 0.0.0.0 per captured port (80, 443, each
+ * port a rule names, but the listener's own), sorted as the facts are. */
+static char **expected_sockets(const struct ar_policy *p, const struct ar_check_net_facts *f)
+{
+	char **v = ar_xcalloc(1, sizeof(char *));
+	struct ar_rules *rules = NULL;
+	ar_auto_error ar_error_t err = NULL;
+	strv_push(&v, f->peer_expected);
+	if (!p->proxy.transparent ||
+	    ar_rules_compile(p->allowed_hosts, p->n_allowed_hosts, p->origin, &rules, &err) == -1)
+		return v;
+	uint16_t *ports = NULL;
+	size_t n = 0;
+	ar_dns_rule_ports(rules, &ports, &n);
+	ar_rules_free(rules);
+	for (size_t i = 0; i < n; i++) {
+		char buf[48];
+		snprintf(buf, sizeof(buf), "tcp listen 0.0.0.0:%u", ports[i]);
+		if (ports[i] != p->proxy.port && ports[i] != AR_CAPTURE_DNS_PORT)
+			strv_push(&v, buf);
+	}
+	free(ports);
+	strv_push(&v, "tcp listen 0.0.0.0:53");
+	strv_push(&v, "udp 0.0.0.0:53");
+	qsort(v, ar_strv_len(v), sizeof(char *), cmp_str);
+	return v;
+}
+
+static bool same_set(char *const *a, char *const *b)
+{
+	if (ar_strv_len((char **)a) != ar_strv_len((char **)b))
+		return false;
+	for (size_t i = 0; a && a[i]; i++)
+		if (strcmp(a[i], b[i]) != 0)
+			return false;
+	return true;
+}
+
+/* Transparent capture: its rule and routes in the proxy netns (the sandbox's default
+ * route is proccheck.c's). */
+static void check_capture(const struct ar_policy *p, const struct ar_check_net_facts *f,
+			  struct ar_findings *out)
+{
+	if (!p->proxy.transparent || f->capture != 0)
+		return;
+	ar_findings_add(out, "transparent capture", "rule and routes in the proxy netns",
+			f->capture_missing ? f->capture_missing : "missing",
+			"restart it with agentrun run (the capture is made with the proxy netns)");
+}
+
 #define FIX_RESTART "restart it with agentrun run (the sandbox netns is made with only lo and eth0)"
 
 void ar_check_net(const struct ar_policy *p, char *const *netdevs,
@@ -318,9 +376,12 @@ void ar_check_net(const struct ar_policy *p, char *const *netdevs,
 		ar_findings_add(out, "proxy netns interfaces", "lo,veth0", have,
 				"remove the extra interface from the proxy netns or " FIX_RESTART);
 	}
-	if (!only(f->peer_sockets, f->peer_expected, NULL)) {
+	ar_autostrv char **want = expected_sockets(p, f);
+	if (!same_set(f->peer_sockets, want)) {
 		ar_autofree char *have = joined(f->peer_sockets);
-		ar_findings_add(out, "proxy netns sockets", f->peer_expected, have,
-				"close what else listens there; only the proxy's listener belongs");
+		ar_autofree char *w = joined(want);
+		ar_findings_add(out, "proxy netns sockets", w, have,
+				"close what else listens there; only the proxy's listeners belong");
 	}
+	check_capture(p, f, out);
 }

@@ -272,8 +272,15 @@ static void check_network(const struct ctx *c)
 		add(c, "network interfaces", "lo", b.len ? b.data : "none",
 		    "policy \"network\": \"none\" (agentrun run leaves only loopback)");
 	}
-	if (c->f->default_route) {
-		ar_autofree char *have = ar_xasprintf("via %s", c->f->default_route);
+	/* transparent capture routes everything to the proxy's end of the veth */
+	bool capture = c->p->network == AR_NETWORK_PROXY && c->p->proxy.transparent;
+	const char *dr = c->f->default_route;
+	if (capture && (dr == NULL || strcmp(dr, "eth0") != 0)) {
+		ar_autofree char *have = dr ? ar_xasprintf("via %s", dr) : ar_xstrdup("absent");
+		add(c, "default route", "via eth0", have,
+		    "agentrun run (transparent capture routes everything to the proxy)");
+	} else if (!capture && dr) {
+		ar_autofree char *have = ar_xasprintf("via %s", dr);
 		add(c, "default route", "absent", have,
 		    "agentrun run (the sandbox netns has no default route)");
 	}

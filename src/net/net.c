@@ -5,12 +5,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "agentrun/capture.h"
 #include "agentrun/cgroup.h"
+#include "agentrun/proxy.h"
+#include "agentrun/rules.h"
 #include "agentrun/net.h"
 #include "agentrun/util.h"
 #include "net-internal.h"
@@ -80,6 +85,82 @@ static int start_network(struct ar_net *n, const struct ar_net_opts *o, ar_error
 	return open_files(n, o, err);
 }
 
+/* Transparent capture (docs/network.md): the sandbox's resolv.conf names the proxy's
+ * address, where the DNS stub answers. A sealed memfd: nothing on the host's disk,
+ * gone with agentrun; the sandbox's mount code binds a copy of it. */
+static int make_resolv(struct ar_net *n, ar_error_t *err)
+{
+	char text[128];
+	int len = snprintf(text, sizeof(text),
+			   "# agentrun: the DNS stub of the proxy (network: proxy, "
+			   "transparent)\nnameserver %s\n",
+			   n->plan.proxy_ip);
+	n->resolv_fd = memfd_create("resolv.conf", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (n->resolv_fd == -1 || ar_write_all(n->resolv_fd, text, (size_t)len) == -1 ||
+	    fcntl(n->resolv_fd, F_ADD_SEALS,
+		  F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) == -1)
+		return ar_error_make(err, errno, "network: the sandbox's resolv.conf");
+	return 0;
+}
+
+/* The captured ports (80, 443, every port a rule names) but the explicit listener's,
+ * which is bound on the proxy's address already. */
+static int capture_ports(const struct ar_policy *p, int explicit_port, uint16_t **ports, size_t *n,
+			 ar_error_t *err)
+{
+	struct ar_rules *rules = NULL;
+	if (ar_rules_compile(p->allowed_hosts, p->n_allowed_hosts, p->origin, &rules, err) == -1)
+		return -1;
+	ar_capture_ports(rules, ports, n);
+	ar_rules_free(rules);
+	size_t k = 0;
+	for (size_t i = 0; i < *n; i++)
+		if ((*ports)[i] != explicit_port)
+			(*ports)[k++] = (*ports)[i];
+	*n = k;
+	if (k > AR_PROXY_MAX_CAPTURE)
+		return ar_error_make(err, 0,
+				     "%s: allowed_hosts name %zu ports; transparent capture "
+				     "listens on at most %d (set proxy.transparent to false)",
+				     p->origin, k, AR_PROXY_MAX_CAPTURE);
+	return 0;
+}
+
+/* In the proxy netns, while privileged (IP_TRANSPARENT): the listeners of the capture,
+ * then every socket to the proxy in one message. */
+static int hand_over(struct ar_net *n, ar_error_t *err)
+{
+	int fds[AR_PROXY_MAX_CAPTURE + 3] = {n->topo.listener};
+	size_t nf = 1;
+	if (n->p->proxy.transparent) {
+		ar_autofree uint16_t *ports = NULL;
+		size_t np = 0;
+		if (capture_ports(n->p, n->plan.port, &ports, &np, err) == -1 ||
+		    ar_capture_listen(n->topo.proxy_ns, ports, np, &n->cap, err) == -1)
+			return ar_error_wrap(err, "transparent capture");
+		fds[nf++] = n->cap.dns_udp;
+		fds[nf++] = n->cap.dns_tcp;
+		for (size_t i = 0; i < n->cap.n_tcp; i++)
+			fds[nf++] = n->cap.tcp[i];
+	}
+	int r = ar_net_proxy_give_listeners(&n->proxy, fds, nf, err);
+	ar_capture_listeners_close(&n->cap); /* the proxy has them now */
+	return r;
+}
+
+/* After the veth: every packet from the sandbox is local to the proxy netns, and the
+ * sandbox routes everything there. */
+static int capture_routes(struct ar_net *n, ar_error_t *err)
+{
+	if (!n->p->proxy.transparent)
+		return 0;
+	if (ar_capture_setup_proxy_netns(n->topo.proxy_ns, AR_NET_PROXY_IF, 0, AR_DNS_POOL_DEFAULT,
+					 err) == -1 ||
+	    ar_capture_setup_sandbox_route(n->topo.sandbox_ns, n->plan.proxy, err) == -1)
+		return ar_error_wrap(err, "transparent capture");
+	return 0;
+}
+
 static int start_proxy(struct ar_net *n, ar_error_t *err)
 {
 	char cgname[AR_POLICY_NAME_MAX + 48];
@@ -109,6 +190,8 @@ int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_ne
 			     .proxy = {.pid = -1, .report = -1, .chan = -1},
 			     .audit_fd = -1,
 			     .log_fd = -1,
+			     .cap = {.dns_udp = -1, .dns_tcp = -1},
+			     .resolv_fd = -1,
 			     .no_cgroups = o->no_cgroups};
 	n->state.net_index = -1;
 	if (geteuid() == 0)
@@ -122,6 +205,8 @@ int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_ne
 	snprintf(n->state.policy, sizeof(n->state.policy), "%s",
 		 o->policy_path ? o->policy_path : "");
 	if (p->network == AR_NETWORK_PROXY && start_network(n, o, err) == -1)
+		goto fail;
+	if (p->network == AR_NETWORK_PROXY && p->proxy.transparent && make_resolv(n, err) == -1)
 		goto fail;
 	return 0;
 fail:
@@ -145,10 +230,11 @@ int ar_net_attach(struct ar_net *n, pid_t sandbox_pid, ar_error_t *err)
 		return -1;
 	close_fd(&n->audit_fd); /* the proxy has its copies now */
 	close_fd(&n->log_fd);
-	if (ar_net_topology_open(&n->topo, &n->plan, err) == -1 ||
-	    ar_net_proxy_give_listener(&n->proxy, n->topo.listener, err) == -1)
+	if (ar_net_topology_open(&n->topo, &n->plan, err) == -1 || hand_over(n, err) == -1)
 		return -1;
-	return ar_net_topology_wire(&n->topo, fd, err);
+	if (ar_net_topology_wire(&n->topo, fd, err) == -1)
+		return -1;
+	return capture_routes(n, err);
 }
 
 int ar_net_ready(struct ar_net *n, const char *cgroup_dir, ar_error_t *err)
@@ -163,6 +249,11 @@ int ar_net_ready(struct ar_net *n, const char *cgroup_dir, ar_error_t *err)
 		snprintf(n->state.cgroup, sizeof(n->state.cgroup), "%s", cgroup_dir);
 	n->state_written = true;
 	return ar_net_state_write(&n->state, err);
+}
+
+int ar_net_resolv_fd(const struct ar_net *n)
+{
+	return n->resolv_fd;
 }
 
 const char *ar_net_proxy_url(const struct ar_net *n)
@@ -183,6 +274,8 @@ void ar_net_stop(struct ar_net *n)
 	ar_net_topology_close(&n->topo);
 	close_fd(&n->audit_fd);
 	close_fd(&n->log_fd);
+	close_fd(&n->resolv_fd);
+	ar_capture_listeners_close(&n->cap);
 	if (n->allocated)
 		ar_net_release(&n->plan);
 	n->allocated = false;

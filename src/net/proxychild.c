@@ -43,9 +43,11 @@
 struct child {
 	const struct ar_net_proxy_opts *o;
 	pid_t parent;
-	int chan;     /* the parent sends the listener here once it exists */
-	int listener; /* received */
-	int report;   /* write */
+	int chan;			   /* the parent sends the listener here once it exists */
+	int listener;			   /* received */
+	int fds[AR_PROXY_MAX_CAPTURE + 3]; /* received: the listener, then the capture's */
+	size_t n_fds;
+	int report; /* write */
 	const struct ar_cgroup *cg;
 	int cg_self[4];
 	size_t n_cg_self;
@@ -167,6 +169,12 @@ static int build_proxy(struct child *c, ar_error_t *err)
 					     p->proxy.allow_private[i]);
 	cfg.policy = p;
 	cfg.listen_fds[cfg.n_listen_fds++] = c->listener;
+	if (c->n_fds >= 3) { /* transparent capture: DNS UDP, DNS TCP, captured TCP */
+		cfg.dns_udp_fd = c->fds[1];
+		cfg.dns_tcp_fd = c->fds[2];
+		for (size_t i = 3; i < c->n_fds; i++)
+			cfg.capture_fds[cfg.n_capture_fds++] = c->fds[i];
+	}
 	cfg.audit_fd = c->o->audit_fd;
 	cfg.log_fd = c->o->log_fd;
 	cfg.allow_private = priv;
@@ -200,19 +208,21 @@ static int drop_privileges(struct child *c, ar_error_t *err)
 	return 0;
 }
 
-/* The listener, made in the proxy netns while the steps above ran (SCM_RIGHTS). An
- * empty read: agentrun gave up, and says why. */
+/* The listener (and the capture's sockets), made in the proxy netns while the steps
+ * above ran (SCM_RIGHTS). An empty read: agentrun gave up, and says why. */
 static int receive_listener(struct child *c, ar_error_t *err)
 {
-	char b, ctl[CMSG_SPACE(sizeof(int))];
+	char b, ctl[CMSG_SPACE(sizeof(c->fds))];
 	struct iovec iov = {.iov_base = &b, .iov_len = 1};
 	struct msghdr msg = {
 	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
 	ssize_t n = TEMP_FAILURE_RETRY(recvmsg(c->chan, &msg, MSG_CMSG_CLOEXEC));
 	struct cmsghdr *cm = n == 1 ? CMSG_FIRSTHDR(&msg) : NULL;
-	if (cm == NULL || cm->cmsg_type != SCM_RIGHTS)
+	if (cm == NULL || cm->cmsg_type != SCM_RIGHTS || (msg.msg_flags & MSG_CTRUNC))
 		_exit(1);
-	memcpy(&c->listener, CMSG_DATA(cm), sizeof(int));
+	c->n_fds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+	memcpy(c->fds, CMSG_DATA(cm), c->n_fds * sizeof(int));
+	c->listener = c->fds[0];
 	close(c->chan);
 	c->chan = -1;
 	return 0;
@@ -343,25 +353,34 @@ fail:
 	return -1;
 }
 
-int ar_net_proxy_give_listener(struct ar_net_proxy *px, int listener, ar_error_t *err)
+int ar_net_proxy_give_listeners(struct ar_net_proxy *px, const int *fds, size_t n, ar_error_t *err)
 {
-	char b = 'l', ctl[CMSG_SPACE(sizeof(int))] = {0};
+	char b = 'l', ctl[CMSG_SPACE(sizeof(int) * (AR_PROXY_MAX_CAPTURE + 3))] = {0};
 	struct iovec iov = {.iov_base = &b, .iov_len = 1};
-	struct msghdr msg = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
+	struct msghdr msg = {.msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = ctl,
+			     .msg_controllen = CMSG_SPACE(sizeof(int) * n)};
+	if (n == 0 || n > AR_PROXY_MAX_CAPTURE + 3)
+		return ar_error_make(err, EINVAL, "proxy: %zu listening sockets", n);
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &listener, sizeof(int));
-	ssize_t n = TEMP_FAILURE_RETRY(sendmsg(px->chan, &msg, MSG_NOSIGNAL));
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+	ssize_t sent = TEMP_FAILURE_RETRY(sendmsg(px->chan, &msg, MSG_NOSIGNAL));
 	int e = errno;
 	close(px->chan);
 	px->chan = -1;
 	/* a child that died already tells why in its report */
-	if (n == -1 && e != EPIPE && e != ECONNRESET)
+	if (sent == -1 && e != EPIPE && e != ECONNRESET)
 		return ar_error_make(err, e, "proxy: hand over the listener");
 	return 0;
+}
+
+int ar_net_proxy_give_listener(struct ar_net_proxy *px, int listener, ar_error_t *err)
+{
+	return ar_net_proxy_give_listeners(px, &listener, 1, err);
 }
 
 int ar_net_proxy_ready(struct ar_net_proxy *px, ar_error_t *err)

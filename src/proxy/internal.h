@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "agentrun/capture.h"
+#include "agentrun/dns.h"
 #include "agentrun/http1.h"
 #include "agentrun/policy.h"
 #include "agentrun/proxy.h"
@@ -102,6 +104,7 @@ enum cstate {
 	CS_TUNNEL,  /* CONNECT relay */
 	CS_REPLY,   /* sending a response the proxy made */
 	CS_LINGER,  /* write side shut, draining input before close */
+	CS_SNIFF,   /* captured, to a literal address: reading the SNI or Host it names */
 	CS_DEAD,
 };
 
@@ -120,6 +123,7 @@ struct client {
 	bool tunnel_bufs_freed;
 	bool sni_wait;	 /* CONNECT: the ClientHello is read and checked before relaying */
 	bool host_is_ip; /* the request names an IP literal */
+	bool captured;	 /* transparent capture: no request head, decided by name */
 	int fd;
 	struct ar_proxy *px;
 	struct client *next, *prev;
@@ -133,6 +137,7 @@ struct client {
 	struct lookup *lookup;
 	upstream_done_fn *up_done; /* how upstream_start ends */
 	struct cand *cands;
+	struct cand pin; /* family 0, or the only address the name may be dialled at */
 	uint8_t n_cands, next_cand;
 	struct ar_h1_scan scan;
 
@@ -205,6 +210,16 @@ struct ar_proxy {
 	struct pipe_pool *pipes;
 	ares_channel ares;
 	struct dns_sock *dns_socks;
+	/* transparent capture (capture.c, dnsd.c) */
+	struct listener capture[AR_PROXY_MAX_CAPTURE];
+	size_t n_capture;
+	int dns_udp, dns_tcp;
+	struct ev_io dns_udp_io, dns_tcp_io;
+	struct ar_capture_dgram *dgrams; /* AR_CAPTURE_BATCH, allocated once */
+	size_t n_dns_conns;
+	struct dns_conn *dns_conns; /* open DNS-over-TCP clients, closed at free */
+	struct ar_dns_pool *dns_pool;
+	struct ar_dns_stub *dns_stub;
 	char *spare[128]; /* idle AR_IOBUF_UNIT buffers */
 	size_t n_spare;
 	struct ar_buf line; /* scratch for audit and log lines */
@@ -213,7 +228,25 @@ struct ar_proxy {
 	bool reload;
 };
 
+/* dnsd.c: the DNS stub; capture.c: captured TCP connections */
+int dnsd_start(struct ar_proxy *px, ar_error_t *err);
+void dnsd_close_all(struct ar_proxy *px); /* before the loop's final ev_collect */
+/* Audit and log a record made outside a client (sets at_ms and id, counts it). */
+void proxy_record(struct ar_proxy *px, struct ar_audit_rec *r);
+int capture_init(struct ar_proxy *px, const struct ar_proxy_config *cfg, ar_error_t *err);
+int capture_start(struct ar_proxy *px, ar_error_t *err);
+void capture_free(struct ar_proxy *px);
+/* The first bytes of a captured connection (r: what the ClientHello parser made of
+ * them) name the audit's method (TLS, HTTP, TCP); plain HTTP must carry Host == the
+ * connection's name. 0, or -1 with c->reason set (421). */
+int captured_check(struct client *c, int r);
+/* CS_SNIFF: a captured connection to a literal address, until its SNI or Host. */
+bool step_sniff(struct client *c);
+
 /* loop.c: the connection driver */
+/* A client on an accepted socket, registered with the loop (not yet run); NULL when
+ * refused (over --max-conns: answered 503 and audited). */
+struct client *client_new(struct ar_proxy *px, int fd);
 void client_run(struct client *c);
 void client_close(struct client *c);
 /* Move the client's timer to its nearest deadline (only ever earlier: a timer that

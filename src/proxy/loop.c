@@ -30,6 +30,7 @@ void ar_proxy_config_init(struct ar_proxy_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->audit_fd = -1;
 	cfg->log_fd = -1;
+	cfg->dns_udp_fd = cfg->dns_tcp_fd = -1;
 }
 
 /* ---- clients ---- */
@@ -105,6 +106,9 @@ void client_run(struct client *c)
 			break;
 		case CS_LINGER:
 			more = step_linger(c);
+			break;
+		case CS_SNIFF:
+			more = step_sniff(c);
 			break;
 		default:
 			more = false;
@@ -192,11 +196,11 @@ static void refuse_overload(struct ar_proxy *px, int fd)
 	logq_line(&px->log, px->line.data, px->line.len);
 }
 
-static void new_client(struct ar_proxy *px, int fd)
+struct client *client_new(struct ar_proxy *px, int fd)
 {
 	if (px->n_clients >= (size_t)px->cfg.max_conns) {
 		refuse_overload(px, fd);
-		return;
+		return NULL;
 	}
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -219,9 +223,16 @@ static void new_client(struct ar_proxy *px, int fd)
 	if (ev_add(&px->loop, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, &c->io) == -1) {
 		c->status = 0;
 		client_close(c);
-		return;
+		return NULL;
 	}
-	client_run(c);
+	return c;
+}
+
+static void new_client(struct ar_proxy *px, int fd)
+{
+	struct client *c = client_new(px, fd);
+	if (c != NULL)
+		client_run(c);
 }
 
 static void do_accept(void *arg, uint32_t events)
@@ -324,6 +335,8 @@ static int load_egress(struct ar_proxy *px, struct ar_egress **out, ar_error_t *
 
 static void egress_swap(struct ar_proxy *px, struct ar_egress *e)
 {
+	if (px->dns_stub) /* the pool, and every address handed out, stays */
+		ar_dns_stub_set_rules(px->dns_stub, e->rules);
 	ar_egress_unref(px->egress);
 	px->egress = e;
 }
@@ -593,6 +606,7 @@ int ar_proxy_create(const struct ar_proxy_config *cfg, struct ar_proxy **out, ar
 {
 	ar_autoproxy struct ar_proxy *px = ar_xcalloc(1, sizeof(*px));
 	px->loop.epfd = px->loop.wakefd = px->sigfd = px->audit_fd = -1;
+	px->dns_udp = px->dns_tcp = -1;
 	px->log.fd = -1;
 	copy_config(px, cfg);
 	logq_open(&px->log, cfg->log_fd);
@@ -600,8 +614,8 @@ int ar_proxy_create(const struct ar_proxy_config *cfg, struct ar_proxy **out, ar
 	struct sigaction sa;
 	if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
 		signal(SIGPIPE, SIG_IGN); /* splice(2) to a reset socket raises it */
-	if (open_listeners(px, cfg, err) == -1 || first_egress(px, cfg, err) == -1 ||
-	    open_audit(px, cfg, err) == -1)
+	if (open_listeners(px, cfg, err) == -1 || capture_init(px, cfg, err) == -1 ||
+	    first_egress(px, cfg, err) == -1 || open_audit(px, cfg, err) == -1)
 		return -1;
 	if (ev_init(&px->loop, err) == -1)
 		return -1;
@@ -618,6 +632,7 @@ static void finish_all(struct ar_proxy *px)
 {
 	while (px->clients)
 		client_close(px->clients);
+	dnsd_close_all(px);
 	ev_collect(&px->loop);
 }
 
@@ -640,7 +655,7 @@ static void log_summary(struct ar_proxy *px)
 
 int ar_proxy_run(struct ar_proxy *px, ar_error_t *err)
 {
-	if (watch_listeners(px, err) == -1)
+	if (watch_listeners(px, err) == -1 || capture_start(px, err) == -1)
 		return -1;
 	log_rules(px, "listening on");
 	px->loop.now = proxy_now();
@@ -688,6 +703,7 @@ void ar_proxy_free(struct ar_proxy *px)
 	ev_collect(&px->loop);
 	for (size_t i = 0; i < px->n_listeners; i++)
 		close(px->listeners[i].fd);
+	capture_free(px);
 	ev_free(&px->loop);
 	int fds[] = {px->sigfd, px->audit_fd};
 	for (size_t i = 0; i < AR_ARRAY_SIZE(fds); i++)

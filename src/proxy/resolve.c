@@ -160,6 +160,11 @@ static bool filter_cands(struct client *c)
 	for (uint8_t i = 0; i < c->n_cands; i++) {
 		struct cand k = c->cands[i];
 		cand_normalize(&k);
+		/* a captured connection goes where the client dialled, or nowhere */
+		if (c->pin.family != 0 &&
+		    (k.family != c->pin.family ||
+		     memcmp(k.addr, c->pin.addr, k.family == AF_INET ? 4 : 16)))
+			continue;
 		enum ar_addr_class cls = ar_proxy_addr_classify(k.family, k.addr);
 		if (cls == AR_ADDR_PUBLIC || c->rule_literal ||
 		    egress_private_ok(c->egress, k.family, k.addr)) {
@@ -174,6 +179,13 @@ static bool filter_cands(struct client *c)
 	if (kept > 0)
 		return true;
 	char a[INET6_ADDRSTRLEN + 8], why[AR_HOST_MAX + 160];
+	if (refused.family == 0 && c->pin.family != 0) {
+		cand_text(&c->pin, 0, a, sizeof(a));
+		snprintf(why, sizeof(why), "%s does not resolve to %s, the address dialled",
+			 c->host, a);
+		c->up_done(c, 403, why);
+		return false;
+	}
 	cand_text(&refused, 0, a, sizeof(a));
 	snprintf(why, sizeof(why),
 		 "%s resolves to %s, a %s address (allow it with --allow-private)", c->host, a,

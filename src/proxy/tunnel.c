@@ -186,9 +186,12 @@ static int send_established(struct client *c)
 }
 
 /* The bytes the client sent after its CONNECT head or read for the SNI check go to
- * the origin before the relay takes over. Same returns as send_established. */
+ * the origin before the relay takes over. Same returns as send_established, and -2
+ * when they are more than the byte budget has room for (nothing of them is sent). */
 static int send_early(struct client *c)
 {
+	if (c->in.len - c->in.off > budget_room(c))
+		return -2;
 	while (c->in.off < c->in.len) {
 		ssize_t n =
 		    send(c->up->fd, c->in.p + c->in.off, c->in.len - c->in.off, MSG_NOSIGNAL);
@@ -215,6 +218,12 @@ static enum tunnel_end sni_verdict(struct client *c, int r, const char *name, co
 	struct ar_host h;
 	ar_auto_error ar_error_t err = NULL;
 	c->sni_wait = false;
+	if (c->captured) {
+		if (captured_check(c, r) != 0)
+			return TUNNEL_SNI;
+		if (mode == AR_SNI_OFF) /* a captured connection has no CONNECT to trust */
+			mode = AR_SNI_CHECK;
+	}
 	switch (r) {
 	case AR_SNI_FOUND:
 		if (ar_host_canonicalize(name, &h, &err) == 0 && strcmp(h.name, c->host) == 0)
@@ -336,7 +345,7 @@ static enum tunnel_end tunnel_prologue(struct client *c)
 	}
 	int early = send_early(c);
 	if (early < 0)
-		return TUNNEL_BROKEN;
+		return early == -2 ? TUNNEL_BUDGET : TUNNEL_BROKEN;
 	if (out == 0 && early == 0) {
 		/* the relay needs no user-space buffers: give them back */
 		iobuf_free(c->px, &c->in);

@@ -301,6 +301,8 @@ int ar_render_plan_build(const struct ar_policy *p, const struct ar_render_optio
 		struct ar_render_step *s = add_step(plan, AR_RENDER_UP, "connect proxy");
 		args(s, "docker", "network", "connect", p->net_name, p->proxy_name, NULL);
 		finish_step(s);
+		if (p->proxy.transparent)
+			plan->note = AR_RENDER_NOTE_CAPTURE;
 	}
 	agent_step(p, image, o, plan);
 	teardown_steps(p, plan);

@@ -60,8 +60,20 @@ static bool shown_in_plan(const struct ar_render_step *s)
 	return s->phase == AR_RENDER_UP || s->phase == AR_RENDER_RUN;
 }
 
+/* Each line of the plan's note as a `# ` comment. */
+static void print_note(const struct ar_render_plan *plan, struct ar_buf *out)
+{
+	for (const char *l = plan->note; l && *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t n = nl ? (size_t)(nl - l) : strlen(l);
+		ar_buf_printf(out, "# %.*s\n", (int)n, l);
+		l += n + (nl != NULL);
+	}
+}
+
 void ar_render_print_text(const struct ar_render_plan *plan, struct ar_buf *out)
 {
+	print_note(plan, out);
 	for (size_t i = 0; i < plan->n_steps; i++)
 		if (shown_in_plan(&plan->steps[i]))
 			print_command(&plan->steps[i], out);
@@ -106,6 +118,10 @@ void ar_render_print_json(const struct ar_render_plan *plan, struct ar_buf *out)
 	json_list(plan, "down", false, AR_RENDER_DOWN, out);
 	ar_buf_puts(out, ",\n");
 	json_list(plan, "audit", false, AR_RENDER_AUDIT, out);
+	if (plan->note) {
+		ar_buf_puts(out, ",\n  \"note\": ");
+		ar_json_quote(out, plan->note);
+	}
 	ar_buf_puts(out, "\n}\n");
 }
 
@@ -188,6 +204,7 @@ void ar_render_print_sh(const struct ar_policy *p, const struct ar_render_plan *
 				 "#   run    run the agent container in the foreground\n"
 				 "#   down   remove the agent container\n"
 				 "#   audit  fails: there is no proxy\n");
+	print_note(plan, out);
 	ar_buf_puts(out, "# Each command is echoed on stderr with `+ ` before it runs.\nset -eu\n");
 	sh_function(p, plan, AR_RENDER_UP, out);
 	sh_function(p, plan, AR_RENDER_RUN, out);

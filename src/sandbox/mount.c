@@ -767,7 +767,8 @@ static int *open_sources(const struct ar_mount_plan *plan, ar_error_t *err)
 		const struct ar_mount_op *op = &plan->ops[i];
 		if (op->kind != AR_MNT_BIND)
 			continue;
-		fds[i] = open_source(op->source, 0);
+		fds[i] = op->source_fd > 0 ? fcntl(op->source_fd, F_DUPFD_CLOEXEC, 3)
+					   : open_source(op->source, 0);
 		if (fds[i] == -1) {
 			/* "p.json: mounts[1]" names a mount, whose path is its .source;
 			 * "p.json: kubeconfig" is the path itself */

@@ -125,6 +125,14 @@ static int add_policy_mounts(const struct ar_policy *p, struct ar_mount_plan *pl
 	return 0;
 }
 
+void ar_mount_plan_add_file(struct ar_mount_plan *plan, int fd, const char *target,
+			    const char *what)
+{
+	add(plan, AR_MNT_BIND, what, target, true, ar_xstrdup(what));
+	plan->ops[plan->n_ops - 1].copy = true;
+	plan->ops[plan->n_ops - 1].source_fd = fd;
+}
+
 int ar_mount_plan_build(const struct ar_policy *p, const char *caller_home,
 			struct ar_mount_plan *plan, ar_error_t *err)
 {

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -77,6 +78,15 @@ static int prepare(struct sandbox *sb, ar_error_t *err)
 	return ar_mount_plan_build(sb->p, sb->o->caller_home, &sb->plan, err);
 }
 
+static bool resolv_conf_coverable(const char *rootfs)
+{
+	struct stat st;
+	if (rootfs == NULL)
+		return true; /* the host view is a tmpfs: a mount point can be made */
+	ar_autofree char *path = ar_xasprintf("%s/etc/resolv.conf", rootfs);
+	return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 /* The network (DESIGN §7, src/net/): gc of dead sandboxes, this sandbox's name and
  * state; for `network: proxy` the /30 and the audit file. `none` is the bare network
  * namespace the clone creates (loopback only, brought up by the child). The
@@ -92,6 +102,11 @@ static int network(struct sandbox *sb, ar_error_t *err)
 	if (ar_net_start(&sb->net, sb->p, &o, err) == -1)
 		return -1;
 	sb->env = ar_sandbox_env_net(sb->p, sb->o, ar_net_proxy_url(&sb->net));
+	/* transparent capture: the sandbox's resolver is the proxy's DNS stub (in a rootfs,
+	 * nothing is created: only a regular /etc/resolv.conf there is covered) */
+	if (ar_net_resolv_fd(&sb->net) >= 0 && resolv_conf_coverable(sb->plan.rootfs))
+		ar_mount_plan_add_file(&sb->plan, ar_net_resolv_fd(&sb->net), "/etc/resolv.conf",
+				       "network: proxy: /etc/resolv.conf");
 	return 0;
 }
 

@@ -97,8 +97,11 @@ fi
 run_fake "script up" 0 sh "$script" up
 expect_eq "up runs the plan's up steps" "$(head -4 "$AR_TMP/want.steps")" "$(cat "$log")"
 expect_eq "up echoes each command with + first" \
-	"$(head -4 "$AR_TMP/plan.joined" | sed 's/^/+ /')" "$(cat "$AR_TMP/err")"
+	"$(grep -v "^#" "$AR_TMP/plan.joined" | head -4 | sed "s/^/+ /")" "$(cat "$AR_TMP/err")"
 expect_eq "up echoes exactly four commands" 4 "$(grep -c '^+ docker ' "$AR_TMP/err")"
+expect_match "text says docker has no transparent capture" "^# No equivalent here of agentrun run's transparent capture" "$(head -1 "$AR_TMP/plan.txt")"
+expect_match "json says it too" "transparent capture" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["note"])' "$AR_TMP/plan.json")"
+expect_match "the script says it too" "transparent capture" "$(grep '^# No equivalent' "$script")"
 run_fake "script run" 0 sh "$script" run
 expect_eq "run runs the agent step" "$(sed -n 5p "$AR_TMP/want.steps")" "$(cat "$log")"
 plan_argv "$AR_TMP/plan.json" down >"$AR_TMP/want.down"

@@ -2,6 +2,8 @@
 # agentrun check --name / --pid on a network: proxy sandbox: a healthy sandbox has no
 # drift; an extra interface, a default route, a route past the /30, a missing proxy
 # variable and another listener in the proxy netns each give one finding with its fix.
+# With transparent capture (the default): healthy with its default route, DNS and
+# captured listeners; a missing default route or capture rule is one finding each.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/integration/proxy/common.sh
@@ -12,7 +14,8 @@ need_cmd ip
 NAME="netc-$$"
 POLICY="$AR_TMP/policy.json"
 cat >"$POLICY" <<JSON
-{"name": "$NAME", "allowed_hosts": ["api.test.example:443"], "user": "1000"}
+{"name": "$NAME", "allowed_hosts": ["api.test.example:443"], "user": "1000",
+ "proxy": {"transparent": false}}
 JSON
 # the command, and a second process inside without HTTP_PROXY
 "$AGENTRUN" run --policy "$POLICY" -- sh -c \
@@ -77,6 +80,41 @@ kill "$PEER"
 wait "$PEER" 2>/dev/null || true
 
 expect_status "back to healthy" 0 "$AGENTRUN" check --name "$SB"
+
+# transparent capture
+CPOL="$AR_TMP/capture.json"
+cat >"$CPOL" <<JSON
+{"name": "$NAME-c", "allowed_hosts": ["api.test.example:443", "ssh.test.example:22"], "user": "1000"}
+JSON
+"$AGENTRUN" run --policy "$CPOL" -- sleep 30 >"$AR_TMP/crun.out" 2>"$AR_TMP/crun.err" &
+CRUN=$!
+on_exit "kill -TERM $CRUN; wait $CRUN"
+CSB="$NAME-c-$CRUN"
+for _ in $(seq 1 100); do
+	grep -q '^pid=[1-9]' "/run/agentrun/$CSB/state" 2>/dev/null && break
+	sleep 0.05
+done
+CINIT=$(sed -n 's/^pid=//p' "/run/agentrun/$CSB/state")
+CST=$(cat "/run/agentrun/$CSB/state")
+cpip=$(printf '%s\n' "$CST" | sed -n 's/^proxy_ip=//p')
+cppid=$(printf '%s\n' "$CST" | sed -n 's/^proxy_pid=//p')
+sleep 0.3
+expect_status "capture: healthy, no drift" 0 "$AGENTRUN" check --name "$CSB"
+in_proxy() { python3 "$AR_SOURCE_DIR/tests/integration/net/peerns.py" "$cppid" "$cpip" 3128 -- "$@"; }
+expect_match "capture: the proxy netns listens on 22, 53, 80, 443" \
+	"0\.0\.0\.0:22 .*0\.0\.0\.0:53 .*0\.0\.0\.0:80 .*0\.0\.0\.0:443 " \
+	"$(in_proxy ss -Hltn | awk '{print $4}' | sort -t: -k2 -n | tr '\n' ' ')"
+expect_eq "capture: the proxy netns has no route out (nothing can be forwarded)" \
+	"$cpip" "$(in_proxy ip -4 route show table main | grep -v '^local' | awk '{print $NF}' | tr '\n' ' ' | sed 's/ $//')"
+nsenter -t "$CINIT" -n ip route del default
+expect_status "capture: no default route: drift" 1 "$AGENTRUN" check --name "$CSB"
+expect_eq "capture: no default route: one finding" "DRIFT default route expected via eth0 actual absent" "$(grep DRIFT "$AR_TMP/out")"
+nsenter -t "$CINIT" -n ip route add default via "$cpip" dev eth0 onlink
+in_proxy ip rule del iif veth0 lookup 100
+expect_status "capture: no rule: drift" 1 "$AGENTRUN" check --name "$CSB"
+expect_match "capture: no rule: one finding" "^DRIFT transparent capture expected rule and routes in the proxy netns actual .+" "$(grep DRIFT "$AR_TMP/out")"
+in_proxy ip rule add iif veth0 lookup 100 priority 100
+expect_status "capture: back to healthy" 0 "$AGENTRUN" check --name "$CSB"
 expect_status "--name of no sandbox: 2" 2 "$AGENTRUN" check --name "nope-$$"
 expect_match "--name of no sandbox: the message" "agentrun: check: --name \`nope-$$\`: no such sandbox" "$(cat "$AR_TMP/err")"
 finish

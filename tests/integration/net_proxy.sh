@@ -20,7 +20,7 @@ NAME="netp-$$"
 POLICY="$AR_TMP/policy.json"
 cat >"$POLICY" <<JSON
 {"name": "$NAME", "allowed_hosts": ["api.test.example:$ORIG"],
- "proxy": {"allow_private": ["127.0.0.1"]}}
+ "proxy": {"allow_private": ["127.0.0.1"], "transparent": false}}
 JSON
 python3 "$AR_TMP/bin/netprobe.py" serve-abstract "agentrun-test-$$" >"$AR_TMP/abstract.log" 2>&1 &
 on_exit "kill $!"

@@ -146,7 +146,7 @@ for ex in "${examples[@]}"; do
 		;;
 	"agentrun render --policy profiles/triage.json -- python3 agent.py")
 		run_example 0 "$ex"
-		expect_match "README: render prints docker commands" '^docker network create --internal' "$(head -1 "$AR_TMP/out")"
+		expect_match "README: render prints docker commands" '^docker network create --internal' "$(grep -v '^#' "$AR_TMP/out" | head -1)"
 		;;
 	"agentrun check --policy profiles/triage.json --container triage-agent")
 		run_example 0 "$ex"

@@ -15,7 +15,8 @@
 
 static struct ar_policy *proxy_policy(void)
 {
-	static const char json[] = "{\"name\": \"n\", \"allowed_hosts\": [\"a.example:443\"]}";
+	static const char json[] = "{\"name\": \"n\", \"allowed_hosts\": [\"a.example:443\"], "
+				   "\"proxy\": {\"transparent\": false}}";
 	struct ar_policy *p = NULL;
 	ar_auto_error ar_error_t err = NULL;
 	assert_int_equal(ar_policy_parse(json, strlen(json), "p.json", &p, &err), 0);
@@ -119,6 +120,43 @@ static void test_peer(void **state)
 	check(f, strv("eth0", "lo", NULL), 1, "proxy netns", "not found");
 }
 
+/* Transparent capture: the DNS stub's sockets and one listener per captured port
+ * (80, 443 and the rules' ports) belong in the proxy netns, and its rule and routes. */
+static void test_capture(void **state)
+{
+	static const char json[] =
+	    "{\"name\": \"n\", \"allowed_hosts\": [\"a.example:443\", \"b.example:6443\"]}";
+	const char *sockets[] = {"tcp listen 0.0.0.0:443",     "tcp listen 0.0.0.0:53",
+				 "tcp listen 0.0.0.0:6443",    "tcp listen 0.0.0.0:80",
+				 "tcp listen 10.254.3.1:3128", "udp 0.0.0.0:53"};
+	for (int round = 0; round < 3; round++) {
+		ar_autopolicy struct ar_policy *p = NULL;
+		ar_auto_error ar_error_t err = NULL;
+		ar_autofindings struct ar_findings out = {0};
+		assert_int_equal(ar_policy_parse(json, strlen(json), "p.json", &p, &err), 0);
+		assert_true(p->proxy.transparent);
+		struct ar_check_net_facts *f = healthy();
+		ar_strv_free(f->peer_sockets);
+		f->peer_sockets = ar_xcalloc(8, sizeof(char *));
+		for (size_t i = 0; i < 6; i++)
+			if (round != 1 || i != 5) /* round 1: no UDP 53 */
+				f->peer_sockets[i - (round == 1 && i > 5)] = ar_xstrdup(sockets[i]);
+		f->capture = round == 2 ? 0 : 1;
+		f->capture_missing = round == 2 ? "rule iif veth0 lookup 100" : NULL;
+		char **devs = strv("eth0", "lo", NULL);
+		ar_check_net(p, devs, f, &out);
+		assert_int_equal(out.n, round == 0 ? 0 : 1);
+		if (round == 1)
+			assert_string_equal(out.v[0].what, "proxy netns sockets");
+		if (round == 2) {
+			assert_string_equal(out.v[0].what, "transparent capture");
+			assert_string_equal(out.v[0].actual, "rule iif veth0 lookup 100");
+		}
+		ar_check_net_facts_free(f);
+		ar_strv_free(devs);
+	}
+}
+
 static void test_proxy_url(void **state)
 {
 	struct ar_check_net_facts *f = healthy();
@@ -151,7 +189,7 @@ int main(void)
 	    cmocka_unit_test(test_healthy),	 cmocka_unit_test(test_extra_interface),
 	    cmocka_unit_test(test_routes),	 cmocka_unit_test(test_eth0_not_on_the_plan),
 	    cmocka_unit_test(test_peer),	 cmocka_unit_test(test_proxy_url),
-	    cmocka_unit_test(test_network_none),
+	    cmocka_unit_test(test_network_none), cmocka_unit_test(test_capture),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -284,6 +284,33 @@ static void test_partial_failures(void **state)
 	       {"memory limit", "268435456", "134217728", NULL}, {"cpu limit", "1", "0.5", NULL});
 }
 
+/* Transparent capture: the sandbox's default route goes to the proxy (eth0). */
+static void test_capture_default_route(void **state)
+{
+	(void)state;
+	ar_autopolicy struct ar_policy *p = load_policy("policy-agent.json");
+	ar_autoproc_facts struct ar_proc_facts *f = sandbox_facts();
+	ar_autofindings struct ar_findings out = {0};
+	p->proxy.transparent = true;
+	ar_strv_free(f->env);
+	f->env = NULL;
+	ar_check_proc(p, f, &out);
+	bool seen = false;
+	for (size_t i = 0; i < out.n; i++)
+		if (strcmp(out.v[i].what, "default route") == 0) {
+			assert_string_equal(out.v[i].expected, "via eth0");
+			assert_string_equal(out.v[i].actual, "absent");
+			seen = true;
+		}
+	assert_true(seen);
+	ar_findings_free(&out);
+	out = (struct ar_findings){0};
+	f->default_route = ar_xstrdup("eth0");
+	ar_check_proc(p, f, &out);
+	for (size_t i = 0; i < out.n; i++)
+		assert_string_not_equal(out.v[i].what, "default route");
+}
+
 static void test_environ_unreadable(void **state)
 {
 	(void)state;
@@ -601,6 +628,7 @@ int main(void)
 	    cmocka_unit_test(test_network_none),
 	    cmocka_unit_test(test_partial_failures),
 	    cmocka_unit_test(test_environ_unreadable),
+	    cmocka_unit_test(test_capture_default_route),
 	    cmocka_unit_test(test_ids_differ),
 	    cmocka_unit_test(test_tmpfs_states),
 	    cmocka_unit_test(test_sensitive_mounts),
