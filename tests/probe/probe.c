@@ -10,6 +10,7 @@
  * Environment: PROBE_HOST_PID (a host process to try to kill), PROBE_SUID (a
  * setuid-root program visible in the sandbox to execute with `euid`). */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <netinet/in.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
@@ -271,8 +273,24 @@ static void kernel_escapes(void)
 	result("kill_init", kill(1, SIGKILL));
 }
 
+/* `ar-probe connect NAME IP PORT`: NAME=ok or NAME=ERRNO of a TCP connect, for the
+ * proxy network's "no route around the proxy" (busybox wget crashes on a failed
+ * connect). */
+static int probe_connect(const char *name, const char *ip, const char *port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(port))};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1)
+		return 2;
+	result(name, fd == -1 ? -1 : connect(fd, (struct sockaddr *)&sa, sizeof(sa)));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 5 && strcmp(argv[1], "connect") == 0)
+		return probe_connect(argv[2], argv[3], argv[4]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc > 1 && strcmp(argv[1], "euid") == 0) {
 		printf("euid=%u\n", geteuid());

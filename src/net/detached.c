@@ -1,0 +1,157 @@
+/* A proxy network that outlives the process that made it: the OCI hook wires a
+ * container's netns and exits before the container runs; `agentrun net up` wires a
+ * named netns that runsc adopts later. The same pieces as `run` (topology, confined
+ * proxy child, state), with the proxy detached (own session, no PDEATHSIG) and
+ * stopped later from the state alone, by pid and start time. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agentrun/cgroup.h"
+#include "agentrun/net.h"
+#include "agentrun/util.h"
+#include "net-internal.h"
+
+#define CGROUP_ROOT "/sys/fs/cgroup"
+
+static void state_init(const struct ar_net_detached_opts *o, struct ar_net_state *s)
+{
+	memset(s, 0, sizeof(*s));
+	snprintf(s->name, sizeof(s->name), "%s", o->name);
+	s->owner = o->owner;
+	s->owner_start = o->owner > 0 ? ar_net_proc_start(o->owner) : 0;
+	s->pid = o->pid;
+	s->started = (int64_t)time(NULL);
+	snprintf(s->network, sizeof(s->network), "proxy");
+	snprintf(s->sandbox_ip, sizeof(s->sandbox_ip), "%s", o->plan->sandbox_ip);
+	snprintf(s->proxy_ip, sizeof(s->proxy_ip), "%s", o->plan->proxy_ip);
+	s->port = o->plan->port;
+	s->net_index = -1; /* no allocation: the proxy netns is private (docs/oci.md) */
+	snprintf(s->policy, sizeof(s->policy), "%s", o->policy_path ? o->policy_path : "");
+}
+
+static int start(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_state *s,
+		 struct ar_net_proxy *px, struct ar_net_topology *t, ar_error_t *err)
+{
+	char cgname[AR_POLICY_NAME_MAX + 48];
+	ar_autofree char *audit = ar_net_audit_path(s->name);
+	if (net_mkdir_root("audit", err) == -1)
+		return -1;
+	ar_autoclose int audit_fd = open(audit, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (audit_fd == -1)
+		return ar_error_make(err, errno, "audit: open `%s`", audit);
+	snprintf(s->audit, sizeof(s->audit), "%s", audit);
+	snprintf(cgname, sizeof(cgname), "agentrun-%s-proxy-%d", o->p->name, (int)getpid());
+	struct ar_net_proxy_opts po = {.policy = o->p,
+				       .audit_fd = audit_fd,
+				       .log_fd = -1,
+				       .cgroup_name = o->no_cgroups ? NULL : cgname,
+				       .detached = true};
+	if (ar_net_proxy_start(&po, px, err) == -1)
+		return -1;
+	s->proxy_pid = px->pid;
+	s->proxy_start = px->start;
+	if (px->cg != NULL)
+		snprintf(s->proxy_cgroup, sizeof(s->proxy_cgroup), "%s", ar_cgroup_path(px->cg));
+	if (ar_net_topology_open(t, o->plan, err) == -1 ||
+	    ar_net_proxy_give_listener(px, t->listener, err) == -1 ||
+	    ar_net_topology_wire(t, ns_fd, err) == -1)
+		return -1;
+	if (ar_net_proxy_ready(px, err) == -1)
+		return ar_error_wrap(err, "proxy");
+	if (o->owner == 0) { /* net up: the proxy's end is the netns' end */
+		s->owner = px->pid;
+		s->owner_start = px->start;
+	}
+	return ar_net_state_write(s, err);
+}
+
+int ar_net_wire_detached(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_state *out,
+			 ar_error_t *err)
+{
+	struct ar_net_topology t = {
+	    .host_ns = -1, .proxy_ns = -1, .listener = -1, .sandbox_ns = -1};
+	struct ar_net_proxy px = {.pid = -1, .report = -1, .chan = -1};
+
+	if (geteuid() != 0)
+		return ar_error_make(err, 0,
+				     "%s: network: proxy needs root (the proxy netns and the veth "
+				     "pair)",
+				     o->p->origin);
+	ar_net_gc();
+	state_init(o, out);
+	int r = start(o, ns_fd, out, &px, &t, err);
+	/* the proxy holds the listener, hence the proxy netns and the veth: ours go */
+	ar_net_topology_close(&t);
+	if (r == -1) {
+		ar_net_proxy_stop(&px);
+		ar_net_unwire(out);
+		return -1;
+	}
+	/* the handle only: the cgroup is the proxy's until ar_net_unwire removes it, and
+	 * this process exits soon (the hook) */
+	px.cg = NULL;
+	return 0;
+}
+
+/* SIGTERM, up to a second, then SIGKILL: through a pidfd taken while pid was still
+ * the one started at `start`, so no signal reaches a recycled pid. */
+static void stop_proxy(pid_t pid, uint64_t start)
+{
+	if (!ar_net_proc_alive(pid, start))
+		return;
+	ar_autoclose int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd == -1 || !ar_net_proc_alive(pid, start))
+		return;
+	for (int sig = SIGTERM;; sig = SIGKILL) {
+		struct pollfd p = {.fd = pfd, .events = POLLIN};
+		if (syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) == -1)
+			return;
+		if (TEMP_FAILURE_RETRY(poll(&p, 1, 1000)) == 1 || sig == SIGKILL)
+			return;
+	}
+}
+
+/* The proxy's cgroup is one directory per hierarchy (v1: memory, pids, cpu); the state
+ * names one: the same relative path goes in every hierarchy. An exited proxy may
+ * linger in its cgroup until its new parent reaps it: a few tries. */
+static void remove_cgroups(const char *path)
+{
+	const char *rel = strncmp(path, CGROUP_ROOT "/", sizeof(CGROUP_ROOT)) == 0
+			      ? strchr(path + sizeof(CGROUP_ROOT), '/')
+			      : NULL;
+	if (rel == NULL || strstr(rel, "/agentrun-") == NULL || strstr(rel, "..") != NULL)
+		return;
+	DIR *d = opendir(CGROUP_ROOT);
+	struct dirent *e;
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		ar_autofree char *dir = ar_xasprintf("%s/%s%s", CGROUP_ROOT, e->d_name, rel);
+		for (int i = 0; i < 50 && rmdir(dir) == -1 && errno == EBUSY; i++)
+			usleep(10000);
+	}
+	if (d != NULL)
+		closedir(d);
+}
+
+void ar_net_unwire(const struct ar_net_state *s)
+{
+	struct stat st;
+	stop_proxy(s->proxy_pid, s->proxy_start);
+	if (s->proxy_cgroup[0])
+		remove_cgroups(s->proxy_cgroup);
+	/* an audit without a single request says nothing */
+	if (s->audit[0] && stat(s->audit, &st) == 0 && st.st_size == 0)
+		unlink(s->audit);
+	ar_net_state_remove(s->name);
+}
