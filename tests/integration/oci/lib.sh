@@ -145,7 +145,7 @@ oci_proxy_gone() {
 	for _ in $(seq 50); do
 		left=""
 		[ -e "/run/agentrun/$1" ] && left+="state "
-		grep -q '^State:[[:space:]]*[^Z]' "/proc/$2/status" 2>/dev/null && left+="proxy "
+		grep -qE '^State:\s+[^Z[:space:]]' "/proc/$2/status" 2>/dev/null && left+="proxy "
 		[ -n "$3" ] && [ -d "$3" ] && left+="cgroup "
 		[ -z "$left" ] && break
 		sleep 0.1
