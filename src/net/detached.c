@@ -121,10 +121,9 @@ static void stop_proxy(pid_t pid, uint64_t start)
 	}
 }
 
-/* The proxy's cgroup is one directory per hierarchy (v1: memory, pids, cpu); the state
- * names one: the same relative path goes in every hierarchy. An exited proxy may
- * linger in its cgroup until its new parent reaps it: a few tries. */
-static void remove_cgroups(const char *path)
+/* The state names one directory of the proxy's cgroup (v1: memory, pids, cpu each
+ * have theirs): the same relative path goes in every hierarchy. */
+void net_remove_cgroups(const char *path)
 {
 	const char *rel = strncmp(path, CGROUP_ROOT "/", sizeof(CGROUP_ROOT)) == 0
 			      ? strchr(path + sizeof(CGROUP_ROOT), '/')
@@ -149,7 +148,7 @@ void ar_net_unwire(const struct ar_net_state *s)
 	struct stat st;
 	stop_proxy(s->proxy_pid, s->proxy_start);
 	if (s->proxy_cgroup[0])
-		remove_cgroups(s->proxy_cgroup);
+		net_remove_cgroups(s->proxy_cgroup);
 	/* an audit without a single request says nothing */
 	if (s->audit[0] && stat(s->audit, &st) == 0 && st.st_size == 0)
 		unlink(s->audit);

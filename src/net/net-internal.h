@@ -13,6 +13,10 @@ int net_lock_entries(ar_error_t *err);
 /* Is the owner of the allocation entry `name` in dirfd alive? */
 bool net_entry_live(int dirfd, const char *name);
 
+/* rmdir the proxy cgroup `path` names in every hierarchy (v1: one per controller,
+ * the same relative path), a few tries while its exited proxy is not yet reaped. */
+void net_remove_cgroups(const char *path);
+
 /* The embedded seccomp/proxy.json (generated at build time). */
 extern const char ar_seccomp_proxy_json[];
 extern const size_t ar_seccomp_proxy_json_len;
