@@ -260,4 +260,9 @@ int ar_net_wire_detached(const struct ar_net_detached_opts *o, int ns_fd, struct
  * the state. */
 void ar_net_unwire(const struct ar_net_state *s);
 
+/* `agentrun net up`: a new netns with lo up, bind-mounted at `path` (a new file): an
+ * fd of it. Nothing is left on failure. ar_net_netns_remove unmounts and unlinks. */
+int ar_net_netns_create(const char *path, ar_error_t *err);
+void ar_net_netns_remove(const char *path);
+
 #endif

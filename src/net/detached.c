@@ -9,8 +9,11 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -153,4 +156,44 @@ void ar_net_unwire(const struct ar_net_state *s)
 	if (s->audit[0] && stat(s->audit, &st) == 0 && st.st_size == 0)
 		unlink(s->audit);
 	ar_net_state_remove(s->name);
+}
+
+/* Inside the new netns: lo up, the bind mount, an fd. */
+static int named_side(void *data, ar_error_t *err)
+{
+	const char *path = data;
+	if (net_lo_up(err) == -1)
+		return -1;
+	if (mount("/proc/thread-self/ns/net", path, NULL, MS_BIND, NULL) == -1)
+		return ar_error_make(err, errno, "network: bind the netns at `%s`", path);
+	int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (fd == -1)
+		return ar_error_make(err, errno, "network: open the new netns");
+	return fd;
+}
+
+int ar_net_netns_create(const char *path, ar_error_t *err)
+{
+	ar_autoclose int host = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	ar_autoclose int file = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	if (host == -1)
+		return ar_error_make(err, errno, "network: open this process's netns");
+	if (file == -1)
+		return ar_error_make(err, errno, "network: create `%s`", path);
+	if (unshare(CLONE_NEWNET) == -1) {
+		unlink(path);
+		return ar_error_make(err, errno, "network: unshare (the named netns)");
+	}
+	int fd = named_side((void *)path, err);
+	if (setns(host, CLONE_NEWNET) == -1)
+		abort(); /* every later socket would be made in the wrong netns */
+	if (fd == -1)
+		ar_net_netns_remove(path);
+	return fd;
+}
+
+void ar_net_netns_remove(const char *path)
+{
+	umount2(path, MNT_DETACH);
+	unlink(path);
 }

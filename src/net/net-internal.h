@@ -17,6 +17,9 @@ bool net_entry_live(int dirfd, const char *name);
  * the same relative path), a few tries while its exited proxy is not yet reaped. */
 void net_remove_cgroups(const char *path);
 
+/* lo up in the current netns. */
+int net_lo_up(ar_error_t *err);
+
 /* The embedded seccomp/proxy.json (generated at build time). */
 extern const char ar_seccomp_proxy_json[];
 extern const size_t ar_seccomp_proxy_json_len;
