@@ -4,7 +4,6 @@
  * proxy child, state), with the proxy detached (own session, no PDEATHSIG) and
  * stopped later from the state alone, by pid and start time. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -25,6 +24,60 @@
 #include "net-internal.h"
 
 #define CGROUP_ROOT "/sys/fs/cgroup"
+
+/* One line of /proc/PID/cgroup ("ID:CONTROLLERS:PATH") as its directory, when it is
+ * an agentrun cgroup and exists. */
+static bool cgroup_dir(char *line, char *dir, size_t size)
+{
+	char *c = strchr(line, ':'), *path = c ? strchr(c + 1, ':') : NULL;
+	struct stat st;
+	if (path == NULL || strstr(path, "/agentrun-") == NULL || strstr(path, "..") != NULL)
+		return false;
+	*path++ = '\0';
+	const char *ctl = c + 1;
+	if (strncmp(ctl, "name=", 5) == 0)
+		return false;
+	if (*ctl == '\0') { /* v2: a hybrid host mounts it at unified/ */
+		snprintf(dir, size, CGROUP_ROOT "/unified%s", path);
+		if (stat(dir, &st) == 0)
+			return true;
+	}
+	snprintf(dir, size, CGROUP_ROOT "%s%s%s", *ctl ? "/" : "", ctl, path);
+	return stat(dir, &st) == 0;
+}
+
+/* Every cgroup directory of the proxy (v1: one per controller, each under this
+ * process's own cgroup in that hierarchy, which differ), ':'-joined; what does not
+ * fit is left to ar_cgroup_sweep. */
+static void proxy_cgroups(pid_t pid, char *out, size_t size)
+{
+	char path[64], line[512], dir[sizeof(line) + 32];
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	FILE *f = fopen(path, "re");
+	size_t len = 0;
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!cgroup_dir(line, dir, sizeof(dir)) || len + strlen(dir) + 2 > size)
+			continue;
+		len += (size_t)snprintf(out + len, size - len, "%s%s", len ? ":" : "", dir);
+	}
+	if (f != NULL)
+		fclose(f);
+}
+
+void net_remove_cgroups(const char *list)
+{
+	ar_autofree char *copy = ar_xstrdup(list);
+	char *save = NULL;
+	for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		if (strncmp(d, CGROUP_ROOT "/", sizeof(CGROUP_ROOT)) != 0 ||
+		    strstr(d, "/agentrun-") == NULL || strstr(d, "..") != NULL)
+			continue;
+		/* an exited proxy stays in it until its new parent reaps it: a few tries */
+		for (int i = 0; i < 50 && rmdir(d) == -1 && errno == EBUSY; i++)
+			usleep(2000);
+	}
+}
 
 static void state_init(const struct ar_net_detached_opts *o, struct ar_net_state *s)
 {
@@ -63,7 +116,7 @@ static int start(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_
 		return -1;
 	s->proxy_pid = px->pid;
 	s->proxy_start = px->start;
-	if (px->cg != NULL)
+	if (px->cg != NULL) /* until the proxy is in them: its directories come after */
 		snprintf(s->proxy_cgroup, sizeof(s->proxy_cgroup), "%s", ar_cgroup_path(px->cg));
 	if (ar_net_topology_open(t, o->plan, err) == -1 ||
 	    ar_net_proxy_give_listener(px, t->listener, err) == -1 ||
@@ -71,6 +124,8 @@ static int start(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_
 		return -1;
 	if (ar_net_proxy_ready(px, err) == -1)
 		return ar_error_wrap(err, "proxy");
+	if (px->cg != NULL)
+		proxy_cgroups(px->pid, s->proxy_cgroup, sizeof(s->proxy_cgroup));
 	if (o->owner == 0) { /* net up: the proxy's end is the netns' end */
 		s->owner = px->pid;
 		s->owner_start = px->start;
@@ -122,28 +177,6 @@ static void stop_proxy(pid_t pid, uint64_t start)
 		if (TEMP_FAILURE_RETRY(poll(&p, 1, 1000)) == 1 || sig == SIGKILL)
 			return;
 	}
-}
-
-/* The state names one directory of the proxy's cgroup (v1: memory, pids, cpu each
- * have theirs): the same relative path goes in every hierarchy. */
-void net_remove_cgroups(const char *path)
-{
-	const char *rel = strncmp(path, CGROUP_ROOT "/", sizeof(CGROUP_ROOT)) == 0
-			      ? strchr(path + sizeof(CGROUP_ROOT), '/')
-			      : NULL;
-	if (rel == NULL || strstr(rel, "/agentrun-") == NULL || strstr(rel, "..") != NULL)
-		return;
-	DIR *d = opendir(CGROUP_ROOT);
-	struct dirent *e;
-	while (d != NULL && (e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
-		ar_autofree char *dir = ar_xasprintf("%s/%s%s", CGROUP_ROOT, e->d_name, rel);
-		for (int i = 0; i < 50 && rmdir(dir) == -1 && errno == EBUSY; i++)
-			usleep(10000);
-	}
-	if (d != NULL)
-		closedir(d);
 }
 
 void ar_net_unwire(const struct ar_net_state *s)

@@ -13,9 +13,9 @@ int net_lock_entries(ar_error_t *err);
 /* Is the owner of the allocation entry `name` in dirfd alive? */
 bool net_entry_live(int dirfd, const char *name);
 
-/* rmdir the proxy cgroup `path` names in every hierarchy (v1: one per controller,
- * the same relative path), a few tries while its exited proxy is not yet reaped. */
-void net_remove_cgroups(const char *path);
+/* rmdir the proxy cgroup directories of a state's proxy_cgroup (one, or ':'-joined),
+ * agentrun's only, a few tries while its exited proxy is not yet reaped. */
+void net_remove_cgroups(const char *list);
 
 /* lo up in the current netns. */
 int net_lo_up(ar_error_t *err);

@@ -142,15 +142,16 @@ oci_proxy_state() {
 # oci_proxy_field NAME KEY: a field of the net state NAME.
 oci_proxy_field() { sed -n "s/^$2=//p" "/run/agentrun/$1/state" 2>/dev/null; }
 
-# oci_proxy_gone NAME PROXY_PID CGROUP: what is left of the net state NAME, its proxy
-# (a zombie waiting for its reaper is gone) and its cgroup ("" = nothing).
+# oci_proxy_gone NAME PROXY_PID CGROUPS: what is left of the net state NAME, its proxy
+# (a zombie waiting for its reaper is gone) and its cgroups (the state's ':'-joined
+# proxy_cgroup; "" = nothing).
 oci_proxy_gone() {
-	local left="" _
+	local left="" _ d
 	for _ in $(seq 50); do
 		left=""
 		[ -e "/run/agentrun/$1" ] && left+="state "
 		grep -qE '^State:\s+[^Z[:space:]]' "/proc/$2/status" 2>/dev/null && left+="proxy "
-		[ -n "$3" ] && [ -d "$3" ] && left+="cgroup "
+		for d in ${3//:/ }; do [ -d "$d" ] && left+="cgroup "; done
 		[ -z "$left" ] && break
 		sleep 0.1
 	done
