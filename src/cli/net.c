@@ -124,11 +124,21 @@ static int up(const struct args *a, ar_error_t *err)
 	if (access(path, F_OK) == 0)
 		return ar_error_make(err, EEXIST, "`%s` exists (agentrun net down --name %s)", path,
 				     a->name);
-	ar_autoclose int ns = ar_net_netns_create(path, err);
-	if (ns == -1)
-		return -1;
-	ar_hook_plan(p->proxy.port, &plan);
+	/* a state owned by this process first: a `gc` meanwhile sees a live owner, not a
+	 * netns without one (ar_net_wire_detached rewrites it, owned by the proxy) */
 	state_name(a->name, sname, sizeof(sname));
+	st = (struct ar_net_state){.owner = getpid(), .net_index = -1};
+	snprintf(st.name, sizeof(st.name), "%s", sname);
+	snprintf(st.network, sizeof(st.network), "proxy");
+	st.owner_start = ar_net_proc_start(getpid());
+	if (ar_net_state_write(&st, err) == -1)
+		return -1;
+	ar_autoclose int ns = ar_net_netns_create(path, err);
+	if (ns == -1) {
+		ar_net_state_remove(sname);
+		return -1;
+	}
+	ar_hook_plan(p->proxy.port, &plan);
 	struct ar_net_detached_opts o = {
 	    .p = p, .name = sname, .policy_path = abs, .owner = 0, .pid = 0, .plan = &plan};
 	if (ar_net_wire_detached(&o, ns, &st, err) == -1) {

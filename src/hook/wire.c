@@ -64,6 +64,9 @@ void hook_unwire_network(const char *policy_name, pid_t pid)
 	ar_auto_error ar_error_t ignored = NULL;
 
 	ar_hook_state_name(policy_name, pid, name, sizeof(name));
-	if (ar_net_state_read(name, &st, &ignored) == 0)
+	/* only the hook's own state: a `run` sandbox named NAME-PID after a recycled pid has
+	 * an owner (agentrun) other than its sandbox pid, and an allocated /30 */
+	if (ar_net_state_read(name, &st, &ignored) == 0 && st.owner == pid && st.pid == pid &&
+	    st.net_index == -1)
 		ar_net_unwire(&st);
 }
