@@ -65,7 +65,7 @@ static void proxy_cgroups(pid_t pid, char *out, size_t size)
 		fclose(f);
 }
 
-void net_remove_cgroups(const char *list)
+void net_remove_cgroups(const char *list, int tries)
 {
 	ar_autofree char *copy = ar_xstrdup(list);
 	char *save = NULL;
@@ -73,8 +73,8 @@ void net_remove_cgroups(const char *list)
 		if (strncmp(d, CGROUP_ROOT "/", sizeof(CGROUP_ROOT)) != 0 ||
 		    strstr(d, "/agentrun-") == NULL || strstr(d, "..") != NULL)
 			continue;
-		/* an exited proxy stays in it until its new parent reaps it: a few tries */
-		for (int i = 0; i < 50 && rmdir(d) == -1 && errno == EBUSY; i++)
+		/* an exited proxy stays in it until its new parent reaps it */
+		for (int i = 1; rmdir(d) == -1 && errno == EBUSY && i < tries; i++)
 			usleep(2000);
 	}
 }
@@ -184,7 +184,7 @@ void ar_net_unwire(const struct ar_net_state *s)
 	struct stat st;
 	stop_proxy(s->proxy_pid, s->proxy_start);
 	if (s->proxy_cgroup[0])
-		net_remove_cgroups(s->proxy_cgroup);
+		net_remove_cgroups(s->proxy_cgroup, 50);
 	/* an audit without a single request says nothing */
 	if (s->audit[0] && stat(s->audit, &st) == 0 && st.st_size == 0)
 		unlink(s->audit);

@@ -14,8 +14,9 @@ int net_lock_entries(ar_error_t *err);
 bool net_entry_live(int dirfd, const char *name);
 
 /* rmdir the proxy cgroup directories of a state's proxy_cgroup (one, or ':'-joined),
- * agentrun's only, a few tries while its exited proxy is not yet reaped. */
-void net_remove_cgroups(const char *list);
+ * agentrun's only; up to `tries` times, 2 ms apart, while its exited proxy is not yet
+ * reaped (what stays, ar_cgroup_sweep removes later). */
+void net_remove_cgroups(const char *list, int tries);
 
 /* lo up in the current netns. */
 int net_lo_up(ar_error_t *err);
