@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # bench/hook.sh — what the OCI hook costs: `runc run` of a static /bin/true from the same
 # rendered bundle (network none, a fresh netns in both), with agentrun's createRuntime
-# and poststop hooks and without them, interleaved in one hyperfine -N run.
+# and poststop hooks and without them, and with the hooks for a `network: proxy` policy
+# (the hook wires the veth and starts the detached confined proxy, poststop stops it),
+# interleaved in one hyperfine -N run.
 # Not a test: prints medians and the difference (target: the hook adds at most 15 ms).
 # Needs: runc, hyperfine (scripts/install-deps.sh --bench), python3; a build in build/.
 # Run as root.
@@ -26,6 +28,9 @@ mkdir -p "$tmp/rootfs/tmp" "$tmp/rootfs/proc" "$tmp/rootfs/sys" "$tmp/rootfs/dev
 printf 'int main(void){return 0;}\n' | cc -static -O2 -x c - -o "$tmp/rootfs/true"
 "$AGENTRUN" render --policy profiles/offline.json --format oci --rootfs "$tmp/rootfs" \
 	--bundle "$tmp/hook" -- /true
+printf '{"name": "benchpx", "allowed_hosts": ["api.example.com"]}' >"$tmp/px.json"
+"$AGENTRUN" render --policy "$tmp/px.json" --format oci --rootfs "$tmp/rootfs" \
+	--bundle "$tmp/proxy" -- /true
 mkdir -p "$tmp/plain"
 python3 - "$tmp/hook/config.json" "$tmp/plain/config.json" <<'PY'
 import json, sys
@@ -49,6 +54,7 @@ r="runc --root $tmp/runc run"
 hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$tmp/r.json" \
 	-n "runc run, no hook" "$r --bundle $tmp/plain ar-bench-plain-$$" \
 	-n "runc run, agentrun hook" "$r --bundle $tmp/hook ar-bench-hook-$$" \
+	-n "runc run, hook + proxy" "$r --bundle $tmp/proxy ar-bench-proxy-$$" \
 	-n "the hook pair alone (sh)" "$tmp/pair.sh" >/dev/null 2>"$tmp/err" ||
 	{
 		cat "$tmp/err" >&2
@@ -61,6 +67,8 @@ r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
 for name, x in r.items():
     print(f"  {name:26} median {x['median']*1e3:7.2f} ms  mean {x['mean']*1e3:7.2f} ms")
 d = (r["runc run, agentrun hook"]["median"] - r["runc run, no hook"]["median"]) * 1e3
+p = (r["runc run, hook + proxy"]["median"] - r["runc run, no hook"]["median"]) * 1e3
 print(f"  the hook adds {d:.2f} ms to runc run (target <= 15 ms); the pair of hook calls alone:"
       f" {r['the hook pair alone (sh)']['median']*1e3:.2f} ms including one sh")
+print(f"  with network: proxy (veth, detached proxy, stopped at poststop) it adds {p:.2f} ms")
 PY

@@ -23,6 +23,9 @@ int ar_cmd_hook(int argc, char **argv);
 int ar_cmd_version(int argc, char **argv);
 int ar_cmd_ps(int argc, char **argv);
 int ar_cmd_gc(int argc, char **argv);
+int ar_cmd_net(int argc, char **argv);
+/* gc of the named netns of `net up` whose proxy is gone (src/cli/net.c): how many. */
+int ar_netns_gc(void);
 
 /* "agentrun: SUBCMD: unknown option `--x`; see `agentrun SUBCMD --help`" and the usage exit code.
  */

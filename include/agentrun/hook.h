@@ -58,9 +58,22 @@ int ar_hook_create_runtime(const char *dir, const struct ar_oci_state *s, const 
 int ar_hook_poststop(const char *dir, const struct ar_oci_state *s, ar_error_t *err);
 
 /* The network step (src/hook/wire.c): wire the container's netns (pid's) for the
- * policy. network none: nothing to do. network proxy: NOT AVAILABLE in this build —
- * fails with "network: proxy wiring is not available in this build" until the
- * proxy netns code (src/net) is connected here. */
-int hook_wire_network(const struct ar_policy *p, const struct ar_oci_state *s, ar_error_t *err);
+ * policy. network none: nothing to do. network proxy: a fresh proxy netns, the veth
+ * (eth0 in the container, AR_SPEC_PROXY_ADDR's /30), a detached confined proxy and
+ * the net state NAME-PID; on failure nothing of it is left. */
+int hook_wire_network(const struct ar_policy *p, const struct ar_oci_state *s,
+		      const char *policy_path, ar_error_t *err);
+/* poststop: stop the proxy of the container recorded as policy_name and pid, remove
+ * its state (the netns and the veth went with the container). Nothing there: nothing
+ * to do. */
+void hook_unwire_network(const char *policy_name, pid_t pid);
+/* The fixed plan of hook-wired containers (AR_SPEC_PROXY_ADDR, port) and their state
+ * name NAME-PID. */
+struct ar_net_plan;
+void ar_hook_plan(int port, struct ar_net_plan *out);
+void ar_hook_state_name(const char *policy_name, pid_t pid, char *buf, size_t size);
+/* gc: remove the records whose container process is gone (their poststop never ran);
+ * returns how many. */
+int ar_hook_gc(const char *dir);
 
 #endif

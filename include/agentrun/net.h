@@ -127,6 +127,8 @@ struct ar_net_proxy_opts {
 	int audit_fd;		 /* O_APPEND, or -1 */
 	int log_fd;		 /* decision lines, or -1 */
 	const char *cgroup_name; /* its own cgroup ("agentrun-NAME-proxy-PID"), or NULL */
+	bool detached;		 /* no PDEATHSIG: a session of its own, stdio on /dev/null, outlives
+				  * its parent (the OCI hook, `net up`); stopped by pid + start time */
 };
 
 /* Fork the proxy: it dies with this process (PDEATHSIG), moves into its own small
@@ -243,5 +245,34 @@ int ar_net_resolv_fd(const struct ar_net *n);
 bool ar_net_proxy_died(struct ar_net *n);
 /* Stop the proxy, close the namespaces, release the /30, remove the state. Idempotent. */
 void ar_net_stop(struct ar_net *n);
+
+/* ---- A detached proxy network (src/net/detached.c): the OCI hook and `net up` wire a
+ * netns they do not own to a proxy that outlives them. ---- */
+
+struct ar_net_detached_opts {
+	const struct ar_policy *p;
+	const char *name;	 /* the state name (NAME-SUFFIX) */
+	const char *policy_path; /* recorded, may be NULL */
+	pid_t owner;		 /* whose end ends it (gc): the container; 0: the proxy */
+	pid_t pid;		 /* shown by ps: the container's process, or 0 */
+	const struct ar_net_plan *plan;
+	bool no_cgroups;
+};
+
+/* Wire the netns behind ns_fd (empty but lo) to a fresh proxy netns served by a
+ * detached, confined proxy for o->p, and write the state o->name (*out). On failure
+ * nothing is left: the proxy is stopped, the proxy netns goes with it and the veth
+ * with the proxy netns. */
+int ar_net_wire_detached(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_state *out,
+			 ar_error_t *err);
+/* Undo it from the state alone (another process, later): stop the proxy by pid and
+ * start time (never a recycled pid), remove its cgroups, an audit that stayed empty,
+ * the state. */
+void ar_net_unwire(const struct ar_net_state *s);
+
+/* `agentrun net up`: a new netns with lo up, bind-mounted at `path` (a new file): an
+ * fd of it. Nothing is left on failure. ar_net_netns_remove unmounts and unlinks. */
+int ar_net_netns_create(const char *path, ar_error_t *err);
+void ar_net_netns_remove(const char *path);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "agentrun/cgroup.h"
 #include "agentrun/cli.h"
+#include "agentrun/hook.h"
 #include "agentrun/net.h"
 
 int ar_cmd_gc(int argc, char **argv)
@@ -26,7 +27,10 @@ int ar_cmd_gc(int argc, char **argv)
 			AR_NET_STATE_ROOT);
 		return AR_EXIT_USAGE;
 	}
-	int n = ar_net_gc();
+	/* the hook's records first: they say where their proxy's cgroups are */
+	int n = ar_hook_gc(AR_HOOK_DIR);
+	n += ar_net_gc();
+	n += ar_netns_gc(); /* after: a dead proxy's state is gone by now */
 	/* run's cgroup manager sweeps at every start; an explicit gc does it too */
 	ar_cgroup_sweep();
 	printf("removed %d dead sandbox(es)\n", n);

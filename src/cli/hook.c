@@ -36,12 +36,12 @@ static void usage(void)
 	       "The OCI hook: runc, crun or podman runs it with the container's state JSON on\n"
 	       "stdin. create-runtime checks that the container's network namespace has only\n"
 	       "lo, records the container under %s/ID and wires its network for\n"
-	       "the policy; poststop removes the record.\n\n"
+	       "the policy (network: proxy: eth0 10.254.0.2/30 and a detached confined proxy\n"
+	       "behind 10.254.0.1); poststop stops the proxy and removes the record.\n\n"
 	       "  -p, --policy FILE  the policy (default: the state's " AR_OCI_POLICY_ANNOTATION
 	       "\n"
 	       "                     annotation)\n"
 	       "  -h, --help         this help\n\n"
-	       "network: proxy is not wired yet in this build: create-runtime refuses it.\n"
 	       "Exit status: 0 ok, 1 refused (the runtime fails the container), 2 bad input.\n"
 	       "See docs/oci.md.\n",
 	       AR_HOOK_DIR);

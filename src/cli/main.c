@@ -22,6 +22,7 @@ static const struct command commands[] = {
     {"version", ar_cmd_version, "print the version"},
     {"ps", ar_cmd_ps, "list the live sandboxes"},
     {"gc", ar_cmd_gc, "remove what dead sandboxes left behind"},
+    {"net", ar_cmd_net, "a named netns wired to its proxy, for runsc (up, down)"},
 };
 
 static void usage(FILE *out)

@@ -11,6 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
+#include <cjson/cJSON.h>
+
 #include "agentrun/check.h"
 #include "agentrun/hook.h"
 #include "agentrun/util.h"
@@ -149,7 +153,7 @@ int ar_hook_create_runtime(const char *dir, const struct ar_oci_state *s, const 
 	if (ar_hook_check_netns(s->pid, err) < 0 ||
 	    ar_hook_record_create(dir, s, policy_path, p, err) < 0)
 		return -1;
-	if (hook_wire_network(p, s, err) < 0) {
+	if (hook_wire_network(p, s, policy_path, err) < 0) {
 		bool existed;
 		ar_auto_error ar_error_t ignored = NULL;
 		/* nothing half-built: the record goes with the failed wiring */
@@ -159,9 +163,61 @@ int ar_hook_create_runtime(const char *dir, const struct ar_oci_state *s, const 
 	return 0;
 }
 
+/* The record's policy name and pid, when it names a proxy network. */
+static bool record_proxy(const char *path, char *name, size_t size, pid_t *pid)
+{
+	ar_autofree char *text = NULL;
+	ar_auto_error ar_error_t ignored = NULL;
+	size_t len = 0;
+	if (ar_read_file(path, 64 * 1024, &text, &len, &ignored) < 0)
+		return false;
+	cJSON *root = cJSON_ParseWithLength(text, len);
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "name");
+	const cJSON *pd = cJSON_GetObjectItemCaseSensitive(root, "pid");
+	const cJSON *net = cJSON_GetObjectItemCaseSensitive(root, "network");
+	bool proxy = cJSON_IsString(n) && cJSON_IsNumber(pd) && pd->valueint > 0 &&
+		     cJSON_IsString(net) && strcmp(net->valuestring, "proxy") == 0;
+	if (proxy) {
+		snprintf(name, size, "%s", n->valuestring);
+		*pid = (pid_t)pd->valueint;
+	}
+	cJSON_Delete(root);
+	return proxy;
+}
+
+/* What create-runtime made for the record at path: the proxy and its state, then the
+ * record itself. */
+static int undo_record(const char *dir, const char *id, ar_error_t *err)
+{
+	char name[AR_POLICY_NAME_MAX + 1];
+	pid_t pid = 0;
+	bool existed;
+	ar_autofree char *path = ar_xasprintf("%s/%s", dir, id);
+	if (record_proxy(path, name, sizeof(name), &pid))
+		hook_unwire_network(name, pid);
+	return ar_hook_record_remove(dir, id, &existed, err);
+}
+
 int ar_hook_poststop(const char *dir, const struct ar_oci_state *s, ar_error_t *err)
 {
-	bool existed;
 	/* a runtime calls poststop after a failed create too: no record is fine */
-	return ar_hook_record_remove(dir, s->id, &existed, err);
+	return undo_record(dir, s->id, err);
+}
+
+int ar_hook_gc(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		ar_auto_error ar_error_t ignored = NULL;
+		if (!ar_hook_id_valid(e->d_name) || e->d_name[0] == '.')
+			continue;
+		ar_autofree char *path = ar_xasprintf("%s/%s", dir, e->d_name);
+		if (record_stale(path) && undo_record(dir, e->d_name, &ignored) == 0)
+			n++;
+	}
+	if (d != NULL)
+		closedir(d);
+	return n;
 }

@@ -1,14 +1,72 @@
-/* The hook's network step, in one place so the proxy netns code (src/net, issue 8)
- * connects here and nowhere else: for `network: proxy` it will create the proxy netns
- * and the veth into the container's netns (/proc/PID/ns/net), start the proxy for the
- * policy, and record what poststop must remove. Until then a proxy policy fails
- * clearly rather than run a container without its proxy. */
-#include "agentrun/hook.h"
+/* The hook's network step, in one place: for `network: proxy` the container's netns
+ * (/proc/PID/ns/net, checked empty but lo) is joined to a fresh proxy netns by a veth
+ * made in place, with a detached confined proxy for the policy (src/net/detached.c);
+ * the net state AR_NET_STATE_ROOT/NAME-PID is what poststop, `ps` and `gc` read.
+ *
+ * The address is fixed, not allocated: the config was rendered before any container
+ * existed, so its proxy URL names AR_SPEC_PROXY_ADDR, the first /30 of the default
+ * range. Every hook-wired container has that same /30, and no two clash: both ends of
+ * each veth live in namespaces of their own (the container's, its private proxy
+ * netns), and the host netns gains no address or route. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
 
-int hook_wire_network(const struct ar_policy *p, const struct ar_oci_state *s, ar_error_t *err)
+#include "agentrun/hook.h"
+#include "agentrun/net.h"
+#include "agentrun/spec.h"
+#include "agentrun/util.h"
+
+void ar_hook_plan(int port, struct ar_net_plan *out)
 {
-	(void)s;
+	struct in_addr a;
+	inet_pton(AF_INET, AR_SPEC_PROXY_ADDR, &a);
+	struct ar_net_range r = {.base = ntohl(a.s_addr) & ~3u, .prefix = 30};
+	ar_net_plan_at(&r, 0, port, out);
+}
+
+void ar_hook_state_name(const char *policy_name, pid_t pid, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s-%d", policy_name, (int)pid);
+}
+
+int hook_wire_network(const struct ar_policy *p, const struct ar_oci_state *s,
+		      const char *policy_path, ar_error_t *err)
+{
+	char path[64], name[AR_POLICY_NAME_MAX + 16];
+	struct ar_net_plan plan;
+	struct ar_net_state st;
+
 	if (p->network == AR_NETWORK_NONE)
 		return 0; /* the runtime's fresh netns has only lo: that is network none */
-	return ar_error_make(err, 0, "network: proxy wiring is not available in this build");
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)s->pid);
+	ar_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd == -1)
+		return ar_error_make(err, errno, "network: open `%s`", path);
+	ar_hook_plan(p->proxy.port, &plan);
+	ar_hook_state_name(p->name, s->pid, name, sizeof(name));
+	struct ar_net_detached_opts o = {.p = p,
+					 .name = name,
+					 .policy_path = policy_path,
+					 .owner = s->pid,
+					 .pid = s->pid,
+					 .plan = &plan};
+	return ar_net_wire_detached(&o, fd, &st, err);
+}
+
+void hook_unwire_network(const char *policy_name, pid_t pid)
+{
+	char name[AR_POLICY_NAME_MAX + 16];
+	struct ar_net_state st;
+	ar_auto_error ar_error_t ignored = NULL;
+
+	ar_hook_state_name(policy_name, pid, name, sizeof(name));
+	/* only the hook's own state: a `run` sandbox named NAME-PID after a recycled pid has
+	 * an owner (agentrun) other than its sandbox pid, and an allocated /30 */
+	if (ar_net_state_read(name, &st, &ignored) == 0 && st.owner == pid && st.pid == pid &&
+	    st.net_index == -1)
+		ar_net_unwire(&st);
 }

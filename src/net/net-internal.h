@@ -13,6 +13,14 @@ int net_lock_entries(ar_error_t *err);
 /* Is the owner of the allocation entry `name` in dirfd alive? */
 bool net_entry_live(int dirfd, const char *name);
 
+/* rmdir the proxy cgroup directories of a state's proxy_cgroup (one, or ':'-joined),
+ * agentrun's only; up to `tries` times, 2 ms apart, while its exited proxy is not yet
+ * reaped (what stays, ar_cgroup_sweep removes later). */
+void net_remove_cgroups(const char *list, int tries);
+
+/* lo up in the current netns. */
+int net_lo_up(ar_error_t *err);
+
 /* The embedded seccomp/proxy.json (generated at build time). */
 extern const char ar_seccomp_proxy_json[];
 extern const size_t ar_seccomp_proxy_json_len;

@@ -55,8 +55,28 @@ struct child {
 	struct ar_seccomp *seccomp;
 };
 
+/* Detached (the OCI hook, `net up`): a session of its own, so the runtime's signals to
+ * the hook's group miss it, and stdio on /dev/null, so a runtime that reads the hook's
+ * output until EOF does not wait for the proxy. Once: the second call is a no-op. */
+static int detach(ar_error_t *err)
+{
+	if (getsid(0) == getpid())
+		return 0;
+	if (setsid() == -1)
+		return ar_error_make(err, errno, "proxy: setsid");
+	ar_autoclose int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null == -1)
+		return ar_error_make(err, errno, "proxy: open /dev/null");
+	for (int fd = 0; fd < 3; fd++)
+		if (dup2(null, fd) == -1)
+			return ar_error_make(err, errno, "proxy: stdio on /dev/null");
+	return 0;
+}
+
 static int die_with_parent(struct child *c, ar_error_t *err)
 {
+	if (c->o->detached)
+		return detach(err);
 	/* a process group of its own: a Ctrl-C at the terminal is for the sandbox (which
 	 * agentrun forwards it to), and must not stop the proxy first */
 	if (setpgid(0, 0) == -1 && errno != EPERM)

@@ -244,7 +244,7 @@ static int gc_one(const struct ar_net_state *s, void *data)
 	if (s->cgroup[0])
 		rmdir(s->cgroup);
 	if (s->proxy_cgroup[0])
-		rmdir(s->proxy_cgroup);
+		net_remove_cgroups(s->proxy_cgroup, 1); /* run's start: no waiting */
 	if (s->net_index >= 0) {
 		struct ar_net_plan plan = {.index = (uint32_t)s->net_index};
 		ar_net_release(&plan);

@@ -25,6 +25,7 @@
 #include "agentrun/log.h"
 #include "agentrun/net.h"
 #include "agentrun/util.h"
+#include "net-internal.h"
 
 static void free_nl(struct nl_sock **sk)
 {
@@ -81,7 +82,7 @@ static int ipv6_off(ar_error_t *err)
 	return 0;
 }
 
-static int lo_up(ar_error_t *err)
+int net_lo_up(ar_error_t *err)
 {
 	struct ifreq ifr = {0};
 	ar_autoclose int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -138,7 +139,7 @@ static int proxy_side(void *data, ar_error_t *err)
 	t->proxy_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (t->proxy_ns == -1)
 		return ar_error_make(err, errno, "network: open the proxy netns");
-	if (ipv6_off(err) == -1 || lo_up(err) == -1)
+	if (ipv6_off(err) == -1 || net_lo_up(err) == -1)
 		return -1;
 	if (open_route(&t->nl_proxy, err) == -1)
 		return -1;

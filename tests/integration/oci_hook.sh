@@ -2,8 +2,10 @@
 # agentrun hook create-runtime|poststop as a runtime calls it, against real processes in
 # network namespaces this test made: the record under the hook directory, a second
 # create, a netns with an interface, the host's netns, a missing pid, malformed state,
-# no policy, a proxy policy (not wired yet: refused); nothing half-built after any of
-# them. One case uses the real /run/agentrun/hooks.
+# no policy, a proxy policy whose proxy fails; nothing half-built after any of them.
+# One case uses the real /run/agentrun/hooks, and a proxy policy wired for real: the
+# veth and its /30, the proxy reached from the container's netns, detached and
+# confined; poststop removes all of it.
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
 need_root
@@ -60,8 +62,20 @@ expect_status "missing pid" 1 hook create-runtime '{"ociVersion": "1.0.2", "id":
 expect_eq "missing pid: message" "agentrun: hook: state: pid: missing (create-runtime needs the container's process)" "$(cat "$AR_TMP/err")"
 expect_status "a pid that is gone" 1 hook create-runtime "$(state b4 4194000)" --policy "$offline"
 expect_match "gone pid: message" "^agentrun: hook: state: pid 4194000: not a running process" "$(cat "$AR_TMP/err")"
-expect_status "network proxy (not wired yet)" 1 hook create-runtime "$(state b5 "$fresh")" --policy "$triage"
-expect_eq "network proxy: message" "agentrun: hook: network: proxy wiring is not available in this build" "$(cat "$AR_TMP/err")"
+# a proxy policy whose proxy fails after the veth, its cgroup and the proxy process
+# were made (the proxy refuses more than 32 private ranges): nothing is left of any
+unshare -n sleep 60 &
+failing=$!
+on_exit kill "$failing"
+sleep 0.2
+printf '{"name": "hkf%s", "allowed_hosts": ["a.example"], "proxy": {"allow_private": [%s]}}' "$$" \
+	"$(seq -s, -f '"127.0.0.%g"' 1 40)" >"$AR_TMP/fail.json"
+expect_status "network proxy: the proxy fails" 1 hook create-runtime "$(state b5 "$failing")" --policy "$AR_TMP/fail.json"
+expect_eq "the proxy fails: message" "agentrun: hook: proxy: proxy.allow_private: more than 32 ranges" "$(cat "$AR_TMP/err")"
+sleep 0.3
+expect_eq "the proxy fails: no state" "no" "$([ -e "/run/agentrun/hkf$$-$failing" ] && echo yes || echo no)"
+expect_eq "the proxy fails: the container's netns has only lo again" "lo" "$(nsenter -t "$failing" -n ip -o link | cut -d: -f2 | tr -d ' \n')"
+expect_eq "the proxy fails: no proxy cgroup" "" "$(find /sys/fs/cgroup -maxdepth 5 -name "agentrun-hkf$$-proxy-*")"
 expect_eq "refusals left nothing" "" "$(left)"
 
 # bad input: exit 2
@@ -85,4 +99,26 @@ expect_eq "recorded under /run/agentrun/hooks" "yes" "$([ -f "/run/agentrun/hook
 expect_eq "the directory is root's alone" "700" "$(stat -c %a /run/agentrun/hooks)"
 expect_status "poststop: /run/agentrun/hooks" 0 hook poststop "$(state "$id" 0)" --policy "$offline"
 expect_eq "removed from /run/agentrun/hooks" "no" "$([ -e "/run/agentrun/hooks/$id" ] && echo yes || echo no)"
+
+# network: proxy wired (the real /run/agentrun/hooks: the net state is machine-wide)
+unshare -n sleep 60 &
+wired=$!
+on_exit kill "$wired"
+sleep 0.2
+id="w-$AR_TAG"
+name="triage-$wired"
+on_exit rm -f "/run/agentrun/hooks/$id" "/run/agentrun/audit/$name.jsonl"
+expect_status "network proxy: create-runtime" 0 hook create-runtime "$(state "$id" "$wired")" --policy "$triage"
+expect_match "network proxy: the record" '"network": "proxy"' "$(cat "/run/agentrun/hooks/$id")"
+expect_eq "network proxy: eth0 with the rendered config's /30" "10.254.0.2/30" "$(nsenter -t "$wired" -n ip -4 -o addr show eth0 | awk '{print $4}')"
+expect_eq "network proxy: no default route" "" "$(nsenter -t "$wired" -n ip route show default)"
+proxy=$(sed -n 's/^proxy_pid=//p' "/run/agentrun/$name/state")
+expect_eq "network proxy: detached (a session of its own)" "$proxy" "$(ps -o sid= -p "$proxy" | tr -d ' ')"
+expect_eq "network proxy: confined" "65534 0000000000000000 1 2" "$(awk '/^Uid:/{u=$2} /^CapEff:/{c=$2} /^NoNewPrivs:/{n=$2} /^Seccomp:/{s=$2} END{print u, c, n, s}' "/proc/$proxy/status")"
+expect_eq "network proxy: the listener answers in the container's netns" "open" "$(nsenter -t "$wired" -n bash -c 'exec 3<>/dev/tcp/10.254.0.1/3128 && echo open' 2>&1)"
+expect_status "network proxy: poststop" 0 hook poststop "$(state "$id" 0)" --policy "$triage"
+sleep 0.3
+expect_eq "network proxy: after poststop: no state, no record" "no no" "$([ -e "/run/agentrun/$name" ] && echo yes || echo no) $([ -e "/run/agentrun/hooks/$id" ] && echo yes || echo no)"
+expect_eq "network proxy: after poststop: the proxy is gone" "no" "$(grep -qE '^State:\s+[^Z[:space:]]' "/proc/$proxy/status" 2>/dev/null && echo yes || echo no)"
+expect_eq "network proxy: after poststop: only lo" "lo" "$(nsenter -t "$wired" -n ip -o link | cut -d: -f2 | tr -d ' \n')"
 finish

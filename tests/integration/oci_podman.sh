@@ -4,12 +4,15 @@
 # io.agentrun.policy, from an image made locally with `podman import` of a small tree
 # (no registry): CapEff 0, NoNewPrivs 1, Seccomp 2; the hook called at createRuntime and
 # poststop with the container's id, not called without the annotation; a network-proxy
-# policy refused with the hook's message; nothing left (containers, records, mounts).
+# policy wired by the hook (origin reached, denied host, no route around the proxy);
+# nothing left (containers, records, net state, proxy cgroups, mounts).
 # podman's storage, run root and tmpdir all live in this test's directory.
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/integration/oci/lib.sh
 source "$(dirname "$0")/oci/lib.sh"
+# shellcheck source=tests/integration/proxy/common.sh
+source "$(dirname "$0")/proxy/common.sh"
 need_root
 need_cmd podman
 need_cmd runc
@@ -33,7 +36,8 @@ tar -C "$rootfs" -cf "$AR_TMP/rootfs.tar" .
 	fail "podman import: $(cat "$AR_TMP/import.err")"
 oci_policy "$AR_SOURCE_DIR/profiles/offline.json" "$AR_TMP/offline.json"
 
-# run NAME POLICY|"" CMD...: podman run with the hooks dir and the agent's confinement
+RUN_EXTRA=()
+# run NAME POLICY|"" CMD... (RUN_EXTRA: more podman run options): podman run with the hooks dir and the agent's confinement
 run() {
 	local name=$1 policy=$2
 	shift 2
@@ -42,7 +46,7 @@ run() {
 	timeout 120 "${PODMAN[@]}" run --rm --name "$name" --cidfile "$AR_TMP/$name.cid" \
 		--network none --read-only --user 1000:1000 --cap-drop all \
 		--security-opt no-new-privileges --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
-		--hooks-dir "$AR_TMP/hooks.d" "${ann[@]}" "$image" "$@" \
+		--hooks-dir "$AR_TMP/hooks.d" "${ann[@]}" "${RUN_EXTRA[@]}" "$image" "$@" \
 		</dev/null >"$AR_TMP/$name.out" 2>"$AR_TMP/$name.err"
 }
 
@@ -67,17 +71,32 @@ expect_eq "no record left" "no" "$([ -n "$cid" ] && [ -e "/run/agentrun/hooks/$c
 run "plain-$AR_TAG" "" /bin/true || fail "podman run without annotation: $(cat "$AR_TMP/plain-$AR_TAG.err")"
 expect_eq "no annotation: hook not called" "" "$(cat "$AR_TMP/hook.log")"
 
-# a network-proxy policy: refused by the hook, podman shows its message
-printf '{"name": "px", "allowed_hosts": ["api.example.com"], "user": "1000"}' >"$AR_TMP/px.json"
+# network: proxy, wired by the hook: an allowed loopback origin through the proxy, a
+# denied host 403 with its reason, no route past the /30; after the container is
+# removed nothing is left (state, proxy cgroup, record)
+ORIG=$(free_port)
+start_origin "$ORIG"
+pol="pxp$$"
+oci_proxy_policy "$AR_TMP/px.json" "$pol" "$ORIG"
+on_exit rm -f "/run/agentrun/audit/$pol-"*.jsonl
 : >"$AR_TMP/hook.log"
 rc=0
-run "px-$AR_TAG" "$AR_TMP/px.json" /bin/true || rc=$?
-expect_eq "network proxy: podman fails" "yes" "$([ "$rc" != 0 ] && echo yes)"
-expect_match "network proxy: the hook's message" "agentrun: hook: network: proxy wiring is not available in this build" "$(cat "$AR_TMP/px-$AR_TAG.err")"
+on_exit "$AGENTRUN" gc # when a failure left the container behind
+RUN_EXTRA=(--env http_proxy=http://10.254.0.1:3128)
+run "px-$AR_TAG" "$AR_TMP/px.json" /bin/sh -c "$OCI_PROXY_INSIDE" _ "$ORIG" || rc=$?
+RUN_EXTRA=()
+expect_eq "network proxy: podman run (stderr: $(head -c 300 "$AR_TMP/px-$AR_TAG.err"))" 0 "$rc"
+audit=$(find /run/agentrun/audit -name "$pol-*.jsonl" | head -1)
+oci_proxy_expect "network proxy" "$AR_TMP/px-$AR_TAG.out" "$ORIG" "${audit:-/dev/null}"
 pcid=$(cat "$AR_TMP/px-$AR_TAG.cid" 2>/dev/null || true)
+expect_eq "network proxy: hook stages" "create-runtime $pcid
+poststop $pcid" "$(cat "$AR_TMP/hook.log")"
 expect_eq "network proxy: no record" "no" "$([ -n "$pcid" ] && [ -e "/run/agentrun/hooks/$pcid" ] && echo yes || echo no)"
+sleep 0.3
+expect_eq "network proxy: no state" "" "$(ls -d /run/agentrun/"$pol"-* 2>/dev/null)"
+expect_eq "network proxy: no proxy cgroup (the proxy is gone)" "" "$(find /sys/fs/cgroup -maxdepth 5 -name "agentrun-$pol-proxy-*")"
 
 "${PODMAN[@]}" rm -af >/dev/null 2>&1 || true
 expect_eq "no containers left" "" "$("${PODMAN[@]}" ps -aq)"
-expect_eq "no mounts left under the test directory" "" "$(grep -F "$AR_TMP" /proc/self/mountinfo || true)"
+expect_eq "no mounts left under the test directory" "" "$(grep -F "$AR_TMP" /proc/self/mountinfo | grep -v ' /etc/hosts ' || true)"
 finish

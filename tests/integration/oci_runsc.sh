@@ -4,11 +4,16 @@
 # agentrun from network-none variants of the shipped profiles: uid 1000, every Cap* 0
 # and Seccomp 2 as gVisor reports them (its /proc/self/status has no NoNewPrivs line);
 # pids and cpu limits in runsc's cgroups; the hook called at createRuntime and
-# poststop (runsc's poststop state says pid -1); nothing left after delete.
+# poststop (runsc's poststop state says pid -1); nothing left after delete. network:
+# proxy through a netns `agentrun net up` prepared and runsc adopts (--network=sandbox,
+# render --netns): the allowed origin through the proxy, a denied host 403, no route
+# past the /30; `net down` leaves nothing, and `gc` removes one whose proxy died.
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/integration/oci/lib.sh
 source "$(dirname "$0")/oci/lib.sh"
+# shellcheck source=tests/integration/proxy/common.sh
+source "$(dirname "$0")/proxy/common.sh"
 need_root
 need_cmd runsc
 oci_need_rootfs_tools
@@ -67,4 +72,50 @@ expect_eq "after delete: record gone" "no" "$([ -e "/run/agentrun/hooks/$id" ] &
 expect_eq "after delete: cgroups gone" "" "$(ls -d /sys/fs/cgroup/*/"$id" 2>/dev/null)"
 expect_eq "life: hook stages" "create-runtime $id
 poststop $id" "$(cat "$AR_TMP/hook.log")"
+
+# network: proxy: a prepared netns (agentrun net up) that runsc adopts
+ORIG=$(free_port)
+start_origin "$ORIG"
+pol="gvp$$"
+nn="gv$$"
+# gVisor's ptrace platform counts its stub processes against pids.max: more than 64
+oci_proxy_policy "$AR_TMP/px.json" "$pol" "$ORIG" ', "limits": {"pids": 1024}'
+
+on_exit "$AGENTRUN" net down --name "$nn"
+on_exit rm -f "/run/agentrun/audit/netns-$nn.jsonl"
+expect_eq "net up: prints the path" "/run/agentrun/netns/$nn" "$("$AGENTRUN" net up --policy "$AR_TMP/px.json" --name "$nn" 2>"$AR_TMP/up.err")"
+expect_eq "net up: twice fails" 1 "$("$AGENTRUN" net up --policy "$AR_TMP/px.json" --name "$nn" >/dev/null 2>&1; echo $?)"
+proxy=$(oci_proxy_field "netns-$nn" proxy_pid)
+cg=$(oci_proxy_field "netns-$nn" proxy_cgroup)
+expect_eq "net up: the proxy runs detached and confined" "Uid: 65534 65534 65534 65534;CapEff: 0000000000000000;NoNewPrivs: 1;Seccomp: 2;" "$(oci_proxy_state "netns-$nn")"
+expect_match "net up: ps lists it" "^netns-$nn .*10\.254\.0\.2 via 10\.254\.0\.1:3128" "$("$AGENTRUN" ps)"
+id="gv-px-$AR_TAG"
+b="$AR_TMP/b-px"
+"$AGENTRUN" render --policy "$AR_TMP/px.json" --format oci --rootfs "$rootfs" --bundle "$b" --netns "$nn" \
+	-- /bin/sh -c "$OCI_PROXY_INSIDE" _ "$ORIG" || fail "proxy: render"
+on_exit runsc --root "$AR_TMP/runsc" delete -force "$id"
+rc=0
+# Debian's runsc (20221219) takes any netns for the root one on this kernel (its test,
+# /proc/sys/net/core/rmem_default, exists in every netns since Linux 6.x) and refuses
+# --network=sandbox: it runs inside the prepared netns with --network=host instead,
+# whose sockets are that netns' (eth0 and its /30, no default route)
+(cd "$b" && timeout 120 nsenter --net="/run/agentrun/netns/$nn" runsc --root "$AR_TMP/runsc" --network=host --oci-seccomp run "$id" </dev/null >"$AR_TMP/px.out" 2>"$AR_TMP/px.err") || rc=$?
+expect_eq "proxy: runsc run (stderr: $(head -c 300 "$AR_TMP/px.err"))" 0 "$rc"
+oci_proxy_expect "proxy (runsc)" "$AR_TMP/px.out" "$ORIG" "/run/agentrun/audit/netns-$nn.jsonl"
+expect_status "net down" 0 "$AGENTRUN" net down --name "$nn"
+expect_eq "net down: nothing is left" "" "$(oci_proxy_gone "netns-$nn" "$proxy" "$cg")"
+expect_eq "net down: no netns" "no" "$([ -e "/run/agentrun/netns/$nn" ] && echo yes || echo no)"
+
+# a netns whose proxy died: gc removes it
+"$AGENTRUN" net up --policy "$AR_TMP/px.json" --name "$nn" >/dev/null || fail "net up again"
+proxy=$(oci_proxy_field "netns-$nn" proxy_pid)
+cg=$(oci_proxy_field "netns-$nn" proxy_cgroup)
+"$AGENTRUN" gc >/dev/null
+expect_eq "gc: a live netns is kept" "yes" "$([ -e "/run/agentrun/netns/$nn" ] && echo yes || echo no)"
+kill -KILL "$proxy"
+sleep 0.2
+"$AGENTRUN" gc >/dev/null
+expect_eq "gc: nothing is left" "" "$(oci_proxy_gone "netns-$nn" "$proxy" "$cg")"
+expect_eq "gc: no netns" "no" "$([ -e "/run/agentrun/netns/$nn" ] && echo yes || echo no)"
+expect_eq "gc: not mounted" "" "$(grep -F "/run/agentrun/netns/$nn " /proc/self/mountinfo)"
 finish

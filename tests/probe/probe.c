@@ -10,6 +10,7 @@
  * Environment: PROBE_HOST_PID (a host process to try to kill), PROBE_SUID (a
  * setuid-root program visible in the sandbox to execute with `euid`). */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/ioctl.h>
+#include <netinet/in.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
@@ -271,8 +274,64 @@ static void kernel_escapes(void)
 	result("kill_init", kill(1, SIGKILL));
 }
 
+/* `ar-probe connect NAME IP PORT`: NAME=ok or NAME=ERRNO of a TCP connect, for the
+ * proxy network's "no route around the proxy" (busybox wget crashes on a failed
+ * connect). */
+static int probe_connect(const char *name, const char *ip, const char *port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(port))};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1)
+		return 2;
+	result(name, fd == -1 ? -1 : connect(fd, (struct sockaddr *)&sa, sizeof(sa)));
+	return 0;
+}
+
+/* `ar-probe http NAME PROXY_IP PORT URL`: a GET of URL through the HTTP proxy, as
+ * NAME=STATUS, NAME_reason=X-Agentrun-Reason, NAME_body=the body's first line (busybox
+ * wget shows no header of an error, and under gVisor's hostinet fails its reads). */
+static int probe_http(const char *name, const char *ip, const char *port, const char *url)
+{
+	static char buf[65536];
+	size_t n = 0;
+	ssize_t r;
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(port))};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd == -1 || inet_pton(AF_INET, ip, &sa.sin_addr) != 1 ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1) {
+		result(name, -1);
+		return 0;
+	}
+	const char *host = strstr(url, "://") ? strstr(url, "://") + 3 : url;
+	int hlen = (int)strcspn(host, "/");
+	dprintf(fd, "GET %s HTTP/1.1\r\nHost: %.*s\r\nConnection: close\r\n\r\n", url, hlen, host);
+	while (n < sizeof(buf) - 1 && ((r = read(fd, buf + n, sizeof(buf) - 1 - n)) > 0 ||
+				       (r == -1 && (errno == EAGAIN || errno == EINTR)))) {
+		if (r > 0)
+			n += (size_t)r;
+		else
+			usleep(10000);
+	}
+	buf[n] = '\0';
+	const char *sp = strchr(buf, ' ');
+	printf("%s=%d\n", name, sp ? atoi(sp + 1) : 0);
+	for (char *l = buf; l && *l && strncmp(l, "\r\n", 2) != 0;
+	     l = strstr(l, "\r\n") ? strstr(l, "\r\n") + 2 : NULL)
+		if (strncasecmp(l, "X-Agentrun-Reason: ", 19) == 0)
+			printf("%s_reason=%.*s\n", name, (int)strcspn(l + 19, "\r\n"), l + 19);
+	const char *body = strstr(buf, "\r\n\r\n");
+	printf("%s_body=%.*s\n", name, body ? (int)strcspn(body + 4, "\n") : 0,
+	       body ? body + 4 : "");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 5 && strcmp(argv[1], "connect") == 0)
+		return probe_connect(argv[2], argv[3], argv[4]);
+	if (argc == 6 && strcmp(argv[1], "http") == 0)
+		return probe_http(argv[2], argv[3], argv[4], argv[5]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc > 1 && strcmp(argv[1], "euid") == 0) {
 		printf("euid=%u\n", geteuid());

@@ -13,6 +13,8 @@
 #include <cmocka.h>
 
 #include "agentrun/hook.h"
+#include "agentrun/net.h"
+#include "agentrun/spec.h"
 #include "agentrun/policy.h"
 #include "agentrun/util.h"
 
@@ -202,14 +204,25 @@ static void test_create_runtime_refusals(void **st)
 static void test_wire(void **st)
 {
 	ar_autopolicy struct ar_policy *none = policy("none");
-	ar_autopolicy struct ar_policy *proxy = policy("proxy");
 	ar_autooci_state struct ar_oci_state *s = state(
 	    "{\"ociVersion\": \"1.0.2\", \"id\": \"c3\", \"status\": \"creating\", \"pid\": 1,"
 	    " \"bundle\": \"/srv/b\"}");
 	ar_auto_error ar_error_t err = NULL;
-	assert_int_equal(hook_wire_network(none, s, &err), 0);
-	assert_int_equal(hook_wire_network(proxy, s, &err), -1);
-	assert_string_equal(err->msg, "network: proxy wiring is not available in this build");
+	assert_int_equal(hook_wire_network(none, s, "/p.yaml", &err), 0);
+	/* network: proxy is wired for real in tests/integration/oci_*.sh (root, a netns) */
+}
+
+/* The fixed plan: the address render wrote into the config before any container. */
+static void test_plan(void **st)
+{
+	struct ar_net_plan plan;
+	char name[64];
+	ar_hook_plan(3128, &plan);
+	assert_string_equal(plan.proxy_ip, AR_SPEC_PROXY_ADDR);
+	assert_string_equal(plan.sandbox_ip, "10.254.0.2");
+	assert_string_equal(plan.proxy_url, "http://" AR_SPEC_PROXY_ADDR ":3128");
+	ar_hook_state_name("triage", 42, name, sizeof(name));
+	assert_string_equal(name, "triage-42");
 }
 
 int main(void)
@@ -217,7 +230,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_state),   cmocka_unit_test(test_state_errors),
 	    cmocka_unit_test(test_records), cmocka_unit_test(test_create_runtime_refusals),
-	    cmocka_unit_test(test_wire),
+	    cmocka_unit_test(test_wire),    cmocka_unit_test(test_plan),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,232 @@
+/* A proxy network that outlives the process that made it: the OCI hook wires a
+ * container's netns and exits before the container runs; `agentrun net up` wires a
+ * named netns that runsc adopts later. The same pieces as `run` (topology, confined
+ * proxy child, state), with the proxy detached (own session, no PDEATHSIG) and
+ * stopped later from the state alone, by pid and start time. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agentrun/cgroup.h"
+#include "agentrun/net.h"
+#include "agentrun/util.h"
+#include "net-internal.h"
+
+#define CGROUP_ROOT "/sys/fs/cgroup"
+
+/* One line of /proc/PID/cgroup ("ID:CONTROLLERS:PATH") as its directory, when it is
+ * an agentrun cgroup and exists. */
+static bool cgroup_dir(char *line, char *dir, size_t size)
+{
+	char *c = strchr(line, ':'), *path = c ? strchr(c + 1, ':') : NULL;
+	struct stat st;
+	if (path == NULL || strstr(path, "/agentrun-") == NULL || strstr(path, "..") != NULL)
+		return false;
+	*path++ = '\0';
+	const char *ctl = c + 1;
+	if (strncmp(ctl, "name=", 5) == 0)
+		return false;
+	if (*ctl == '\0') { /* v2: a hybrid host mounts it at unified/ */
+		snprintf(dir, size, CGROUP_ROOT "/unified%s", path);
+		if (stat(dir, &st) == 0)
+			return true;
+	}
+	snprintf(dir, size, CGROUP_ROOT "%s%s%s", *ctl ? "/" : "", ctl, path);
+	return stat(dir, &st) == 0;
+}
+
+/* Every cgroup directory of the proxy (v1: one per controller, each under this
+ * process's own cgroup in that hierarchy, which differ), ':'-joined; what does not
+ * fit is left to ar_cgroup_sweep. */
+static void proxy_cgroups(pid_t pid, char *out, size_t size)
+{
+	char path[64], line[512], dir[sizeof(line) + 32];
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	FILE *f = fopen(path, "re");
+	size_t len = 0;
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!cgroup_dir(line, dir, sizeof(dir)) || len + strlen(dir) + 2 > size)
+			continue;
+		len += (size_t)snprintf(out + len, size - len, "%s%s", len ? ":" : "", dir);
+	}
+	if (f != NULL)
+		fclose(f);
+}
+
+void net_remove_cgroups(const char *list, int tries)
+{
+	ar_autofree char *copy = ar_xstrdup(list);
+	char *save = NULL;
+	for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		if (strncmp(d, CGROUP_ROOT "/", sizeof(CGROUP_ROOT)) != 0 ||
+		    strstr(d, "/agentrun-") == NULL || strstr(d, "..") != NULL)
+			continue;
+		/* an exited proxy stays in it until its new parent reaps it */
+		for (int i = 1; rmdir(d) == -1 && errno == EBUSY && i < tries; i++)
+			usleep(2000);
+	}
+}
+
+static void state_init(const struct ar_net_detached_opts *o, struct ar_net_state *s)
+{
+	memset(s, 0, sizeof(*s));
+	snprintf(s->name, sizeof(s->name), "%s", o->name);
+	s->owner = o->owner;
+	s->owner_start = o->owner > 0 ? ar_net_proc_start(o->owner) : 0;
+	s->pid = o->pid;
+	s->started = (int64_t)time(NULL);
+	snprintf(s->network, sizeof(s->network), "proxy");
+	snprintf(s->sandbox_ip, sizeof(s->sandbox_ip), "%s", o->plan->sandbox_ip);
+	snprintf(s->proxy_ip, sizeof(s->proxy_ip), "%s", o->plan->proxy_ip);
+	s->port = o->plan->port;
+	s->net_index = -1; /* no allocation: the proxy netns is private (docs/oci.md) */
+	snprintf(s->policy, sizeof(s->policy), "%s", o->policy_path ? o->policy_path : "");
+}
+
+static int start(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_state *s,
+		 struct ar_net_proxy *px, struct ar_net_topology *t, ar_error_t *err)
+{
+	char cgname[AR_POLICY_NAME_MAX + 48];
+	ar_autofree char *audit = ar_net_audit_path(s->name);
+	if (net_mkdir_root("audit", err) == -1)
+		return -1;
+	ar_autoclose int audit_fd = open(audit, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (audit_fd == -1)
+		return ar_error_make(err, errno, "audit: open `%s`", audit);
+	snprintf(s->audit, sizeof(s->audit), "%s", audit);
+	snprintf(cgname, sizeof(cgname), "agentrun-%s-proxy-%d", o->p->name, (int)getpid());
+	struct ar_net_proxy_opts po = {.policy = o->p,
+				       .audit_fd = audit_fd,
+				       .log_fd = -1,
+				       .cgroup_name = o->no_cgroups ? NULL : cgname,
+				       .detached = true};
+	if (ar_net_proxy_start(&po, px, err) == -1)
+		return -1;
+	s->proxy_pid = px->pid;
+	s->proxy_start = px->start;
+	if (px->cg != NULL) /* until the proxy is in them: its directories come after */
+		snprintf(s->proxy_cgroup, sizeof(s->proxy_cgroup), "%s", ar_cgroup_path(px->cg));
+	if (ar_net_topology_open(t, o->plan, err) == -1 ||
+	    ar_net_proxy_give_listener(px, t->listener, err) == -1 ||
+	    ar_net_topology_wire(t, ns_fd, err) == -1)
+		return -1;
+	if (ar_net_proxy_ready(px, err) == -1)
+		return ar_error_wrap(err, "proxy");
+	if (px->cg != NULL)
+		proxy_cgroups(px->pid, s->proxy_cgroup, sizeof(s->proxy_cgroup));
+	if (o->owner == 0) { /* net up: the proxy's end is the netns' end */
+		s->owner = px->pid;
+		s->owner_start = px->start;
+	}
+	return ar_net_state_write(s, err);
+}
+
+int ar_net_wire_detached(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_state *out,
+			 ar_error_t *err)
+{
+	struct ar_net_topology t = {
+	    .host_ns = -1, .proxy_ns = -1, .listener = -1, .sandbox_ns = -1};
+	struct ar_net_proxy px = {.pid = -1, .report = -1, .chan = -1};
+
+	if (geteuid() != 0)
+		return ar_error_make(err, 0,
+				     "%s: network: proxy needs root (the proxy netns and the veth "
+				     "pair)",
+				     o->p->origin);
+	ar_net_gc();
+	state_init(o, out);
+	int r = start(o, ns_fd, out, &px, &t, err);
+	/* the proxy holds the listener, hence the proxy netns and the veth: ours go */
+	ar_net_topology_close(&t);
+	if (r == -1) {
+		ar_net_proxy_stop(&px);
+		ar_net_unwire(out);
+		return -1;
+	}
+	/* the handle only: the cgroup is the proxy's until ar_net_unwire removes it, and
+	 * this process exits soon (the hook) */
+	px.cg = NULL;
+	return 0;
+}
+
+/* SIGTERM, up to a second, then SIGKILL: through a pidfd taken while pid was still
+ * the one started at `start`, so no signal reaches a recycled pid. */
+static void stop_proxy(pid_t pid, uint64_t start)
+{
+	if (!ar_net_proc_alive(pid, start))
+		return;
+	ar_autoclose int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd == -1 || !ar_net_proc_alive(pid, start))
+		return;
+	for (int sig = SIGTERM;; sig = SIGKILL) {
+		struct pollfd p = {.fd = pfd, .events = POLLIN};
+		if (syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) == -1)
+			return;
+		if (TEMP_FAILURE_RETRY(poll(&p, 1, 1000)) == 1 || sig == SIGKILL)
+			return;
+	}
+}
+
+void ar_net_unwire(const struct ar_net_state *s)
+{
+	struct stat st;
+	stop_proxy(s->proxy_pid, s->proxy_start);
+	if (s->proxy_cgroup[0])
+		net_remove_cgroups(s->proxy_cgroup, 50);
+	/* an audit without a single request says nothing */
+	if (s->audit[0] && stat(s->audit, &st) == 0 && st.st_size == 0)
+		unlink(s->audit);
+	ar_net_state_remove(s->name);
+}
+
+/* Inside the new netns: lo up, the bind mount, an fd. */
+static int named_side(void *data, ar_error_t *err)
+{
+	const char *path = data;
+	if (net_lo_up(err) == -1)
+		return -1;
+	if (mount("/proc/thread-self/ns/net", path, NULL, MS_BIND, NULL) == -1)
+		return ar_error_make(err, errno, "network: bind the netns at `%s`", path);
+	int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (fd == -1)
+		return ar_error_make(err, errno, "network: open the new netns");
+	return fd;
+}
+
+int ar_net_netns_create(const char *path, ar_error_t *err)
+{
+	ar_autoclose int host = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	ar_autoclose int file = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	if (host == -1)
+		return ar_error_make(err, errno, "network: open this process's netns");
+	if (file == -1)
+		return ar_error_make(err, errno, "network: create `%s`", path);
+	if (unshare(CLONE_NEWNET) == -1) {
+		unlink(path);
+		return ar_error_make(err, errno, "network: unshare (the named netns)");
+	}
+	int fd = named_side((void *)path, err);
+	if (setns(host, CLONE_NEWNET) == -1)
+		abort(); /* every later socket would be made in the wrong netns */
+	if (fd == -1)
+		ar_net_netns_remove(path);
+	return fd;
+}
+
+void ar_net_netns_remove(const char *path)
+{
+	umount2(path, MNT_DETACH);
+	unlink(path);
+}
