@@ -553,6 +553,25 @@ static int fwd_send_body(struct client *c)
 	return progress;
 }
 
+/* RFC 9110 §7.6.3: the response names the proxy too, as its last Via line (the
+ * origin's own stay before it). Inserted before the head's final CRLF at `end`, with
+ * the body bytes already read moved along. Returns the bytes added. */
+static uint32_t add_response_via(struct client *c, uint32_t end, int minor)
+{
+	static const char via11[] = "Via: 1.1 agentrun\r\n", via10[] = "Via: 1.0 agentrun\r\n";
+	const char *via = minor ? via11 : via10;
+	uint32_t n = sizeof(via11) - 1;
+	struct iobuf *b = &c->out;
+	if (b->cap - b->len < n) {
+		b->p = ar_xrealloc(b->p, b->cap + AR_IOBUF_UNIT); /* keeps off/rbase/rready */
+		b->cap += AR_IOBUF_UNIT;
+	}
+	memmove(b->p + end - 2 + n, b->p + end - 2, b->len - (end - 2));
+	memcpy(b->p + end - 2, via, n);
+	b->len += n;
+	return n;
+}
+
 static int response_head(struct client *c, size_t end)
 {
 	struct ar_h1_response r;
@@ -571,6 +590,7 @@ static int response_head(struct client *c, size_t end)
 		return 1;
 	}
 	c->resp_head_done = true;
+	end += add_response_via(c, c->rbase + (uint32_t)end, r.minor);
 	c->rready = c->rbase + (uint32_t)end;
 	ar_h1m_init(&c->resp_m, r.framing, r.content_length);
 	c->resp_done = c->resp_m.done;
