@@ -209,12 +209,20 @@ static int send_early(struct client *c)
 	return 0;
 }
 
+/* How a refusal names the tunnel's host: "CONNECT api.example" for an explicit
+ * tunnel, just the name for a captured connection (it made no CONNECT). */
+static const char *sni_via(const struct client *c)
+{
+	return c->captured ? "" : "CONNECT ";
+}
+
 /* proxy.sni: the verdict on what the client sent first. A tunnel that starts as TLS
  * must show a whole ClientHello naming the CONNECT host; only `off` looks at nothing
  * and only a tunnel that is not TLS at all passes `check` unread. */
 static enum tunnel_end sni_verdict(struct client *c, int r, const char *name, const char *why)
 {
 	enum ar_sni_mode mode = c->egress->sni;
+	const char *via = sni_via(c);
 	struct ar_host h;
 	ar_auto_error ar_error_t err = NULL;
 	c->sni_wait = false;
@@ -228,23 +236,23 @@ static enum tunnel_end sni_verdict(struct client *c, int r, const char *name, co
 	case AR_SNI_FOUND:
 		if (ar_host_canonicalize(name, &h, &err) == 0 && strcmp(h.name, c->host) == 0)
 			return TUNNEL_OPEN;
-		snprintf(c->reason, sizeof(c->reason), "SNI %.180s does not match CONNECT %.180s",
-			 name, c->host);
+		snprintf(c->reason, sizeof(c->reason), "SNI %.180s does not match %s%.180s", name,
+			 via, c->host);
 		return TUNNEL_SNI;
 	case AR_SNI_NONE:
 		if (mode == AR_SNI_CHECK && c->host_is_ip)
 			return TUNNEL_OPEN; /* clients send no SNI for an IP address */
-		snprintf(c->reason, sizeof(c->reason), "ClientHello for CONNECT %s has no SNI",
+		snprintf(c->reason, sizeof(c->reason), "ClientHello for %s%s has no SNI", via,
 			 c->host);
 		return TUNNEL_SNI;
 	case AR_SNI_NOT_TLS:
 		if (mode == AR_SNI_CHECK)
 			return TUNNEL_OPEN;
 		snprintf(c->reason, sizeof(c->reason),
-			 "tunnel to CONNECT %s is not TLS (proxy.sni is require)", c->host);
+			 "tunnel to %s%s is not TLS (proxy.sni is require)", via, c->host);
 		return TUNNEL_SNI;
 	default:
-		snprintf(c->reason, sizeof(c->reason), "malformed ClientHello for CONNECT %s: %s",
+		snprintf(c->reason, sizeof(c->reason), "malformed ClientHello for %s%s: %s", via,
 			 c->host, why ? why : "unreadable");
 		return TUNNEL_SNI;
 	}
@@ -310,7 +318,7 @@ static bool tunnel_close(struct client *c, enum tunnel_end why)
 		c->status = 421;
 		c->allowed = false;
 		snprintf(c->reason, sizeof(c->reason),
-			 "no complete ClientHello for CONNECT %s within %d ms", c->host,
+			 "no complete ClientHello for %s%s within %d ms", sni_via(c), c->host,
 			 c->px->egress->header_timeout_ms);
 		break;
 	default:
