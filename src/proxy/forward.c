@@ -54,11 +54,8 @@ static bool would_block(void)
 void client_audit(struct client *c)
 {
 	struct ar_proxy *px = c->px;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
 	bool known = c->host[0] != '\0';
 	struct ar_audit_rec r = {
-	    .at_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
 	    .id = c->id,
 	    .method = c->have_method ? c->method : NULL,
 	    .host = known ? c->host : NULL,
@@ -74,21 +71,7 @@ void client_audit(struct client *c)
 	    .duration_ms = px->loop.now - c->started,
 	};
 	c->audited = true;
-	px->stats.requests++;
-	if (c->allowed)
-		px->stats.allowed++;
-	else
-		px->stats.denied++;
-	px->stats.bytes_out += c->bytes_out;
-	px->stats.bytes_in += c->bytes_in;
-	ar_buf_reset(&px->line);
-	ar_proxy_audit_format(&r, &px->line);
-	if (px->audit_fd >= 0 && write(px->audit_fd, px->line.data, px->line.len) == -1) {
-		/* a full disk must not take the proxy down; the log line still goes out */
-	}
-	ar_buf_reset(&px->line);
-	ar_proxy_log_format(&r, &px->line);
-	logq_line(&px->log, px->line.data, px->line.len);
+	proxy_record(px, &r);
 }
 
 /* ---- generated replies ---- */

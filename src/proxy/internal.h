@@ -175,6 +175,7 @@ struct pipe_pool;
 struct logq {
 	int fd;
 	bool is_sock, owned;
+	bool notes; /* note dropped lines in the queue itself (the log; not the audit) */
 	char *buf;
 	uint32_t len, cap;
 	uint64_t dropped, reported;
@@ -184,6 +185,8 @@ void logq_line(struct logq *q, const char *s, size_t n);
 void logq_flush(struct logq *q);
 void logq_drain(struct logq *q, int timeout_ms);
 void logq_close(struct logq *q);
+/* Audit and log one record (at_ms, and id when 0, are set here; it is counted). */
+void proxy_record(struct ar_proxy *px, struct ar_audit_rec *r);
 
 struct ar_proxy {
 	struct ar_proxy_config cfg;
@@ -199,8 +202,11 @@ struct ar_proxy {
 	_Atomic(struct ar_egress *) pending; /* ar_proxy_set_egress, taken by the loop */
 	char *policy_path;		     /* re-read on reload */
 	struct ar_egress_settings base;	     /* flags beside the policy file (copies) */
-	int audit_fd;
+	int audit_fd;	   /* the audit descriptor we own (closed at free), or -1 */
+	struct logq audit; /* the audit lines: a FIFO nobody reads drops, never blocks */
 	struct logq log;
+	int64_t warned_at; /* the last accept-EMFILE warning */
+	uint64_t n_pauses; /* accept pauses since that warning */
 	uint64_t next_id;
 	struct ar_proxy_stats stats;
 	struct client *clients; /* all live clients */
@@ -231,8 +237,6 @@ struct ar_proxy {
 /* dnsd.c: the DNS stub; capture.c: captured TCP connections */
 int dnsd_start(struct ar_proxy *px, ar_error_t *err);
 void dnsd_close_all(struct ar_proxy *px); /* before the loop's final ev_collect */
-/* Audit and log a record made outside a client (sets at_ms and id, counts it). */
-void proxy_record(struct ar_proxy *px, struct ar_audit_rec *r);
 int capture_init(struct ar_proxy *px, const struct ar_proxy_config *cfg, ar_error_t *err);
 int capture_start(struct ar_proxy *px, ar_error_t *err);
 void capture_free(struct ar_proxy *px);

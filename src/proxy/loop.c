@@ -23,7 +23,9 @@
 #include "agentrun/policy.h"
 #include "internal.h"
 
-#define HOUSE_MS 1000 /* idle upstream expiry granularity */
+#define HOUSE_MS	1000  /* idle upstream expiry granularity */
+#define ACCEPT_PAUSE_MS 100   /* out of descriptors: accept again after this */
+#define WARN_EVERY_MS	10000 /* at most one accept-EMFILE warning per this */
 
 void ar_proxy_config_init(struct ar_proxy_config *cfg)
 {
@@ -152,13 +154,6 @@ static void client_event(void *arg, uint32_t events)
 	client_run(arg);
 }
 
-static void write_line(int fd, struct ar_buf *b)
-{
-	if (fd >= 0 && b->len > 0 && write(fd, b->data, b->len) == -1) {
-		/* nothing sensible to do: the log is best effort */
-	}
-}
-
 /* Over --max-conns: answer 503 at once without taking a client slot. */
 static void refuse_overload(struct ar_proxy *px, int fd)
 {
@@ -182,18 +177,8 @@ static void refuse_overload(struct ar_proxy *px, int fd)
 	close(fd);
 	char reason[64];
 	snprintf(reason, sizeof(reason), "over --max-conns %d", px->cfg.max_conns);
-	struct ar_audit_rec r = {.id = ++px->next_id, .status = 503, .reason = reason};
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	r.at_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	px->stats.requests++;
-	px->stats.denied++;
-	ar_buf_reset(&px->line);
-	ar_proxy_audit_format(&r, &px->line);
-	write_line(px->audit_fd, &px->line);
-	ar_buf_reset(&px->line);
-	ar_proxy_log_format(&r, &px->line);
-	logq_line(&px->log, px->line.data, px->line.len);
+	struct ar_audit_rec r = {.status = 503, .reason = reason};
+	proxy_record(px, &r);
 }
 
 struct client *client_new(struct ar_proxy *px, int fd)
@@ -235,6 +220,23 @@ static void new_client(struct ar_proxy *px, int fd)
 		client_run(c);
 }
 
+/* Out of descriptors: said through the log queue (never a blocking write), at most
+ * once per WARN_EVERY_MS however often accept is paused meanwhile. */
+static void warn_accept(struct ar_proxy *px, int error)
+{
+	px->n_pauses++;
+	if (px->warned_at != 0 && px->loop.now - px->warned_at < WARN_EVERY_MS)
+		return;
+	ar_buf_reset(&px->line);
+	ar_buf_printf(&px->line,
+		      "agentrun: warning: proxy: accept: %s; new connections wait (%" PRIu64
+		      " pause(s) of %d ms since the last warning)\n",
+		      strerror(error), px->n_pauses, ACCEPT_PAUSE_MS);
+	logq_line(&px->log, px->line.data, px->line.len);
+	px->warned_at = px->loop.now;
+	px->n_pauses = 0;
+}
+
 static void do_accept(void *arg, uint32_t events)
 {
 	struct listener *l = arg;
@@ -253,8 +255,8 @@ static void do_accept(void *arg, uint32_t events)
 			for (size_t i = 0; i < px->n_listeners; i++)
 				ev_del(&px->loop, px->listeners[i].fd, NULL);
 			px->accept_paused = true;
-			ev_timer_at(&px->loop, &px->resume, px->loop.now + 100);
-			ar_warn("proxy: accept: %s; pausing new connections", strerror(errno));
+			ev_timer_at(&px->loop, &px->resume, px->loop.now + ACCEPT_PAUSE_MS);
+			warn_accept(px, errno);
 		}
 		return;
 	}
@@ -530,14 +532,24 @@ static void apply_defaults(struct ar_proxy_config *cfg)
 		cfg->max_conns = 4096;
 }
 
+/* The audit goes through a queue like the log's. A FIFO with no reader yet is opened
+ * read-write: open never waits for a reader, and lines wait in the FIFO for one. */
 static int open_audit(struct ar_proxy *px, const struct ar_proxy_config *cfg, ar_error_t *err)
 {
-	px->audit_fd = cfg->audit_fd;
-	if (cfg->audit_path == NULL)
+	if (cfg->audit_path == NULL) {
+		px->audit_fd = cfg->audit_fd; /* ours to close */
+		logq_open(&px->audit, cfg->audit_fd);
+		px->audit.notes = false; /* JSON Lines only: the count goes to the log */
 		return 0;
-	px->audit_fd = open(cfg->audit_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	}
+	const char *p = cfg->audit_path;
+	px->audit_fd = open(p, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0640);
+	if (px->audit_fd == -1 && errno == ENXIO)
+		px->audit_fd = open(p, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (px->audit_fd == -1)
-		return ar_error_make(err, errno, "--audit `%s`", cfg->audit_path);
+		return ar_error_make(err, errno, "--audit `%s`", p);
+	logq_open(&px->audit, px->audit_fd);
+	px->audit.notes = false;
 	return 0;
 }
 
@@ -607,7 +619,7 @@ int ar_proxy_create(const struct ar_proxy_config *cfg, struct ar_proxy **out, ar
 	ar_autoproxy struct ar_proxy *px = ar_xcalloc(1, sizeof(*px));
 	px->loop.epfd = px->loop.wakefd = px->sigfd = px->audit_fd = -1;
 	px->dns_udp = px->dns_tcp = -1;
-	px->log.fd = -1;
+	px->log.fd = px->audit.fd = -1;
 	copy_config(px, cfg);
 	logq_open(&px->log, cfg->log_fd);
 	raise_nofile();
@@ -648,6 +660,12 @@ static void log_summary(struct ar_proxy *px)
 			      "agentrun proxy: %" PRIu64 " log line(s) dropped in all: the log "
 			      "would have blocked\n",
 			      px->log.dropped);
+	if (px->audit.dropped > 0)
+		ar_buf_printf(&px->line,
+			      "agentrun proxy: %" PRIu64 " audit line(s) dropped in all: the "
+			      "audit pipe would have blocked\n",
+			      px->audit.dropped);
+	logq_drain(&px->audit, 500);
 	logq_drain(&px->log, 500);
 	logq_line(&px->log, px->line.data, px->line.len);
 	logq_drain(&px->log, 1000);
@@ -668,6 +686,8 @@ int ar_proxy_run(struct ar_proxy *px, ar_error_t *err)
 			do_reload(px);
 		if (px->log.len > 0)
 			logq_flush(&px->log);
+		if (px->audit.len > 0)
+			logq_flush(&px->audit);
 	}
 	finish_all(px);
 	log_summary(px);
@@ -685,6 +705,7 @@ void ar_proxy_get_stats(const struct ar_proxy *px, struct ar_proxy_stats *out)
 	*out = px->stats;
 	out->open_conns = px->n_clients;
 	out->log_dropped = px->log.dropped;
+	out->audit_dropped = px->audit.dropped;
 }
 
 const char *ar_proxy_listen_name(const struct ar_proxy *px, size_t i)
@@ -723,6 +744,7 @@ void ar_proxy_free(struct ar_proxy *px)
 		free(px->spare[i]);
 	ar_buf_free(&px->line);
 	logq_close(&px->log);
+	logq_close(&px->audit);
 	free(px);
 }
 
