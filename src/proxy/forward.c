@@ -51,6 +51,14 @@ static bool would_block(void)
 
 /* ---- audit ---- */
 
+void client_audit_close(struct client *c)
+{
+	if (!c->audited && c->host[0] && c->status == 0)
+		c->status = 499; /* decided, then the client went away before any answer */
+	if (!c->audited && c->status != 0)
+		client_audit(c);
+}
+
 void client_audit(struct client *c)
 {
 	struct ar_proxy *px = c->px;
@@ -105,7 +113,7 @@ static void build_reply(struct client *c, int status, struct ar_buf *head, struc
 
 /* Answer the request ourselves (403, 400, 502, ...), audit it, then either close
  * (close_after) or read the next request. */
-void client_reply(struct client *c, int status, const char *reason, bool allowed)
+enum cstate reply_with(struct client *c, int status, const char *reason, bool allowed)
 {
 	if (reason != c->reason)
 		snprintf(c->reason, sizeof(c->reason), "%s", reason);
@@ -127,8 +135,8 @@ void client_reply(struct client *c, int status, const char *reason, bool allowed
 		memcpy(c->out.p + head.len, body.data, body.len);
 	c->out.len = n;
 	client_audit(c);
-	c->state = CS_REPLY;
 	c->deadline = c->px->loop.now + LINGER_MS * 2;
+	return CS_REPLY;
 }
 
 static void begin_request(struct client *c)
@@ -151,12 +159,11 @@ static void begin_request(struct client *c)
 }
 
 /* The exchange is over and the client may send another request. */
-static bool next_request(struct client *c)
+static enum cstate next_request(struct client *c)
 {
 	struct ar_proxy *px = c->px;
 	ar_egress_unref(c->egress);
 	c->egress = NULL;
-	c->state = CS_HEAD;
 	c->first_request = false;
 	c->close_after = false;
 	memset(&c->scan, 0, sizeof(c->scan));
@@ -167,10 +174,10 @@ static bool next_request(struct client *c)
 	c->head_deadline = c->in.len > c->in.off;
 	c->deadline = px->loop.now + (c->head_deadline ? px->egress->header_timeout_ms
 						       : px->egress->keepalive_timeout_ms);
-	return true;
+	return CS_HEAD;
 }
 
-bool step_reply(struct client *c)
+enum cstate step_reply(struct client *c)
 {
 	while (c->out.off < c->out.len) {
 		ssize_t n =
@@ -180,23 +187,21 @@ bool step_reply(struct client *c)
 			continue;
 		}
 		if (n == -1 && would_block())
-			return false;
+			return CS_WAIT;
 		if (n == -1 && errno == EINTR)
 			continue;
-		client_close(c);
-		return false;
+		return CS_CLOSE;
 	}
 	if (!c->close_after)
 		return next_request(c);
 	shutdown(c->fd, SHUT_WR);
-	c->state = CS_LINGER;
 	c->deadline = c->px->loop.now + LINGER_MS;
-	return true;
+	return CS_LINGER;
 }
 
 /* After our write side is shut, read and drop what the client still sends so the
  * kernel does not answer it with a RST that could destroy our reply in flight. */
-bool step_linger(struct client *c)
+enum cstate step_linger(struct client *c)
 {
 	char scratch[4096];
 	for (;;) {
@@ -206,9 +211,8 @@ bool step_linger(struct client *c)
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1 && would_block())
-			return false;
-		client_close(c);
-		return false;
+			return CS_WAIT;
+		return CS_CLOSE;
 	}
 }
 
@@ -229,21 +233,26 @@ static bool rule_is_literal(const struct ar_rules *r, const char *rule)
 	return false;
 }
 
-static int budget_refuse(struct client *c)
+/* A helper of a step ended the request: -1, with the state to go to in *end. */
+static int ended(enum cstate *end, enum cstate next)
 {
-	budget_reason(c);
-	c->keepalive = false;
-	if (!c->resp_started) {
-		client_reply(c, 413, c->reason, true);
-		return -1;
-	}
-	c->status = 413;
-	client_close(c);
+	*end = next;
 	return -1;
 }
 
-/* Decide on the request's host:port with the rules in force now. */
-static bool decide(struct client *c, const struct ar_h1_request *req)
+static enum cstate budget_refuse(struct client *c)
+{
+	budget_reason(c);
+	c->keepalive = false;
+	if (!c->resp_started)
+		return reply_with(c, 413, c->reason, true);
+	c->status = 413;
+	return CS_CLOSE;
+}
+
+/* Decide on the request's host:port with the rules in force now: CS_UPSTREAM when
+ * allowed, else the reply. */
+static enum cstate decide(struct client *c, const struct ar_h1_request *req)
 {
 	struct ar_proxy *px = c->px;
 	struct ar_host h;
@@ -253,8 +262,7 @@ static bool decide(struct client *c, const struct ar_h1_request *req)
 	c->host_v6 = req->host_is_v6;
 	if (ar_host_canonicalize(req->host, &h, &err) == -1) {
 		snprintf(c->reason, sizeof(c->reason), "invalid host: %s", err->msg);
-		client_reply(c, 400, c->reason, false);
-		return false;
+		return reply_with(c, 400, c->reason, false);
 	}
 	snprintf(c->host, sizeof(c->host), "%s", h.name);
 	c->host_v6 = h.family == AF_INET6;
@@ -266,10 +274,8 @@ static bool decide(struct client *c, const struct ar_h1_request *req)
 	c->rule_literal = rule_is_literal(px->egress->rules, d.rule);
 	c->allowed = d.allowed;
 	snprintf(c->reason, sizeof(c->reason), "%s", d.reason);
-	if (!d.allowed) {
-		client_reply(c, 403, c->reason, false);
-		return false;
-	}
+	if (!d.allowed)
+		return reply_with(c, 403, c->reason, false);
 	budget_attach(c);
 	if (h.family) {
 		c->cands = ar_xcalloc(1, sizeof(struct cand));
@@ -277,7 +283,7 @@ static bool decide(struct client *c, const struct ar_h1_request *req)
 		memcpy(c->cands[0].addr, &h.addr, h.family == AF_INET ? 4 : 16);
 		c->n_cands = 1;
 	}
-	return true;
+	return CS_UPSTREAM;
 }
 
 static void start_forward(struct client *c, const char *head, const struct ar_h1_request *req)
@@ -291,9 +297,9 @@ static void start_forward(struct client *c, const char *head, const struct ar_h1
 	c->req_ready = 0;
 }
 
-static void on_upstream(struct client *c, int status, const char *why);
+static enum cstate on_upstream(struct client *c, int status, const char *why);
 
-static bool handle_request(struct client *c, size_t head_end)
+static enum cstate handle_request(struct client *c, size_t head_end)
 {
 	struct ar_h1_request req;
 	struct ar_h1_error e;
@@ -307,35 +313,32 @@ static bool handle_request(struct client *c, size_t head_end)
 		c->have_method = true;
 	}
 	c->is_head = rc == 0 && req.is_head;
-	if (rc == -1) {
-		client_reply(c, e.status, e.reason, false);
-		return true;
-	}
+	if (rc == -1)
+		return reply_with(c, e.status, e.reason, false);
 	c->is_connect = req.is_connect;
 	/* the head stays readable at `head` until the buffer is next written */
 	c->in.off += (uint32_t)head_end;
 	memset(&c->scan, 0, sizeof(c->scan));
 	/* a denied request without a body leaves the connection usable */
 	c->keepalive = !req.conn_close && !req.is_connect && req.framing == AR_H1_BODY_NONE;
-	if (!decide(c, &req))
-		return true;
+	enum cstate next = decide(c, &req);
+	if (next != CS_UPSTREAM)
+		return next;
 	c->keepalive = !req.conn_close && !req.is_connect;
 	if (!req.is_connect)
 		start_forward(c, head, &req);
-	c->state = CS_RESOLVE;
 	c->deadline = 0;
-	upstream_start(c, on_upstream);
-	return true;
+	c->up_done = on_upstream;
+	return CS_UPSTREAM;
 }
 
-static bool head_limit(struct client *c, int status, const char *reason)
+static enum cstate head_limit(struct client *c, int status, const char *reason)
 {
 	begin_request(c);
-	client_reply(c, status, reason, false);
-	return true;
+	return reply_with(c, status, reason, false);
 }
 
-bool step_head(struct client *c)
+enum cstate step_head(struct client *c)
 {
 	struct ar_proxy *px = c->px;
 	for (;;) {
@@ -369,69 +372,47 @@ bool step_head(struct client *c)
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1 && would_block())
-			return false;
+			return CS_WAIT;
 		/* EOF or reset between or inside heads: nothing was asked, nothing to audit */
-		client_close(c);
-		return false;
+		return CS_CLOSE;
 	}
 }
 
 /* ---- the plain HTTP exchange ---- */
 
-/* Called when c->up is connected (fresh or from the pool). */
-static void on_upstream_ready(struct client *c)
+/* The end of the upstream search: connected (fresh or from the pool), or the answer
+ * the client gets instead. */
+static enum cstate on_upstream(struct client *c, int status, const char *why)
 {
-	struct ar_proxy *px = c->px;
+	if (status != 0)
+		return reply_with(c, status, why, status == 403 ? false : c->allowed);
 	c->deadline = 0;
-	if (c->is_connect) {
-		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-		c->status = 200;
-		c->out.off = c->out.len = 0;
-		iobuf_reserve(c->px, &c->out, sizeof(ok), sizeof(ok));
-		memcpy(c->out.p, ok, sizeof(ok) - 1);
-		c->out.len = sizeof(ok) - 1;
-		c->state = CS_TUNNEL;
-		c->sni_wait = c->egress && c->egress->sni != AR_SNI_OFF;
-	} else {
-		c->state = CS_FORWARD;
-		c->resp_head_done = c->resp_done = c->up_eof = c->resp_started = false;
-		c->up_reusable = true;
-		c->out.off = c->out.len = 0;
-		c->rbase = c->rready = 0;
-		memset(&c->rscan, 0, sizeof(c->rscan));
-		c->rscan.max_fields = RESP_MAX_FIELDS;
-	}
-	c->last_active = px->loop.now;
-	client_run(c);
+	c->last_active = c->px->loop.now;
+	if (c->is_connect)
+		return tunnel_begin(c, true);
+	c->resp_head_done = c->resp_done = c->up_eof = c->resp_started = false;
+	c->up_reusable = true;
+	c->out.off = c->out.len = 0;
+	c->rbase = c->rready = 0;
+	memset(&c->rscan, 0, sizeof(c->rscan));
+	c->rscan.max_fields = RESP_MAX_FIELDS;
+	return CS_FORWARD;
 }
 
-/* The end of upstream_start: connected, or the answer the client gets instead. */
-static void on_upstream(struct client *c, int status, const char *why)
-{
-	if (status == 0) {
-		on_upstream_ready(c);
-		return;
-	}
-	client_reply(c, status, why, status == 403 ? false : c->allowed);
-	client_run(c);
-}
-
-static int fwd_abort(struct client *c, const char *why)
+static enum cstate fwd_abort(struct client *c, const char *why)
 {
 	if (c->status == 0 || !c->resp_started) {
 		/* nothing reached the client yet: it gets a proper answer */
-		client_reply(c, 502, why, c->allowed);
-		return -1;
+		return reply_with(c, 502, why, c->allowed);
 	}
 	size_t n = strlen(c->reason);
 	snprintf(c->reason + n, sizeof(c->reason) - n, "; %s", why);
-	client_close(c);
-	return -1;
+	return CS_CLOSE;
 }
 
 /* The origin went away before its response started: a pooled connection it had
  * closed is retried once on a fresh one when the request can be replayed. */
-static int upstream_gone(struct client *c, int error)
+static int upstream_gone(struct client *c, int error, enum cstate *end)
 {
 	char why[INET6_ADDRSTRLEN + 160];
 	if (c->reused && !c->retried && c->req_m.framing == AR_H1_BODY_NONE && !c->resp_started &&
@@ -440,21 +421,19 @@ static int upstream_gone(struct client *c, int error)
 		c->retried = true;
 		c->uo_off = 0;
 		c->bytes_out = 0;
-		c->state = CS_RESOLVE;
-		upstream_start(c, on_upstream);
-		return -1;
+		return ended(end, CS_UPSTREAM);
 	}
 	snprintf(why, sizeof(why), "upstream %s closed the connection%s%s", c->uo_addr,
 		 error ? ": " : " before responding", error ? strerror(error) : "");
-	return fwd_abort(c, why);
+	return ended(end, fwd_abort(c, why));
 }
 
-static int fwd_send_head(struct client *c)
+static int fwd_send_head(struct client *c, enum cstate *end)
 {
 	if (c->uo_off >= c->uo.len)
 		return 0;
 	if (budget_room(c) < c->uo.len - c->uo_off)
-		return budget_refuse(c);
+		return ended(end, budget_refuse(c));
 	ssize_t n = send(c->up->fd, c->uo.data + c->uo_off, c->uo.len - c->uo_off, MSG_NOSIGNAL);
 	if (n > 0) {
 		c->uo_off += (size_t)n;
@@ -464,25 +443,24 @@ static int fwd_send_head(struct client *c)
 	}
 	if (n == -1 && (would_block() || errno == EINTR))
 		return 0;
-	return upstream_gone(c, errno);
+	return upstream_gone(c, errno, end);
 }
 
 /* How many of the buffered bytes belong to the request body (validating chunks). */
-static int frame_request_body(struct client *c)
+static int frame_request_body(struct client *c, enum cstate *end)
 {
 	size_t used;
 	enum ar_h1m_result r =
 	    ar_h1m_feed(&c->req_m, c->in.p + c->in.off, c->in.len - c->in.off, &used);
 	if (r == AR_H1M_BAD) {
 		c->keepalive = false;
-		client_reply(c, 400, "bad chunk syntax in request body", false);
-		return -1;
+		return ended(end, reply_with(c, 400, "bad chunk syntax in request body", false));
 	}
 	c->req_ready = (uint32_t)used;
 	return 0;
 }
 
-static int read_client_body(struct client *c)
+static int read_client_body(struct client *c, enum cstate *end)
 {
 	iobuf_reserve(c->px, &c->in, 4096, IN_MAX);
 	ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
@@ -493,22 +471,21 @@ static int read_client_body(struct client *c)
 	if (n == -1 && (would_block() || errno == EINTR))
 		return 0;
 	snprintf(c->reason, sizeof(c->reason), "client closed the connection mid-request");
-	client_close(c);
-	return -1;
+	return ended(end, CS_CLOSE);
 }
 
-static int fwd_send_body(struct client *c)
+static int fwd_send_body(struct client *c, enum cstate *end)
 {
 	int progress = 0;
 	while (!c->req_done && c->uo_off >= c->uo.len) {
 		if (c->req_ready == 0) {
 			if (c->in.len == c->in.off) {
-				int r = read_client_body(c);
+				int r = read_client_body(c, end);
 				if (r <= 0)
 					return r < 0 ? -1 : progress;
 				progress = 1;
 			}
-			if (frame_request_body(c) == -1)
+			if (frame_request_body(c, end) == -1)
 				return -1;
 			if (c->req_ready == 0 && c->req_m.done) {
 				c->req_done = true;
@@ -517,7 +494,7 @@ static int fwd_send_body(struct client *c)
 		}
 		uint64_t room = budget_room(c);
 		if (room == 0)
-			return budget_refuse(c);
+			return ended(end, budget_refuse(c));
 		size_t len = c->req_ready < room ? c->req_ready : (size_t)room;
 		ssize_t n = send(c->up->fd, c->in.p + c->in.off, len, MSG_NOSIGNAL);
 		if (n > 0) {
@@ -531,7 +508,7 @@ static int fwd_send_body(struct client *c)
 		}
 		if (n == -1 && (would_block() || errno == EINTR))
 			return progress;
-		return upstream_gone(c, errno);
+		return upstream_gone(c, errno, end);
 	}
 	return progress;
 }
@@ -555,17 +532,18 @@ static uint32_t add_response_via(struct client *c, uint32_t end, int minor)
 	return n;
 }
 
-static int response_head(struct client *c, size_t end)
+static int response_head(struct client *c, size_t end, enum cstate *next)
 {
 	struct ar_h1_response r;
 	const char *why;
 	const char *head = c->out.p + c->rbase + c->rscan.start;
 	if (ar_h1_parse_response(head, end - c->rscan.start, c->is_head, &r, &why) == -1)
-		return fwd_abort(c, why);
+		return ended(next, fwd_abort(c, why));
 	c->status = r.status;
 	if (r.status < 200) {
 		if (r.status == 101)
-			return fwd_abort(c, "upstream switched protocols (Upgrade is not relayed)");
+			return ended(next, fwd_abort(c, "upstream switched protocols (Upgrade is "
+							"not relayed)"));
 		c->rbase += (uint32_t)end; /* an interim response: forward it, read on */
 		c->rready = c->rbase;
 		memset(&c->rscan, 0, sizeof(c->rscan));
@@ -586,7 +564,7 @@ static int response_head(struct client *c, size_t end)
 
 /* Find the end of the response in the bytes read so far; bytes after it are not
  * the client's, and make the connection unusable for another request. */
-static int track_response(struct client *c)
+static int track_response(struct client *c, enum cstate *next)
 {
 	while (!c->resp_head_done) {
 		size_t end;
@@ -595,11 +573,13 @@ static int track_response(struct client *c)
 		case AR_H1_SCAN_MORE:
 			return 0;
 		case AR_H1_SCAN_DONE:
-			if (response_head(c, end) < 0)
+			if (response_head(c, end, next) < 0)
 				return -1;
 			break;
 		default:
-			return fwd_abort(c, "malformed or oversized response head from upstream");
+			return ended(
+			    next,
+			    fwd_abort(c, "malformed or oversized response head from upstream"));
 		}
 	}
 	uint32_t avail = c->out.len - c->rready;
@@ -652,19 +632,20 @@ static bool response_room(struct client *c)
 	return b->len < b->cap;
 }
 
-static int fwd_read_response(struct client *c)
+static int fwd_read_response(struct client *c, enum cstate *end)
 {
 	if (c->resp_done)
 		return 0;
 	if (!response_room(c)) {
 		if (!c->resp_head_done)
-			return fwd_abort(c, "response head from upstream larger than 64 KiB");
+			return ended(
+			    end, fwd_abort(c, "response head from upstream larger than 64 KiB"));
 		return 0;
 	}
 	ssize_t n = recv(c->up->fd, c->out.p + c->out.len, c->out.cap - c->out.len, 0);
 	if (n > 0) {
 		c->out.len += (uint32_t)n;
-		return track_response(c) < 0 ? -1 : 1;
+		return track_response(c, end) < 0 ? -1 : 1;
 	}
 	if (n == -1 && (would_block() || errno == EINTR))
 		return 0;
@@ -672,7 +653,7 @@ static int fwd_read_response(struct client *c)
 	c->up_eof = true;
 	c->up_reusable = false;
 	if (!c->resp_head_done)
-		return upstream_gone(c, error);
+		return upstream_gone(c, error, end);
 	if (c->resp_m.framing != AR_H1_BODY_CLOSE) {
 		size_t len = strlen(c->reason);
 		snprintf(c->reason + len, sizeof(c->reason) - len,
@@ -683,7 +664,7 @@ static int fwd_read_response(struct client *c)
 	return 1;
 }
 
-static int fwd_write_client(struct client *c)
+static int fwd_write_client(struct client *c, enum cstate *end)
 {
 	if (c->out.off >= c->rready)
 		return 0;
@@ -698,11 +679,10 @@ static int fwd_write_client(struct client *c)
 		return 0;
 	snprintf(c->reason + strlen(c->reason), sizeof(c->reason) - strlen(c->reason),
 		 "; client went away");
-	client_close(c);
-	return -1;
+	return ended(end, CS_CLOSE);
 }
 
-static bool finish_exchange(struct client *c)
+static enum cstate finish_exchange(struct client *c)
 {
 	if (!c->req_done)
 		c->keepalive = c->up_reusable = false;
@@ -711,89 +691,61 @@ static bool finish_exchange(struct client *c)
 	if (c->keepalive)
 		return next_request(c);
 	c->close_after = true;
-	c->state = CS_REPLY; /* nothing left to send: shut down and linger */
-	return true;
+	return CS_REPLY; /* nothing left to send: shut down and linger */
 }
 
-bool step_forward(struct client *c)
+enum cstate step_forward(struct client *c)
 {
+	enum cstate end = CS_CLOSE;
 	for (;;) {
 		int p = 0, r;
-		if ((r = fwd_send_head(c)) < 0)
-			return true;
+		if ((r = fwd_send_head(c, &end)) < 0)
+			return end;
 		p |= r;
-		if ((r = fwd_send_body(c)) < 0)
-			return true;
+		if ((r = fwd_send_body(c, &end)) < 0)
+			return end;
 		p |= r;
-		if ((r = fwd_read_response(c)) < 0)
-			return true;
+		if ((r = fwd_read_response(c, &end)) < 0)
+			return end;
 		p |= r;
-		if ((r = fwd_write_client(c)) < 0)
-			return true;
+		if ((r = fwd_write_client(c, &end)) < 0)
+			return end;
 		p |= r;
 		if (c->resp_done && c->out.off == c->out.len)
 			return finish_exchange(c);
 		if (!p)
-			return false;
+			return CS_WAIT;
 	}
 }
 
 /* ---- timers ---- */
 
-void client_timeout(struct client *c)
+enum cstate timeout_head(struct client *c)
 {
 	struct ar_proxy *px = c->px;
 	char why[AR_HOST_MAX + 96];
-	switch (c->state) {
-	case CS_HEAD:
-		if (c->deadline == 0 || px->loop.now < c->deadline)
-			return;
-		if (!c->head_deadline || (c->first_request && c->in.len == c->in.off)) {
-			client_close(c); /* idle, nothing asked: no request to answer */
-			return;
-		}
-		begin_request(c);
-		snprintf(why, sizeof(why), "request headers not complete within %d ms",
-			 px->egress->header_timeout_ms);
-		client_reply(c, 408, why, false);
-		client_run(c);
-		return;
-	case CS_RESOLVE:
-	case CS_CONNECT:
-		if (c->deadline == 0 || px->loop.now < c->deadline)
-			return;
-		if (c->state == CS_CONNECT && upstream_try_next(c))
-			return;
-		snprintf(why, sizeof(why), "%s %s timed out after %d ms",
-			 c->state == CS_RESOLVE ? "resolving" : "connecting to",
-			 c->state == CS_RESOLVE ? c->host : c->uo_addr,
-			 px->egress->connect_timeout_ms);
-		client_reply(c, 504, why, c->allowed);
-		client_run(c);
-		return;
-	case CS_FORWARD:
-	case CS_TUNNEL:
-		if (c->state == CS_TUNNEL && c->sni_wait && c->deadline &&
-		    px->loop.now >= c->deadline) {
-			tunnel_timeout(c);
-			return;
-		}
-		if (px->loop.now - c->last_active < px->egress->idle_timeout_ms)
-			return;
-		if (c->state == CS_FORWARD && !c->resp_started) {
-			snprintf(why, sizeof(why), "upstream sent no response within %d ms",
-				 px->egress->idle_timeout_ms);
-			client_reply(c, 504, why, c->allowed);
-			client_run(c);
-			return;
-		}
-		snprintf(c->reason + strlen(c->reason), sizeof(c->reason) - strlen(c->reason),
-			 "; idle for %d ms", px->egress->idle_timeout_ms);
-		client_close(c);
-		return;
-	default:
-		if (c->deadline && px->loop.now >= c->deadline)
-			client_close(c);
-		return;
+	if (c->deadline == 0 || px->loop.now < c->deadline)
+		return CS_WAIT;
+	if (!c->head_deadline || (c->first_request && c->in.len == c->in.off))
+		return CS_CLOSE; /* idle, nothing asked: no request to answer */
+	begin_request(c);
+	snprintf(why, sizeof(why), "request headers not complete within %d ms",
+		 px->egress->header_timeout_ms);
+	return reply_with(c, 408, why, false);
+}
+
+enum cstate timeout_forward(struct client *c)
+{
+	struct ar_proxy *px = c->px;
+	char why[AR_HOST_MAX + 96];
+	if (px->loop.now - c->last_active < px->egress->idle_timeout_ms)
+		return CS_WAIT;
+	if (!c->resp_started) {
+		snprintf(why, sizeof(why), "upstream sent no response within %d ms",
+			 px->egress->idle_timeout_ms);
+		return reply_with(c, 504, why, c->allowed);
 	}
+	snprintf(c->reason + strlen(c->reason), sizeof(c->reason) - strlen(c->reason),
+		 "; idle for %d ms", px->egress->idle_timeout_ms);
+	return CS_CLOSE;
 }

@@ -1,9 +1,17 @@
 /* Private to src/proxy: the proxy's objects and the functions its files share.
  *
+ * The files form layers; each calls only into the layers below it (no cycle between
+ * files, checked by tests/lint/proxy_layers.sh):
+ *   ev -> iobuf, http1, tls, addr, audit, egress -> logq, budget -> pool -> resolve
+ *   -> tunnel, forward -> conn (the driver) -> capture, dnsd -> loop.
+ * A lower layer reaches an upper one only through a pointer the upper one set (the
+ * upstream's owner's ev_io, the search's done callback, a captured connection's
+ * sniff step and first-bytes check).
+ *
  * The event core (ev.h) calls back per descriptor and per timer. A client or upstream
- * socket is registered once, edge-triggered, for IN|OUT|RDHUP; a client's state
- * machine (client_run) then retries every operation until it would block, so no
- * epoll_ctl is needed while a connection lives. Objects closed while an event batch
+ * socket is registered once, edge-triggered, for IN|OUT|RDHUP; a client's step
+ * function retries its operations until one would block and then returns CS_WAIT, so
+ * no epoll_ctl is needed while a connection lives. Objects closed while an event batch
  * is being dispatched are freed after the batch (ev_defer_free). */
 #ifndef AGENTRUN_PROXY_INTERNAL_H
 #define AGENTRUN_PROXY_INTERNAL_H
@@ -61,7 +69,26 @@ struct budget_use {
 
 struct origin_pool;
 struct client;
-typedef void upstream_done_fn(struct client *c, int status, const char *why);
+enum cstate {
+	CS_HEAD,     /* reading a request head */
+	CS_UPSTREAM, /* to start the upstream search (pool, resolve, dial) */
+	CS_RESOLVE,  /* waiting for c-ares */
+	CS_CONNECT,  /* upstream connect in progress */
+	CS_FORWARD,  /* plain HTTP exchange */
+	CS_TUNNEL,   /* CONNECT relay */
+	CS_REPLY,    /* sending a response the proxy made */
+	CS_LINGER,   /* write side shut, draining input before close */
+	CS_SNIFF,    /* captured, to a literal address: reading the SNI or Host it names */
+	CS_CLOSE,    /* returned by a step: the driver closes the connection */
+	CS_DEAD,     /* closed; freed after the batch */
+	CS_WAIT,     /* returned by a step: stay in this state until the next event */
+};
+/* A step does what its state can do now and returns the next state (CS_WAIT: none
+ * yet). Only the driver (conn.c) loops over steps and sets c->state. */
+typedef enum cstate step_fn(struct client *c);
+/* How an upstream search ends: the state the client goes to (from a step it is
+ * returned; from an asynchronous completion it is handed to conn_resume). */
+typedef enum cstate upstream_done_fn(struct client *c, int status, const char *why);
 
 struct upstream {
 	struct ev_io io;
@@ -69,6 +96,7 @@ struct upstream {
 	struct ar_proxy *px;
 	bool connected;
 	struct client *owner;		/* NULL while idle in a pool */
+	struct ev_io *owner_io;		/* the owner's driver entry, called on events */
 	struct origin_pool *pool;	/* while idle */
 	struct upstream *pnext, *pprev; /* the pool's idle list */
 	struct upstream *gnext, *gprev; /* every idle upstream, oldest first */
@@ -96,23 +124,14 @@ struct tdir {
 	uint64_t bytes;
 };
 
-enum cstate {
-	CS_HEAD,    /* reading a request head */
-	CS_RESOLVE, /* waiting for c-ares */
-	CS_CONNECT, /* upstream connect in progress */
-	CS_FORWARD, /* plain HTTP exchange */
-	CS_TUNNEL,  /* CONNECT relay */
-	CS_REPLY,   /* sending a response the proxy made */
-	CS_LINGER,  /* write side shut, draining input before close */
-	CS_SNIFF,   /* captured, to a literal address: reading the SNI or Host it names */
-	CS_DEAD,
-};
-
 struct client {
 	struct ev_io io;
-	struct ev_timer timer; /* the nearest deadline; see client_arm */
-	uint8_t state;
-	bool in_run, again;
+	struct ev_timer timer; /* the nearest deadline; see conn.c */
+	struct ev_task task;   /* conn_resume: the driver runs after the batch */
+	uint8_t state;	       /* enum cstate; set by the driver and conn_resume only */
+	step_fn *sniff;	       /* CS_SNIFF's step (capture.c, for a literal address) */
+	/* captured: what the first bytes are, before the SNI check (capture.c) */
+	int (*first_bytes)(struct client *c, int r);
 	bool keepalive;	    /* the client connection may carry another request */
 	bool close_after;   /* close once the current reply is flushed */
 	bool first_request; /* no request finished on this connection yet */
@@ -135,7 +154,9 @@ struct client {
 	size_t uo_off;
 	struct upstream *up;
 	struct lookup *lookup;
-	upstream_done_fn *up_done; /* how upstream_start ends */
+	upstream_done_fn *up_done; /* how the upstream search ends */
+	bool resolved;		   /* on_resolved has answered: step_resolve takes it */
+	int ares_status;
 	struct cand *cands;
 	struct cand pin; /* family 0, or the only address the name may be dialled at */
 	uint8_t n_cands, next_cand;
@@ -234,28 +255,21 @@ struct ar_proxy {
 	bool reload;
 };
 
-/* dnsd.c: the DNS stub; capture.c: captured TCP connections */
+/* dnsd.c: the DNS stub; capture.c: captured TCP connections (above the driver) */
 int dnsd_start(struct ar_proxy *px, ar_error_t *err);
 void dnsd_close_all(struct ar_proxy *px); /* before the loop's final ev_collect */
 int capture_init(struct ar_proxy *px, const struct ar_proxy_config *cfg, ar_error_t *err);
 int capture_start(struct ar_proxy *px, ar_error_t *err);
 void capture_free(struct ar_proxy *px);
-/* The first bytes of a captured connection (r: what the ClientHello parser made of
- * them) name the audit's method (TLS, HTTP, TCP); plain HTTP must carry Host == the
- * connection's name. 0, or -1 with c->reason set (421). */
-int captured_check(struct client *c, int r);
-/* CS_SNIFF: a captured connection to a literal address, until its SNI or Host. */
-bool step_sniff(struct client *c);
 
-/* loop.c: the connection driver */
+/* conn.c: the connection driver */
 /* A client on an accepted socket, registered with the loop (not yet run); NULL when
  * refused (over --max-conns: answered 503 and audited). */
 struct client *client_new(struct ar_proxy *px, int fd);
-void client_run(struct client *c);
-void client_close(struct client *c);
-/* Move the client's timer to its nearest deadline (only ever earlier: a timer that
- * fires early finds nothing due and re-arms). */
-void client_arm(struct client *c);
+/* Enter `next` and run the steps now (from an accept or event callback only). */
+void conn_start(struct client *c, enum cstate next);
+/* Close every client (at stop). */
+void conn_close_all(struct ar_proxy *px);
 #define proxy_now ev_clock_ms
 
 /* iobuf.c */
@@ -266,17 +280,23 @@ bool iobuf_reserve(struct ar_proxy *px, struct iobuf *b, uint32_t want, uint32_t
 void iobuf_compact(struct iobuf *b);
 
 /* forward.c: request heads, decisions, plain HTTP exchange, generated replies */
-bool step_head(struct client *c);
-bool step_forward(struct client *c);
-bool step_reply(struct client *c);
-bool step_linger(struct client *c);
-void client_reply(struct client *c, int status, const char *reason, bool allowed);
-void client_finish(struct client *c);
+enum cstate step_head(struct client *c);
+enum cstate step_forward(struct client *c);
+enum cstate step_reply(struct client *c);
+enum cstate step_linger(struct client *c);
+enum cstate timeout_head(struct client *c);
+enum cstate timeout_forward(struct client *c);
+/* Answer the request ourselves (403, 400, 502, ...) and audit it: returns CS_REPLY. */
+enum cstate reply_with(struct client *c, int status, const char *reason, bool allowed);
+/* The audit of a connection closing (499 for one decided but never answered). */
+void client_audit_close(struct client *c);
 void client_audit(struct client *c);
-void client_timeout(struct client *c);
+
+/* pool.c: upstream objects and the per-origin idle pool */
 void upstream_release(struct client *c, bool reusable);
 void upstream_close(struct ar_proxy *px, struct upstream *up);
-void pool_idle_event(struct upstream *up);
+/* Give c the upstream: its events now run c's driver (through c->io). */
+void upstream_attach(struct client *c, struct upstream *up);
 /* The event callback of every upstream socket: its client's, or the pool's. */
 void upstream_event(void *arg, uint32_t events);
 struct upstream *pool_get(struct ar_proxy *px, const char *host, int port);
@@ -295,21 +315,23 @@ void resolver_free(struct ar_proxy *px);
 void resolver_tick(struct ar_proxy *px);
 int resolver_timeout(struct ar_proxy *px, int max_ms);
 void resolver_cancel(struct client *c);
-/* Find an upstream for the client's host:port: the pool, else resolve -> filter the
- * addresses -> dial, trying the next address on failure. Ends in one call of `done`:
- * status 0 with c->up connected, or the HTTP status (403 refused address, 502, ...)
- * and the reason for the client's answer. */
-void upstream_start(struct client *c, upstream_done_fn *done);
-bool step_connect(struct client *c);
-bool upstream_try_next(struct client *c);
+/* CS_UPSTREAM: find an upstream for the client's host:port: the pool, else resolve ->
+ * filter the addresses -> dial, trying the next address on failure. Ends in one call
+ * of c->up_done: status 0 with c->up connected, or the HTTP status (403 refused
+ * address, 502, 504, ...) and the reason for the client's answer. */
+enum cstate step_upstream(struct client *c);
+enum cstate step_resolve(struct client *c);
+enum cstate step_connect(struct client *c);
+enum cstate timeout_upstream(struct client *c);
 
 /* tunnel.c */
 int pipes_init(struct ar_proxy *px);
 void pipes_free(struct ar_proxy *px);
-bool step_tunnel(struct client *c);
+/* The upstream is connected: CONNECT's 200 queued, the SNI check armed. */
+enum cstate tunnel_begin(struct client *c, bool established);
+enum cstate step_tunnel(struct client *c);
+enum cstate timeout_tunnel(struct client *c);
 void tunnel_release(struct client *c);
-/* The ClientHello did not arrive within the header timeout: 421. */
-void tunnel_timeout(struct client *c);
 
 /* The end of a tunnel, as pump/sni_step report it. */
 enum tunnel_end {

@@ -1,5 +1,5 @@
-/* The proxy's event loop: listeners, accept, the per-client state machine driver,
- * timers, signals, the allow-list swap on reload, and the proxy object's lifetime. */
+/* The proxy's event loop: listeners, accept (the driver is conn.c), timers, signals,
+ * the allow-list swap on reload, and the proxy object's lifetime. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -35,191 +35,6 @@ void ar_proxy_config_init(struct ar_proxy_config *cfg)
 	cfg->dns_udp_fd = cfg->dns_tcp_fd = -1;
 }
 
-/* ---- clients ---- */
-
-static void client_unlink(struct client *c)
-{
-	struct ar_proxy *px = c->px;
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		px->clients = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	c->next = c->prev = NULL;
-	px->n_clients--;
-}
-
-/* Close the client and whatever it holds. Audits an unfinished request. */
-void client_close(struct client *c)
-{
-	if (c->state == CS_DEAD)
-		return;
-	if (!c->audited && c->host[0] && c->status == 0)
-		c->status = 499; /* decided, then the client went away before any answer */
-	if (!c->audited && c->status != 0)
-		client_audit(c);
-	resolver_cancel(c);
-	tunnel_release(c);
-	if (c->up)
-		upstream_release(c, false);
-	ar_egress_unref(c->egress);
-	c->egress = NULL;
-	close(c->fd);
-	c->fd = -1;
-	iobuf_free(c->px, &c->in);
-	iobuf_free(c->px, &c->out);
-	ar_buf_free(&c->uo);
-	free(c->cands);
-	c->cands = NULL;
-	c->state = CS_DEAD;
-	c->io.fn = NULL;
-	ev_timer_stop(&c->px->loop, &c->timer);
-	client_unlink(c);
-	ev_defer_free(&c->px->loop, c);
-}
-
-void client_run(struct client *c)
-{
-	if (c->in_run) {
-		c->again = true;
-		return;
-	}
-	c->in_run = true;
-	c->last_active = c->px->loop.now;
-	bool more;
-	do {
-		c->again = false;
-		switch (c->state) {
-		case CS_HEAD:
-			more = step_head(c);
-			break;
-		case CS_CONNECT:
-			more = step_connect(c);
-			break;
-		case CS_FORWARD:
-			more = step_forward(c);
-			break;
-		case CS_TUNNEL:
-			more = step_tunnel(c);
-			break;
-		case CS_REPLY:
-			more = step_reply(c);
-			break;
-		case CS_LINGER:
-			more = step_linger(c);
-			break;
-		case CS_SNIFF:
-			more = step_sniff(c);
-			break;
-		default:
-			more = false;
-			break;
-		}
-	} while ((more || c->again) && c->state != CS_DEAD);
-	c->in_run = false;
-	if (c->state != CS_DEAD)
-		client_arm(c);
-}
-
-void client_arm(struct client *c)
-{
-	struct ar_proxy *px = c->px;
-	int64_t next = c->deadline;
-	if (c->state == CS_FORWARD || c->state == CS_TUNNEL) {
-		int64_t idle = c->last_active + px->egress->idle_timeout_ms;
-		if (next == 0 || idle < next)
-			next = idle;
-	}
-	if (next == 0)
-		return; /* an armed timer fires, finds nothing due, and is not re-armed */
-	if (next <= px->loop.now)
-		next = px->loop.now + 1;
-	if (c->timer.slot != 0 && c->timer.when <= next)
-		return;
-	ev_timer_at(&px->loop, &c->timer, next);
-}
-
-static void client_timer(void *arg)
-{
-	struct client *c = arg;
-	client_timeout(c);
-	if (c->state != CS_DEAD)
-		client_arm(c);
-}
-
-static void client_event(void *arg, uint32_t events)
-{
-	(void)events;
-	client_run(arg);
-}
-
-/* Over --max-conns: answer 503 at once without taking a client slot. */
-static void refuse_overload(struct ar_proxy *px, int fd)
-{
-	char scratch[4096];
-	while (recv(fd, scratch, sizeof(scratch), MSG_DONTWAIT) > 0)
-		;
-	char body[160], msg[512];
-	int bl = snprintf(body, sizeof(body),
-			  "{\"error\": \"over capacity\", \"reason\": \"more than %d open "
-			  "connections (--max-conns)\"}\n",
-			  px->cfg.max_conns);
-	int n = snprintf(msg, sizeof(msg),
-			 "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-			 "Content-Length: %d\r\nX-Agentrun-Reason: over --max-conns %d\r\n"
-			 "Connection: close\r\n\r\n%s",
-			 bl, px->cfg.max_conns, body);
-	if (send(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) == -1) {
-		/* the client is gone; nothing to tell it */
-	}
-	shutdown(fd, SHUT_WR);
-	close(fd);
-	char reason[64];
-	snprintf(reason, sizeof(reason), "over --max-conns %d", px->cfg.max_conns);
-	struct ar_audit_rec r = {.status = 503, .reason = reason};
-	proxy_record(px, &r);
-}
-
-struct client *client_new(struct ar_proxy *px, int fd)
-{
-	if (px->n_clients >= (size_t)px->cfg.max_conns) {
-		refuse_overload(px, fd);
-		return NULL;
-	}
-	int one = 1;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	struct client *c = ar_xcalloc(1, sizeof(*c));
-	c->io = (struct ev_io){client_event, c};
-	c->timer = (struct ev_timer){.fn = client_timer, .arg = c};
-	c->fd = fd;
-	c->px = px;
-	c->state = CS_HEAD;
-	c->first_request = true;
-	c->head_deadline = true;
-	c->deadline = px->loop.now + px->egress->header_timeout_ms;
-	c->dir[0].pipe.r = c->dir[0].pipe.w = -1;
-	c->dir[1].pipe.r = c->dir[1].pipe.w = -1;
-	c->next = px->clients;
-	if (px->clients)
-		px->clients->prev = c;
-	px->clients = c;
-	px->n_clients++;
-	if (ev_add(&px->loop, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, &c->io) == -1) {
-		c->status = 0;
-		client_close(c);
-		return NULL;
-	}
-	return c;
-}
-
-static void new_client(struct ar_proxy *px, int fd)
-{
-	struct client *c = client_new(px, fd);
-	if (c != NULL)
-		client_run(c);
-}
-
 /* Out of descriptors: said through the log queue (never a blocking write), at most
  * once per WARN_EVERY_MS however often accept is paused meanwhile. */
 static void warn_accept(struct ar_proxy *px, int error)
@@ -245,7 +60,9 @@ static void do_accept(void *arg, uint32_t events)
 	for (;;) {
 		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd >= 0) {
-			new_client(px, fd);
+			struct client *c = client_new(px, fd);
+			if (c != NULL)
+				conn_start(c, CS_HEAD);
 			continue;
 		}
 		if (errno == EINTR || errno == ECONNABORTED)
@@ -642,8 +459,7 @@ int ar_proxy_create(const struct ar_proxy_config *cfg, struct ar_proxy **out, ar
 
 static void finish_all(struct ar_proxy *px)
 {
-	while (px->clients)
-		client_close(px->clients);
+	conn_close_all(px);
 	dnsd_close_all(px);
 	ev_collect(&px->loop);
 }

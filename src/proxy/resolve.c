@@ -150,9 +150,10 @@ static void cand_normalize(struct cand *k)
 	}
 }
 
-/* Drop the candidates in refused ranges. When none is left, reply 403 naming the
- * first refused address. Returns false when the request ended. */
-static bool filter_cands(struct client *c)
+/* Drop the candidates in refused ranges. When none is left, the search ends 403
+ * naming the first refused address. CS_WAIT while candidates are left, else the
+ * state the search's end goes to. */
+static enum cstate filter_cands(struct client *c)
 {
 	uint8_t kept = 0;
 	struct cand refused = {0};
@@ -177,21 +178,19 @@ static bool filter_cands(struct client *c)
 	c->n_cands = kept;
 	c->next_cand = 0;
 	if (kept > 0)
-		return true;
+		return CS_WAIT;
 	char a[INET6_ADDRSTRLEN + 8], why[AR_HOST_MAX + 160];
 	if (refused.family == 0 && c->pin.family != 0) {
 		cand_text(&c->pin, 0, a, sizeof(a));
 		snprintf(why, sizeof(why), "%s does not resolve to %s, the address dialled",
 			 c->host, a);
-		c->up_done(c, 403, why);
-		return false;
+		return c->up_done(c, 403, why);
 	}
 	cand_text(&refused, 0, a, sizeof(a));
 	snprintf(why, sizeof(why),
 		 "%s resolves to %s, a %s address (allow it with --allow-private)", c->host, a,
 		 ar_proxy_addr_class_name(refused_class));
-	c->up_done(c, 403, why);
-	return false;
+	return c->up_done(c, 403, why);
 }
 
 /* ---- dialling ---- */
@@ -230,7 +229,7 @@ static struct upstream *dial(struct client *c, const struct cand *k, int *error)
 	up->io = (struct ev_io){upstream_event, up};
 	up->fd = fd;
 	up->px = c->px;
-	up->owner = c;
+	upstream_attach(c, up);
 	cand_text(k, 0, up->addr, sizeof(up->addr));
 	if (ev_add(&c->px->loop, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, &up->io) == -1) {
 		*error = errno;
@@ -242,7 +241,7 @@ static struct upstream *dial(struct client *c, const struct cand *k, int *error)
 }
 
 /* Connect to the next candidate; on running out, 502 with the last error. */
-static void dial_next(struct client *c)
+static enum cstate dial_next(struct client *c)
 {
 	int error = 0;
 	while (c->next_cand < c->n_cands) {
@@ -250,33 +249,47 @@ static void dial_next(struct client *c)
 		cand_text(k, 0, c->uo_addr, sizeof(c->uo_addr));
 		c->up = dial(c, k, &error);
 		if (c->up) {
-			c->state = CS_CONNECT;
 			c->up_ready = false;
 			c->deadline = c->px->loop.now + c->px->egress->connect_timeout_ms;
-			client_run(c);
-			return;
+			return CS_CONNECT;
 		}
 	}
 	char why[AR_HOST_MAX + 160];
 	snprintf(why, sizeof(why), "connect to %s port %d failed: %s", c->uo_addr, c->port,
 		 strerror(error));
-	c->up_done(c, 502, why);
+	return c->up_done(c, 502, why);
 }
 
-/* The connect deadline passed: the next candidate gets a fresh one, if any. */
-bool upstream_try_next(struct client *c)
+/* The candidates known: filter them, then dial the first that passed. */
+static enum cstate filter_and_dial(struct client *c)
 {
-	if (c->next_cand >= c->n_cands)
-		return false;
-	upstream_release(c, false);
-	dial_next(c);
-	return true;
+	enum cstate refused = filter_cands(c);
+	return refused != CS_WAIT ? refused : dial_next(c);
 }
 
-bool step_connect(struct client *c)
+/* CS_RESOLVE and CS_CONNECT: a deadline passed. The next candidate gets a fresh
+ * one, if any; else the search ends 504. */
+enum cstate timeout_upstream(struct client *c)
+{
+	struct ar_proxy *px = c->px;
+	char why[AR_HOST_MAX + 96];
+	if (c->deadline == 0 || px->loop.now < c->deadline)
+		return CS_WAIT;
+	if (c->state == CS_CONNECT && c->next_cand < c->n_cands) {
+		upstream_release(c, false);
+		return dial_next(c);
+	}
+	snprintf(why, sizeof(why), "%s %s timed out after %d ms",
+		 c->state == CS_CONNECT ? "connecting to" : "resolving",
+		 c->state == CS_CONNECT ? c->uo_addr : c->host, px->egress->connect_timeout_ms);
+	resolver_cancel(c);
+	return c->up_done(c, 504, why);
+}
+
+enum cstate step_connect(struct client *c)
 {
 	if (!c->up_ready)
-		return false;
+		return CS_WAIT;
 	int error = 0;
 	socklen_t sl = sizeof(error);
 	if (getsockopt(c->up->fd, SOL_SOCKET, SO_ERROR, &error, &sl) == -1)
@@ -285,29 +298,28 @@ bool step_connect(struct client *c)
 		struct sockaddr_storage ss;
 		socklen_t pl = sizeof(ss);
 		if (getpeername(c->up->fd, (struct sockaddr *)&ss, &pl) == -1)
-			return false; /* still connecting: a spurious wakeup */
+			return CS_WAIT; /* still connecting: a spurious wakeup */
 		c->up->connected = true;
-		c->up_done(c, 0, NULL);
-		return true;
+		return c->up_done(c, 0, NULL);
 	}
 	upstream_release(c, false);
-	if (c->next_cand < c->n_cands) {
-		dial_next(c);
-		return true;
-	}
+	if (c->next_cand < c->n_cands)
+		return dial_next(c);
 	char why[AR_HOST_MAX + 160];
 	snprintf(why, sizeof(why), "connect to %s port %d failed: %s", c->uo_addr, c->port,
 		 strerror(error));
-	c->up_done(c, 502, why);
-	return true;
+	return c->up_done(c, 502, why);
 }
 
 /* ---- resolution ---- */
 
+/* The c-ares completion records the answer and schedules the client's driver (its
+ * task): step_resolve takes the answer from there, never from inside c-ares. */
 static void on_resolved(void *arg, int status, int timeouts, struct ares_addrinfo *res)
 {
 	struct lookup *lk = arg;
 	struct client *c = lk->c;
+	(void)timeouts;
 	free(lk);
 	if (c == NULL) {
 		ares_freeaddrinfo(res);
@@ -332,45 +344,51 @@ static void on_resolved(void *arg, int status, int timeouts, struct ares_addrinf
 		c->n_cands++;
 	}
 	ares_freeaddrinfo(res);
-	if (status != ARES_SUCCESS || c->n_cands == 0) {
-		char why[AR_HOST_MAX + 160];
-		snprintf(why, sizeof(why), "cannot resolve %s: %s", c->host,
-			 status == ARES_SUCCESS ? "no address" : ares_strerror(status));
-		c->up_done(c, 502, why);
-		return;
-	}
-	if (filter_cands(c))
-		dial_next(c);
+	c->resolved = true;
+	c->ares_status = status;
+	ev_post(&c->px->loop, &c->task);
 }
 
-void upstream_start(struct client *c, upstream_done_fn *done)
+/* CS_RESOLVE: wait for on_resolved, then filter the answer and dial. */
+enum cstate step_resolve(struct client *c)
+{
+	if (!c->resolved)
+		return CS_WAIT;
+	c->resolved = false;
+	if (c->ares_status != ARES_SUCCESS || c->n_cands == 0) {
+		char why[AR_HOST_MAX + 160];
+		snprintf(why, sizeof(why), "cannot resolve %s: %s", c->host,
+			 c->ares_status == ARES_SUCCESS ? "no address"
+							: ares_strerror(c->ares_status));
+		return c->up_done(c, 502, why);
+	}
+	return filter_and_dial(c);
+}
+
+enum cstate step_upstream(struct client *c)
 {
 	struct ar_proxy *px = c->px;
-	c->up_done = done;
-	c->state = CS_RESOLVE;
 	if (!c->is_connect && !c->retried) {
 		struct upstream *up = pool_get(px, c->host, c->port);
 		if (up) {
-			up->owner = c;
-			c->up = up;
+			upstream_attach(c, up);
 			c->reused = true;
 			snprintf(c->uo_addr, sizeof(c->uo_addr), "%s", up->addr);
-			c->up_done(c, 0, NULL);
-			return;
+			return c->up_done(c, 0, NULL);
 		}
 	}
 	c->reused = false;
-	if (c->n_cands > 0) {
-		if (filter_cands(c))
-			dial_next(c);
-		return;
-	}
+	if (c->n_cands > 0)
+		return filter_and_dial(c);
 	c->deadline = px->loop.now + px->egress->connect_timeout_ms;
 	struct lookup *lk = ar_xcalloc(1, sizeof(*lk));
 	lk->c = c;
 	c->lookup = lk;
 	struct ares_addrinfo_hints hints = {
 	    .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = ARES_AI_NOSORT};
-	/* may call back before returning (a files lookup completes at once) */
+	/* may call back before returning (a files lookup completes at once): step_resolve
+	 * finds the answer then */
+	c->resolved = false;
 	ares_getaddrinfo(px->ares, c->host, NULL, &hints, on_resolved, lk);
+	return CS_RESOLVE;
 }

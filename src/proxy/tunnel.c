@@ -227,7 +227,7 @@ static enum tunnel_end sni_verdict(struct client *c, int r, const char *name, co
 	ar_auto_error ar_error_t err = NULL;
 	c->sni_wait = false;
 	if (c->captured) {
-		if (captured_check(c, r) != 0)
+		if (c->first_bytes && c->first_bytes(c, r) != 0)
 			return TUNNEL_SNI;
 		if (mode == AR_SNI_OFF) /* a captured connection has no CONNECT to trust */
 			mode = AR_SNI_CHECK;
@@ -302,8 +302,8 @@ static enum tunnel_end sni_step(struct client *c)
 	}
 }
 
-/* Close the tunnel; a spent budget is audited as 413, an SNI refusal as 421. */
-static bool tunnel_close(struct client *c, enum tunnel_end why)
+/* The tunnel ends: a spent budget is audited as 413, an SNI refusal as 421. */
+static enum cstate tunnel_close(struct client *c, enum tunnel_end why)
 {
 	switch (why) {
 	case TUNNEL_BUDGET:
@@ -324,13 +324,38 @@ static bool tunnel_close(struct client *c, enum tunnel_end why)
 	default:
 		break;
 	}
-	client_close(c);
-	return false;
+	return CS_CLOSE;
 }
 
-void tunnel_timeout(struct client *c)
+/* The ClientHello did not arrive within the header timeout (421), or the tunnel was
+ * idle too long. */
+enum cstate timeout_tunnel(struct client *c)
 {
-	tunnel_close(c, TUNNEL_SNI_TIMEOUT);
+	struct ar_proxy *px = c->px;
+	if (c->sni_wait && c->deadline && px->loop.now >= c->deadline)
+		return tunnel_close(c, TUNNEL_SNI_TIMEOUT);
+	if (px->loop.now - c->last_active < px->egress->idle_timeout_ms)
+		return CS_WAIT;
+	snprintf(c->reason + strlen(c->reason), sizeof(c->reason) - strlen(c->reason),
+		 "; idle for %d ms", px->egress->idle_timeout_ms);
+	return CS_CLOSE;
+}
+
+/* The upstream is connected: a CONNECT gets its 200 first (`established`; a captured
+ * connection was never asked anything), and the ClientHello is read and checked before
+ * any byte goes upstream unless proxy.sni is off. */
+enum cstate tunnel_begin(struct client *c, bool established)
+{
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+	c->status = 200;
+	c->out.off = c->out.len = 0;
+	if (established) {
+		iobuf_reserve(c->px, &c->out, sizeof(ok), sizeof(ok));
+		memcpy(c->out.p, ok, sizeof(ok) - 1);
+		c->out.len = sizeof(ok) - 1;
+	}
+	c->sni_wait = c->egress && c->egress->sni != AR_SNI_OFF;
+	return CS_TUNNEL;
 }
 
 /* The prologue: the 200, the SNI verdict, the early bytes; then the buffers go back.
@@ -364,7 +389,7 @@ static enum tunnel_end tunnel_prologue(struct client *c)
 	return TUNNEL_OPEN;
 }
 
-bool step_tunnel(struct client *c)
+enum cstate step_tunnel(struct client *c)
 {
 	enum tunnel_end r = TUNNEL_OPEN;
 	if (!c->tunnel_bufs_freed)
@@ -381,6 +406,6 @@ bool step_tunnel(struct client *c)
 	if (r != TUNNEL_OPEN)
 		return tunnel_close(c, r);
 	if (c->dir[0].shut && c->dir[1].shut)
-		client_close(c);
-	return false;
+		return CS_CLOSE;
+	return CS_WAIT;
 }
