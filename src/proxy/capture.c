@@ -34,11 +34,9 @@ static enum cstate captured_upstream(struct client *c, int status, const char *w
 	}
 	c->deadline = 0;
 	c->last_active = c->px->loop.now;
-	enum cstate next = tunnel_begin(c, false);
 	/* always for a synthetic address: the ClientHello must name the connection's name;
 	 * a literal one was decided on the name its first bytes carry */
-	c->sni_wait = c->pin.family == 0;
-	return next;
+	return tunnel_begin(c, false, c->s.pin.family == 0);
 }
 
 static enum cstate refuse(struct client *c, const char *reason)
@@ -50,12 +48,12 @@ static enum cstate refuse(struct client *c, const char *reason)
 }
 
 /* A literal address: its name comes from the SNI or the Host it carries (step_sniff),
- * and it is dialled only if that name resolves to that very address (c->pin). */
+ * and it is dialled only if that name resolves to that very address (c->s.pin). */
 static enum cstate literal_start(struct client *c, const struct sockaddr_in *dst, const char *addr)
 {
 	snprintf(c->host, sizeof(c->host), "%s", addr);
-	c->pin.family = AF_INET;
-	memcpy(c->pin.addr, &dst->sin_addr, 4);
+	c->s.pin.family = AF_INET;
+	memcpy(c->s.pin.addr, &dst->sin_addr, 4);
 	c->allowed = false;
 	snprintf(c->reason, sizeof(c->reason), "%s: no SNI or Host arrived", addr);
 	c->sniff = step_sniff;
@@ -95,8 +93,7 @@ static enum cstate captured_start(struct client *c, const struct sockaddr_in *ds
 		return refuse(c, t.decision.reason);
 	snprintf(c->reason, sizeof(c->reason), "%s (captured at %s)", t.decision.reason, addr);
 	budget_attach(c);
-	c->up_done = captured_upstream;
-	return CS_UPSTREAM;
+	return search_start(c, captured_upstream);
 }
 
 static void captured_accept(void *arg, uint32_t events)
@@ -256,7 +253,7 @@ static enum cstate literal_decide(struct client *c, const char *name)
 	struct ar_decision d;
 	char addr[INET_ADDRSTRLEN], why[AR_HOST_MAX + 160];
 	ar_auto_error ar_error_t err = NULL;
-	inet_ntop(AF_INET, c->pin.addr, addr, sizeof(addr));
+	inet_ntop(AF_INET, c->s.pin.addr, addr, sizeof(addr));
 	if (name == NULL || ar_host_canonicalize(name, &h, &err) == -1 || h.family != 0) {
 		snprintf(why, sizeof(why),
 			 "%s: a connection to an address is decided by the name it carries (TLS "
@@ -273,8 +270,7 @@ static enum cstate literal_decide(struct client *c, const char *name)
 	snprintf(c->reason, sizeof(c->reason), "%s (captured at %s)", d.reason, addr);
 	budget_attach(c);
 	c->deadline = 0;
-	c->up_done = captured_upstream;
-	return CS_UPSTREAM;
+	return search_start(c, captured_upstream);
 }
 
 /* CS_SNIFF: a captured connection to a literal address, until its SNI or Host. */

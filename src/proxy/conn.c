@@ -60,7 +60,7 @@ static void conn_close(struct client *c)
 	if (c->state == CS_DEAD)
 		return;
 	client_audit_close(c);
-	resolver_cancel(c);
+	search_reset(c);
 	tunnel_release(c);
 	if (c->up)
 		upstream_release(c, false);
@@ -70,9 +70,7 @@ static void conn_close(struct client *c)
 	c->fd = -1;
 	iobuf_free(c->px, &c->in);
 	iobuf_free(c->px, &c->out);
-	ar_buf_free(&c->uo);
-	free(c->cands);
-	c->cands = NULL;
+	exchange_free(c);
 	c->state = CS_DEAD;
 	c->io.fn = NULL;
 	ev_timer_stop(&c->px->loop, &c->timer);
@@ -193,8 +191,7 @@ struct client *client_new(struct ar_proxy *px, int fd)
 	c->first_request = true;
 	c->head_deadline = true;
 	c->deadline = px->loop.now + px->egress->header_timeout_ms;
-	c->dir[0].pipe.r = c->dir[0].pipe.w = -1;
-	c->dir[1].pipe.r = c->dir[1].pipe.w = -1;
+	tunnel_init(c);
 	c->next = px->clients;
 	if (px->clients)
 		px->clients->prev = c;

@@ -51,6 +51,11 @@ static bool would_block(void)
 
 /* ---- audit ---- */
 
+void exchange_free(struct client *c)
+{
+	ar_buf_free(&c->x.uo);
+}
+
 void client_audit_close(struct client *c)
 {
 	if (!c->audited && c->host[0] && c->status == 0)
@@ -121,7 +126,7 @@ enum cstate reply_with(struct client *c, int status, const char *reason, bool al
 	c->allowed = allowed;
 	if (!c->keepalive || status != 403)
 		c->close_after = true;
-	resolver_cancel(c);
+	search_reset(c);
 	if (c->up)
 		upstream_release(c, false);
 	ar_autobuf struct ar_buf head = {0};
@@ -147,15 +152,13 @@ static void begin_request(struct client *c)
 	c->started = c->px->loop.now;
 	c->rule = NULL;
 	c->audited = c->allowed = c->is_connect = c->is_head = c->host_v6 = false;
-	c->reused = c->retried = c->have_method = c->rule_literal = c->host_is_ip = false;
+	c->have_method = c->rule_literal = c->host_is_ip = false;
 	c->budget = NULL;
 	c->status = 0;
 	c->port = 0;
 	c->method[0] = c->host[0] = c->reason[0] = c->uo_addr[0] = '\0';
 	c->bytes_out = c->bytes_in = 0;
-	free(c->cands);
-	c->cands = NULL;
-	c->n_cands = c->next_cand = 0;
+	search_reset(c);
 }
 
 /* The exchange is over and the client may send another request. */
@@ -244,7 +247,7 @@ static enum cstate budget_refuse(struct client *c)
 {
 	budget_reason(c);
 	c->keepalive = false;
-	if (!c->resp_started)
+	if (!c->x.resp_started)
 		return reply_with(c, 413, c->reason, true);
 	c->status = 413;
 	return CS_CLOSE;
@@ -278,23 +281,20 @@ static enum cstate decide(struct client *c, const struct ar_h1_request *req)
 		return reply_with(c, 403, c->reason, false);
 	budget_attach(c);
 	if (h.family) {
-		c->cands = ar_xcalloc(1, sizeof(struct cand));
-		c->cands[0].family = h.family;
-		memcpy(c->cands[0].addr, &h.addr, h.family == AF_INET ? 4 : 16);
-		c->n_cands = 1;
+		search_literal(c, h.family, &h.addr);
 	}
 	return CS_UPSTREAM;
 }
 
 static void start_forward(struct client *c, const char *head, const struct ar_h1_request *req)
 {
-	ar_buf_reset(&c->uo);
+	ar_buf_reset(&c->x.uo);
 	ar_h1_write_request(head, req, c->egress->pass_forwarded ? AR_H1_PASS_FORWARDED : 0,
-			    &c->uo);
-	c->uo_off = 0;
-	ar_h1m_init(&c->req_m, req->framing, req->content_length);
-	c->req_done = c->req_m.done;
-	c->req_ready = 0;
+			    &c->x.uo);
+	c->x.uo_off = 0;
+	ar_h1m_init(&c->x.req_m, req->framing, req->content_length);
+	c->x.req_done = c->x.req_m.done;
+	c->x.req_ready = 0;
 }
 
 static enum cstate on_upstream(struct client *c, int status, const char *why);
@@ -328,8 +328,7 @@ static enum cstate handle_request(struct client *c, size_t head_end)
 	if (!req.is_connect)
 		start_forward(c, head, &req);
 	c->deadline = 0;
-	c->up_done = on_upstream;
-	return CS_UPSTREAM;
+	return search_start(c, on_upstream);
 }
 
 static enum cstate head_limit(struct client *c, int status, const char *reason)
@@ -388,20 +387,22 @@ static enum cstate on_upstream(struct client *c, int status, const char *why)
 		return reply_with(c, status, why, status == 403 ? false : c->allowed);
 	c->deadline = 0;
 	c->last_active = c->px->loop.now;
-	if (c->is_connect)
-		return tunnel_begin(c, true);
-	c->resp_head_done = c->resp_done = c->up_eof = c->resp_started = false;
-	c->up_reusable = true;
+	if (c->is_connect) {
+		ar_buf_free(&c->x.uo); /* a GET's head before the CONNECT on this connection */
+		return tunnel_begin(c, true, c->egress->sni != AR_SNI_OFF);
+	}
+	c->x.resp_head_done = c->x.resp_done = c->x.up_eof = c->x.resp_started = false;
+	c->x.up_reusable = true;
 	c->out.off = c->out.len = 0;
-	c->rbase = c->rready = 0;
-	memset(&c->rscan, 0, sizeof(c->rscan));
-	c->rscan.max_fields = RESP_MAX_FIELDS;
+	c->x.rbase = c->x.rready = 0;
+	memset(&c->x.rscan, 0, sizeof(c->x.rscan));
+	c->x.rscan.max_fields = RESP_MAX_FIELDS;
 	return CS_FORWARD;
 }
 
 static enum cstate fwd_abort(struct client *c, const char *why)
 {
-	if (c->status == 0 || !c->resp_started) {
+	if (c->status == 0 || !c->x.resp_started) {
 		/* nothing reached the client yet: it gets a proper answer */
 		return reply_with(c, 502, why, c->allowed);
 	}
@@ -415,11 +416,9 @@ static enum cstate fwd_abort(struct client *c, const char *why)
 static int upstream_gone(struct client *c, int error, enum cstate *end)
 {
 	char why[INET6_ADDRSTRLEN + 160];
-	if (c->reused && !c->retried && c->req_m.framing == AR_H1_BODY_NONE && !c->resp_started &&
-	    c->out.len == 0) {
-		upstream_release(c, false);
-		c->retried = true;
-		c->uo_off = 0;
+	if (c->x.req_m.framing == AR_H1_BODY_NONE && !c->x.resp_started && c->out.len == 0 &&
+	    search_retry(c)) {
+		c->x.uo_off = 0;
 		c->bytes_out = 0;
 		return ended(end, CS_UPSTREAM);
 	}
@@ -430,13 +429,14 @@ static int upstream_gone(struct client *c, int error, enum cstate *end)
 
 static int fwd_send_head(struct client *c, enum cstate *end)
 {
-	if (c->uo_off >= c->uo.len)
+	if (c->x.uo_off >= c->x.uo.len)
 		return 0;
-	if (budget_room(c) < c->uo.len - c->uo_off)
+	if (budget_room(c) < c->x.uo.len - c->x.uo_off)
 		return ended(end, budget_refuse(c));
-	ssize_t n = send(c->up->fd, c->uo.data + c->uo_off, c->uo.len - c->uo_off, MSG_NOSIGNAL);
+	ssize_t n =
+	    send(c->up->fd, c->x.uo.data + c->x.uo_off, c->x.uo.len - c->x.uo_off, MSG_NOSIGNAL);
 	if (n > 0) {
-		c->uo_off += (size_t)n;
+		c->x.uo_off += (size_t)n;
 		c->bytes_out += (uint64_t)n;
 		budget_spend(c, (uint64_t)n);
 		return 1;
@@ -451,12 +451,12 @@ static int frame_request_body(struct client *c, enum cstate *end)
 {
 	size_t used;
 	enum ar_h1m_result r =
-	    ar_h1m_feed(&c->req_m, c->in.p + c->in.off, c->in.len - c->in.off, &used);
+	    ar_h1m_feed(&c->x.req_m, c->in.p + c->in.off, c->in.len - c->in.off, &used);
 	if (r == AR_H1M_BAD) {
 		c->keepalive = false;
 		return ended(end, reply_with(c, 400, "bad chunk syntax in request body", false));
 	}
-	c->req_ready = (uint32_t)used;
+	c->x.req_ready = (uint32_t)used;
 	return 0;
 }
 
@@ -477,8 +477,8 @@ static int read_client_body(struct client *c, enum cstate *end)
 static int fwd_send_body(struct client *c, enum cstate *end)
 {
 	int progress = 0;
-	while (!c->req_done && c->uo_off >= c->uo.len) {
-		if (c->req_ready == 0) {
+	while (!c->x.req_done && c->x.uo_off >= c->x.uo.len) {
+		if (c->x.req_ready == 0) {
 			if (c->in.len == c->in.off) {
 				int r = read_client_body(c, end);
 				if (r <= 0)
@@ -487,22 +487,22 @@ static int fwd_send_body(struct client *c, enum cstate *end)
 			}
 			if (frame_request_body(c, end) == -1)
 				return -1;
-			if (c->req_ready == 0 && c->req_m.done) {
-				c->req_done = true;
+			if (c->x.req_ready == 0 && c->x.req_m.done) {
+				c->x.req_done = true;
 				break;
 			}
 		}
 		uint64_t room = budget_room(c);
 		if (room == 0)
 			return ended(end, budget_refuse(c));
-		size_t len = c->req_ready < room ? c->req_ready : (size_t)room;
+		size_t len = c->x.req_ready < room ? c->x.req_ready : (size_t)room;
 		ssize_t n = send(c->up->fd, c->in.p + c->in.off, len, MSG_NOSIGNAL);
 		if (n > 0) {
 			c->in.off += (uint32_t)n;
-			c->req_ready -= (uint32_t)n;
+			c->x.req_ready -= (uint32_t)n;
 			c->bytes_out += (uint64_t)n;
 			budget_spend(c, (uint64_t)n);
-			c->req_done = c->req_ready == 0 && c->req_m.done;
+			c->x.req_done = c->x.req_ready == 0 && c->x.req_m.done;
 			progress = 1;
 			continue;
 		}
@@ -536,27 +536,27 @@ static int response_head(struct client *c, size_t end, enum cstate *next)
 {
 	struct ar_h1_response r;
 	const char *why;
-	const char *head = c->out.p + c->rbase + c->rscan.start;
-	if (ar_h1_parse_response(head, end - c->rscan.start, c->is_head, &r, &why) == -1)
+	const char *head = c->out.p + c->x.rbase + c->x.rscan.start;
+	if (ar_h1_parse_response(head, end - c->x.rscan.start, c->is_head, &r, &why) == -1)
 		return ended(next, fwd_abort(c, why));
 	c->status = r.status;
 	if (r.status < 200) {
 		if (r.status == 101)
 			return ended(next, fwd_abort(c, "upstream switched protocols (Upgrade is "
 							"not relayed)"));
-		c->rbase += (uint32_t)end; /* an interim response: forward it, read on */
-		c->rready = c->rbase;
-		memset(&c->rscan, 0, sizeof(c->rscan));
-		c->rscan.max_fields = RESP_MAX_FIELDS;
+		c->x.rbase += (uint32_t)end; /* an interim response: forward it, read on */
+		c->x.rready = c->x.rbase;
+		memset(&c->x.rscan, 0, sizeof(c->x.rscan));
+		c->x.rscan.max_fields = RESP_MAX_FIELDS;
 		return 1;
 	}
-	c->resp_head_done = true;
-	end += add_response_via(c, c->rbase + (uint32_t)end, r.minor);
-	c->rready = c->rbase + (uint32_t)end;
-	ar_h1m_init(&c->resp_m, r.framing, r.content_length);
-	c->resp_done = c->resp_m.done;
+	c->x.resp_head_done = true;
+	end += add_response_via(c, c->x.rbase + (uint32_t)end, r.minor);
+	c->x.rready = c->x.rbase + (uint32_t)end;
+	ar_h1m_init(&c->x.resp_m, r.framing, r.content_length);
+	c->x.resp_done = c->x.resp_m.done;
 	if (r.conn_close) {
-		c->up_reusable = false;
+		c->x.up_reusable = false;
 		c->keepalive = false;
 	}
 	return 1;
@@ -566,10 +566,10 @@ static int response_head(struct client *c, size_t end, enum cstate *next)
  * the client's, and make the connection unusable for another request. */
 static int track_response(struct client *c, enum cstate *next)
 {
-	while (!c->resp_head_done) {
+	while (!c->x.resp_head_done) {
 		size_t end;
-		switch (
-		    ar_h1_scan_head(&c->rscan, c->out.p + c->rbase, c->out.len - c->rbase, &end)) {
+		switch (ar_h1_scan_head(&c->x.rscan, c->out.p + c->x.rbase, c->out.len - c->x.rbase,
+					&end)) {
 		case AR_H1_SCAN_MORE:
 			return 0;
 		case AR_H1_SCAN_DONE:
@@ -582,23 +582,24 @@ static int track_response(struct client *c, enum cstate *next)
 			    fwd_abort(c, "malformed or oversized response head from upstream"));
 		}
 	}
-	uint32_t avail = c->out.len - c->rready;
-	if (!c->resp_done && avail > 0) {
+	uint32_t avail = c->out.len - c->x.rready;
+	if (!c->x.resp_done && avail > 0) {
 		size_t used;
-		enum ar_h1m_result r = ar_h1m_feed(&c->resp_m, c->out.p + c->rready, avail, &used);
-		c->rready += (uint32_t)used;
+		enum ar_h1m_result r =
+		    ar_h1m_feed(&c->x.resp_m, c->out.p + c->x.rready, avail, &used);
+		c->x.rready += (uint32_t)used;
 		if (r == AR_H1M_BAD) {
-			c->out.len = c->rready;
-			c->keepalive = c->up_reusable = false;
+			c->out.len = c->x.rready;
+			c->keepalive = c->x.up_reusable = false;
 			size_t n = strlen(c->reason);
 			snprintf(c->reason + n, sizeof(c->reason) - n,
 				 "; bad chunked framing from upstream");
 		}
-		c->resp_done = r != AR_H1M_MORE;
+		c->x.resp_done = r != AR_H1M_MORE;
 	}
-	if (c->resp_done && c->out.len > c->rready) {
-		c->out.len = c->rready;
-		c->up_reusable = false;
+	if (c->x.resp_done && c->out.len > c->x.rready) {
+		c->out.len = c->x.rready;
+		c->x.up_reusable = false;
 	}
 	return 0;
 }
@@ -608,18 +609,18 @@ static bool response_room(struct client *c)
 {
 	struct iobuf *b = &c->out;
 	iobuf_take(c->px, b);
-	if (b->off == b->len && b->off == c->rbase && b->off == c->rready) {
-		b->off = b->len = c->rbase = c->rready = 0;
-		memset(&c->rscan, 0, sizeof(c->rscan));
-		c->rscan.max_fields = RESP_MAX_FIELDS;
+	if (b->off == b->len && b->off == c->x.rbase && b->off == c->x.rready) {
+		b->off = b->len = c->x.rbase = c->x.rready = 0;
+		memset(&c->x.rscan, 0, sizeof(c->x.rscan));
+		c->x.rscan.max_fields = RESP_MAX_FIELDS;
 	}
 	if (b->cap - b->len >= 1024 || (b->cap >= OUT_MAX && b->len < b->cap))
 		return true;
 	if (b->off > 0) {
 		memmove(b->p, b->p + b->off, b->len - b->off);
 		b->len -= b->off;
-		c->rbase -= b->off;
-		c->rready -= b->off;
+		c->x.rbase -= b->off;
+		c->x.rready -= b->off;
 		b->off = 0;
 	}
 	if (b->cap - b->len >= 1024)
@@ -634,10 +635,10 @@ static bool response_room(struct client *c)
 
 static int fwd_read_response(struct client *c, enum cstate *end)
 {
-	if (c->resp_done)
+	if (c->x.resp_done)
 		return 0;
 	if (!response_room(c)) {
-		if (!c->resp_head_done)
+		if (!c->x.resp_head_done)
 			return ended(
 			    end, fwd_abort(c, "response head from upstream larger than 64 KiB"));
 		return 0;
@@ -650,29 +651,29 @@ static int fwd_read_response(struct client *c, enum cstate *end)
 	if (n == -1 && (would_block() || errno == EINTR))
 		return 0;
 	int error = n == 0 ? 0 : errno;
-	c->up_eof = true;
-	c->up_reusable = false;
-	if (!c->resp_head_done)
+	c->x.up_eof = true;
+	c->x.up_reusable = false;
+	if (!c->x.resp_head_done)
 		return upstream_gone(c, error, end);
-	if (c->resp_m.framing != AR_H1_BODY_CLOSE) {
+	if (c->x.resp_m.framing != AR_H1_BODY_CLOSE) {
 		size_t len = strlen(c->reason);
 		snprintf(c->reason + len, sizeof(c->reason) - len,
 			 "; upstream closed mid-response");
 	}
 	c->keepalive = false;
-	c->resp_done = true;
+	c->x.resp_done = true;
 	return 1;
 }
 
 static int fwd_write_client(struct client *c, enum cstate *end)
 {
-	if (c->out.off >= c->rready)
+	if (c->out.off >= c->x.rready)
 		return 0;
-	ssize_t n = send(c->fd, c->out.p + c->out.off, c->rready - c->out.off, MSG_NOSIGNAL);
+	ssize_t n = send(c->fd, c->out.p + c->out.off, c->x.rready - c->out.off, MSG_NOSIGNAL);
 	if (n > 0) {
 		c->out.off += (uint32_t)n;
 		c->bytes_in += (uint64_t)n;
-		c->resp_started = true;
+		c->x.resp_started = true;
 		return 1;
 	}
 	if (n == -1 && (would_block() || errno == EINTR))
@@ -684,10 +685,10 @@ static int fwd_write_client(struct client *c, enum cstate *end)
 
 static enum cstate finish_exchange(struct client *c)
 {
-	if (!c->req_done)
-		c->keepalive = c->up_reusable = false;
+	if (!c->x.req_done)
+		c->keepalive = c->x.up_reusable = false;
 	client_audit(c);
-	upstream_release(c, c->up_reusable && !c->up_eof);
+	upstream_release(c, c->x.up_reusable && !c->x.up_eof);
 	if (c->keepalive)
 		return next_request(c);
 	c->close_after = true;
@@ -711,7 +712,7 @@ enum cstate step_forward(struct client *c)
 		if ((r = fwd_write_client(c, &end)) < 0)
 			return end;
 		p |= r;
-		if (c->resp_done && c->out.off == c->out.len)
+		if (c->x.resp_done && c->out.off == c->out.len)
 			return finish_exchange(c);
 		if (!p)
 			return CS_WAIT;
@@ -740,7 +741,7 @@ enum cstate timeout_forward(struct client *c)
 	char why[AR_HOST_MAX + 96];
 	if (px->loop.now - c->last_active < px->egress->idle_timeout_ms)
 		return CS_WAIT;
-	if (!c->resp_started) {
+	if (!c->x.resp_started) {
 		snprintf(why, sizeof(why), "upstream sent no response within %d ms",
 			 px->egress->idle_timeout_ms);
 		return reply_with(c, 504, why, c->allowed);

@@ -95,6 +95,7 @@ struct upstream {
 	int fd;
 	struct ar_proxy *px;
 	bool connected;
+	bool ready; /* reported writable/error while connecting (pool.c sets, resolve.c reads) */
 	struct client *owner;		/* NULL while idle in a pool */
 	struct ev_io *owner_io;		/* the owner's driver entry, called on events */
 	struct origin_pool *pool;	/* while idle */
@@ -124,11 +125,46 @@ struct tdir {
 	uint64_t bytes;
 };
 
+/* The upstream search (resolve.c; the pin is set by capture.c): the candidates, the
+ * lookup in flight, and how the search ends. */
+struct search {
+	struct lookup *lookup;
+	upstream_done_fn *done;
+	struct cand *cands;
+	struct cand pin; /* family 0, or the only address the name may be dialled at */
+	uint8_t n_cands, next;
+	bool resolved; /* on_resolved has answered: step_resolve takes it */
+	bool reused;   /* the upstream came from the pool */
+	bool retried;  /* a pooled upstream failed and the request went to a fresh one */
+	int ares_status;
+};
+
+/* The CONNECT relay (tunnel.c). */
+struct tunnel {
+	struct tdir dir[2]; /* [0] client->upstream, [1] upstream->client */
+	bool sni_wait;	    /* the ClientHello is read and checked before relaying */
+	bool bufs_freed;    /* the prologue is over: no user-space buffers */
+};
+
+/* The plain HTTP exchange (forward.c). */
+struct exchange {
+	struct ar_buf uo; /* request head to the upstream */
+	size_t uo_off;
+	bool req_done, resp_head_done, resp_done, up_eof, up_reusable;
+	bool resp_started;   /* response bytes reached the client */
+	uint32_t req_ready;  /* validated body bytes at in.off not yet sent */
+	struct ar_h1m req_m; /* the request body's framing */
+	struct ar_h1m resp_m;
+	struct ar_h1_scan rscan;
+	uint32_t rbase;	 /* start of the response head being read, in out */
+	uint32_t rready; /* out bytes before this may go to the client */
+};
+
 struct client {
 	struct ev_io io;
 	struct ev_timer timer; /* the nearest deadline; see conn.c */
-	struct ev_task task;   /* conn_resume: the driver runs after the batch */
-	uint8_t state;	       /* enum cstate; set by the driver and conn_resume only */
+	struct ev_task task;   /* runs the driver after the batch (a completion) */
+	uint8_t state;	       /* enum cstate; set by the driver (conn.c) only */
 	step_fn *sniff;	       /* CS_SNIFF's step (capture.c, for a literal address) */
 	/* captured: what the first bytes are, before the SNI check (capture.c) */
 	int (*first_bytes)(struct client *c, int r);
@@ -136,13 +172,9 @@ struct client {
 	bool close_after;   /* close once the current reply is flushed */
 	bool first_request; /* no request finished on this connection yet */
 	bool head_deadline; /* deadline is the 408 one (else a silent idle close) */
-	bool up_ready;	    /* the upstream reported writable/error while connecting */
 	bool rule_literal;  /* the matching rule names an IP literal */
-	bool resp_started;  /* response bytes reached the client */
-	bool tunnel_bufs_freed;
-	bool sni_wait;	 /* CONNECT: the ClientHello is read and checked before relaying */
-	bool host_is_ip; /* the request names an IP literal */
-	bool captured;	 /* transparent capture: no request head, decided by name */
+	bool host_is_ip;    /* the request names an IP literal */
+	bool captured;	    /* transparent capture: no request head, decided by name */
 	int fd;
 	struct ar_proxy *px;
 	struct client *next, *prev;
@@ -150,16 +182,7 @@ struct client {
 	int64_t last_active;
 	struct iobuf in;  /* from the client */
 	struct iobuf out; /* to the client */
-	struct ar_buf uo; /* request head to the upstream */
-	size_t uo_off;
 	struct upstream *up;
-	struct lookup *lookup;
-	upstream_done_fn *up_done; /* how the upstream search ends */
-	bool resolved;		   /* on_resolved has answered: step_resolve takes it */
-	int ares_status;
-	struct cand *cands;
-	struct cand pin; /* family 0, or the only address the name may be dialled at */
-	uint8_t n_cands, next_cand;
 	struct ar_h1_scan scan;
 
 	/* the request in flight */
@@ -169,25 +192,18 @@ struct client {
 	const char *rule;
 	struct budget_use *budget; /* NULL: no budget for this host */
 	uint64_t budget_max;
-	bool audited, allowed, is_connect, is_head, host_v6, reused, retried, have_method;
+	bool audited, allowed, is_connect, is_head, host_v6, have_method;
 	int status;
 	int port;
 	char method[24];
 	char host[AR_H1_HOST_MAX];
 	char reason[AR_HOST_MAX + 160];
 	char uo_addr[INET6_ADDRSTRLEN + 8]; /* the address dialled */
-
-	/* plain HTTP framing */
-	bool req_done, resp_head_done, resp_done, up_eof, up_reusable;
-	uint32_t req_ready;  /* validated body bytes at in.off not yet sent */
-	struct ar_h1m req_m; /* the request body's framing */
-	struct ar_h1m resp_m;
-	struct ar_h1_scan rscan;
-	uint32_t rbase;	 /* start of the response head being read, in out */
-	uint32_t rready; /* out bytes before this may go to the client */
 	uint64_t bytes_out, bytes_in;
 
-	struct tdir dir[2]; /* [0] client->upstream, [1] upstream->client */
+	struct search s;   /* resolve.c */
+	struct exchange x; /* forward.c */
+	struct tunnel tn;  /* tunnel.c */
 };
 
 struct pipe_pool;
@@ -291,6 +307,7 @@ enum cstate reply_with(struct client *c, int status, const char *reason, bool al
 /* The audit of a connection closing (499 for one decided but never answered). */
 void client_audit_close(struct client *c);
 void client_audit(struct client *c);
+void exchange_free(struct client *c);
 
 /* pool.c: upstream objects and the per-origin idle pool */
 void upstream_release(struct client *c, bool reusable);
@@ -314,6 +331,15 @@ int resolver_init(struct ar_proxy *px, ar_error_t *err);
 void resolver_free(struct ar_proxy *px);
 void resolver_tick(struct ar_proxy *px);
 int resolver_timeout(struct ar_proxy *px, int max_ms);
+/* Forget the search (a lookup in flight is cancelled): a new request, or the end. */
+void search_reset(struct client *c);
+/* A literal address is the only candidate. */
+void search_literal(struct client *c, int family, const void *addr);
+/* Start a search that ends in `done`: returns CS_UPSTREAM for the caller's step. */
+enum cstate search_start(struct client *c, upstream_done_fn *done);
+/* A pooled upstream failed before the response: once, the request goes to a fresh
+ * upstream (true), else false. */
+bool search_retry(struct client *c);
 void resolver_cancel(struct client *c);
 /* CS_UPSTREAM: find an upstream for the client's host:port: the pool, else resolve ->
  * filter the addresses -> dial, trying the next address on failure. Ends in one call
@@ -327,8 +353,10 @@ enum cstate timeout_upstream(struct client *c);
 /* tunnel.c */
 int pipes_init(struct ar_proxy *px);
 void pipes_free(struct ar_proxy *px);
-/* The upstream is connected: CONNECT's 200 queued, the SNI check armed. */
-enum cstate tunnel_begin(struct client *c, bool established);
+/* The upstream is connected: CONNECT's 200 queued (`established`), the SNI check
+ * armed (`sni`). */
+enum cstate tunnel_begin(struct client *c, bool established, bool sni);
+void tunnel_init(struct client *c);
 enum cstate step_tunnel(struct client *c);
 enum cstate timeout_tunnel(struct client *c);
 void tunnel_release(struct client *c);

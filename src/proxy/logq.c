@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,10 +98,20 @@ static void report_dropped(struct logq *q)
 	q->len = (uint32_t)n;
 }
 
+/* The bytes to write next: whole lines of at most PIPE_BUF bytes, which a pipe takes
+ * entirely or not at all, so a reader that stops never finds half a line. */
+static size_t chunk(const struct logq *q)
+{
+	if (q->len <= PIPE_BUF)
+		return q->len;
+	const char *nl = memrchr(q->buf, '\n', PIPE_BUF);
+	return nl ? (size_t)(nl - q->buf) + 1 : PIPE_BUF;
+}
+
 void logq_flush(struct logq *q)
 {
 	while (q->fd >= 0 && q->len > 0) {
-		ssize_t n = put(q, q->buf, q->len);
+		ssize_t n = put(q, q->buf, chunk(q));
 		if (n > 0) {
 			memmove(q->buf, q->buf + n, q->len - (size_t)n);
 			q->len -= (uint32_t)n;

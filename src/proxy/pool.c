@@ -158,7 +158,7 @@ void upstream_event(void *arg, uint32_t events)
 		pool_idle_event(up);
 		return;
 	}
-	up->owner->up_ready = true;
+	up->ready = true;
 	up->owner_io->fn(up->owner_io->arg, events);
 }
 

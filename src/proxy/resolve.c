@@ -122,10 +122,44 @@ int resolver_timeout(struct ar_proxy *px, int max_ms)
 
 void resolver_cancel(struct client *c)
 {
-	if (c->lookup) {
-		c->lookup->c = NULL;
-		c->lookup = NULL;
+	if (c->s.lookup) {
+		c->s.lookup->c = NULL;
+		c->s.lookup = NULL;
 	}
+}
+
+void search_reset(struct client *c)
+{
+	resolver_cancel(c);
+	free(c->s.cands);
+	c->s.cands = NULL;
+	c->s.n_cands = c->s.next = 0;
+	c->s.reused = c->s.retried = c->s.resolved = false;
+}
+
+void search_literal(struct client *c, int family, const void *addr)
+{
+	free(c->s.cands);
+	c->s.cands = ar_xcalloc(1, sizeof(struct cand));
+	c->s.cands[0].family = family;
+	memcpy(c->s.cands[0].addr, addr, family == AF_INET ? 4 : 16);
+	c->s.n_cands = 1;
+	c->s.next = 0;
+}
+
+enum cstate search_start(struct client *c, upstream_done_fn *done)
+{
+	c->s.done = done;
+	return CS_UPSTREAM;
+}
+
+bool search_retry(struct client *c)
+{
+	if (!c->s.reused || c->s.retried)
+		return false;
+	upstream_release(c, false);
+	c->s.retried = true;
+	return true;
 }
 
 /* ---- address checks ---- */
@@ -158,39 +192,39 @@ static enum cstate filter_cands(struct client *c)
 	uint8_t kept = 0;
 	struct cand refused = {0};
 	enum ar_addr_class refused_class = AR_ADDR_PUBLIC;
-	for (uint8_t i = 0; i < c->n_cands; i++) {
-		struct cand k = c->cands[i];
+	for (uint8_t i = 0; i < c->s.n_cands; i++) {
+		struct cand k = c->s.cands[i];
 		cand_normalize(&k);
 		/* a captured connection goes where the client dialled, or nowhere */
-		if (c->pin.family != 0 &&
-		    (k.family != c->pin.family ||
-		     memcmp(k.addr, c->pin.addr, k.family == AF_INET ? 4 : 16)))
+		if (c->s.pin.family != 0 &&
+		    (k.family != c->s.pin.family ||
+		     memcmp(k.addr, c->s.pin.addr, k.family == AF_INET ? 4 : 16)))
 			continue;
 		enum ar_addr_class cls = ar_proxy_addr_classify(k.family, k.addr);
 		if (cls == AR_ADDR_PUBLIC || c->rule_literal ||
 		    egress_private_ok(c->egress, k.family, k.addr)) {
-			c->cands[kept++] = k;
+			c->s.cands[kept++] = k;
 		} else if (refused.family == 0) {
 			refused = k;
 			refused_class = cls;
 		}
 	}
-	c->n_cands = kept;
-	c->next_cand = 0;
+	c->s.n_cands = kept;
+	c->s.next = 0;
 	if (kept > 0)
 		return CS_WAIT;
 	char a[INET6_ADDRSTRLEN + 8], why[AR_HOST_MAX + 160];
-	if (refused.family == 0 && c->pin.family != 0) {
-		cand_text(&c->pin, 0, a, sizeof(a));
+	if (refused.family == 0 && c->s.pin.family != 0) {
+		cand_text(&c->s.pin, 0, a, sizeof(a));
 		snprintf(why, sizeof(why), "%s does not resolve to %s, the address dialled",
 			 c->host, a);
-		return c->up_done(c, 403, why);
+		return c->s.done(c, 403, why);
 	}
 	cand_text(&refused, 0, a, sizeof(a));
 	snprintf(why, sizeof(why),
 		 "%s resolves to %s, a %s address (allow it with --allow-private)", c->host, a,
 		 ar_proxy_addr_class_name(refused_class));
-	return c->up_done(c, 403, why);
+	return c->s.done(c, 403, why);
 }
 
 /* ---- dialling ---- */
@@ -244,12 +278,12 @@ static struct upstream *dial(struct client *c, const struct cand *k, int *error)
 static enum cstate dial_next(struct client *c)
 {
 	int error = 0;
-	while (c->next_cand < c->n_cands) {
-		const struct cand *k = &c->cands[c->next_cand++];
+	while (c->s.next < c->s.n_cands) {
+		const struct cand *k = &c->s.cands[c->s.next++];
 		cand_text(k, 0, c->uo_addr, sizeof(c->uo_addr));
 		c->up = dial(c, k, &error);
 		if (c->up) {
-			c->up_ready = false;
+			c->up->ready = false;
 			c->deadline = c->px->loop.now + c->px->egress->connect_timeout_ms;
 			return CS_CONNECT;
 		}
@@ -257,7 +291,7 @@ static enum cstate dial_next(struct client *c)
 	char why[AR_HOST_MAX + 160];
 	snprintf(why, sizeof(why), "connect to %s port %d failed: %s", c->uo_addr, c->port,
 		 strerror(error));
-	return c->up_done(c, 502, why);
+	return c->s.done(c, 502, why);
 }
 
 /* The candidates known: filter them, then dial the first that passed. */
@@ -275,7 +309,7 @@ enum cstate timeout_upstream(struct client *c)
 	char why[AR_HOST_MAX + 96];
 	if (c->deadline == 0 || px->loop.now < c->deadline)
 		return CS_WAIT;
-	if (c->state == CS_CONNECT && c->next_cand < c->n_cands) {
+	if (c->state == CS_CONNECT && c->s.next < c->s.n_cands) {
 		upstream_release(c, false);
 		return dial_next(c);
 	}
@@ -283,12 +317,12 @@ enum cstate timeout_upstream(struct client *c)
 		 c->state == CS_CONNECT ? "connecting to" : "resolving",
 		 c->state == CS_CONNECT ? c->uo_addr : c->host, px->egress->connect_timeout_ms);
 	resolver_cancel(c);
-	return c->up_done(c, 504, why);
+	return c->s.done(c, 504, why);
 }
 
 enum cstate step_connect(struct client *c)
 {
-	if (!c->up_ready)
+	if (!c->up->ready)
 		return CS_WAIT;
 	int error = 0;
 	socklen_t sl = sizeof(error);
@@ -300,15 +334,15 @@ enum cstate step_connect(struct client *c)
 		if (getpeername(c->up->fd, (struct sockaddr *)&ss, &pl) == -1)
 			return CS_WAIT; /* still connecting: a spurious wakeup */
 		c->up->connected = true;
-		return c->up_done(c, 0, NULL);
+		return c->s.done(c, 0, NULL);
 	}
 	upstream_release(c, false);
-	if (c->next_cand < c->n_cands)
+	if (c->s.next < c->s.n_cands)
 		return dial_next(c);
 	char why[AR_HOST_MAX + 160];
 	snprintf(why, sizeof(why), "connect to %s port %d failed: %s", c->uo_addr, c->port,
 		 strerror(error));
-	return c->up_done(c, 502, why);
+	return c->s.done(c, 502, why);
 }
 
 /* ---- resolution ---- */
@@ -325,13 +359,13 @@ static void on_resolved(void *arg, int status, int timeouts, struct ares_addrinf
 		ares_freeaddrinfo(res);
 		return;
 	}
-	c->lookup = NULL;
-	free(c->cands);
-	c->cands = ar_xcalloc(MAX_CANDS, sizeof(struct cand));
-	c->n_cands = 0;
-	for (struct ares_addrinfo_node *n = res ? res->nodes : NULL; n && c->n_cands < MAX_CANDS;
+	c->s.lookup = NULL;
+	free(c->s.cands);
+	c->s.cands = ar_xcalloc(MAX_CANDS, sizeof(struct cand));
+	c->s.n_cands = 0;
+	for (struct ares_addrinfo_node *n = res ? res->nodes : NULL; n && c->s.n_cands < MAX_CANDS;
 	     n = n->ai_next) {
-		struct cand *k = &c->cands[c->n_cands];
+		struct cand *k = &c->s.cands[c->s.n_cands];
 		if (n->ai_family == AF_INET) {
 			k->family = AF_INET;
 			memcpy(k->addr, &((struct sockaddr_in *)n->ai_addr)->sin_addr, 4);
@@ -341,26 +375,26 @@ static void on_resolved(void *arg, int status, int timeouts, struct ares_addrinf
 		} else {
 			continue;
 		}
-		c->n_cands++;
+		c->s.n_cands++;
 	}
 	ares_freeaddrinfo(res);
-	c->resolved = true;
-	c->ares_status = status;
+	c->s.resolved = true;
+	c->s.ares_status = status;
 	ev_post(&c->px->loop, &c->task);
 }
 
 /* CS_RESOLVE: wait for on_resolved, then filter the answer and dial. */
 enum cstate step_resolve(struct client *c)
 {
-	if (!c->resolved)
+	if (!c->s.resolved)
 		return CS_WAIT;
-	c->resolved = false;
-	if (c->ares_status != ARES_SUCCESS || c->n_cands == 0) {
+	c->s.resolved = false;
+	if (c->s.ares_status != ARES_SUCCESS || c->s.n_cands == 0) {
 		char why[AR_HOST_MAX + 160];
 		snprintf(why, sizeof(why), "cannot resolve %s: %s", c->host,
-			 c->ares_status == ARES_SUCCESS ? "no address"
-							: ares_strerror(c->ares_status));
-		return c->up_done(c, 502, why);
+			 c->s.ares_status == ARES_SUCCESS ? "no address"
+							  : ares_strerror(c->s.ares_status));
+		return c->s.done(c, 502, why);
 	}
 	return filter_and_dial(c);
 }
@@ -368,27 +402,27 @@ enum cstate step_resolve(struct client *c)
 enum cstate step_upstream(struct client *c)
 {
 	struct ar_proxy *px = c->px;
-	if (!c->is_connect && !c->retried) {
+	if (!c->is_connect && !c->s.retried) {
 		struct upstream *up = pool_get(px, c->host, c->port);
 		if (up) {
 			upstream_attach(c, up);
-			c->reused = true;
+			c->s.reused = true;
 			snprintf(c->uo_addr, sizeof(c->uo_addr), "%s", up->addr);
-			return c->up_done(c, 0, NULL);
+			return c->s.done(c, 0, NULL);
 		}
 	}
-	c->reused = false;
-	if (c->n_cands > 0)
+	c->s.reused = false;
+	if (c->s.n_cands > 0)
 		return filter_and_dial(c);
 	c->deadline = px->loop.now + px->egress->connect_timeout_ms;
 	struct lookup *lk = ar_xcalloc(1, sizeof(*lk));
 	lk->c = c;
-	c->lookup = lk;
+	c->s.lookup = lk;
 	struct ares_addrinfo_hints hints = {
 	    .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = ARES_AI_NOSORT};
 	/* may call back before returning (a files lookup completes at once): step_resolve
 	 * finds the answer then */
-	c->resolved = false;
+	c->s.resolved = false;
 	ares_getaddrinfo(px->ares, c->host, NULL, &hints, on_resolved, lk);
 	return CS_RESOLVE;
 }

@@ -77,11 +77,17 @@ static void pipe_put(struct ar_proxy *px, struct tpipe *p, bool empty)
 	p->r = p->w = -1;
 }
 
+void tunnel_init(struct client *c)
+{
+	c->tn.dir[0].pipe.r = c->tn.dir[0].pipe.w = -1;
+	c->tn.dir[1].pipe.r = c->tn.dir[1].pipe.w = -1;
+}
+
 void tunnel_release(struct client *c)
 {
 	for (int i = 0; i < 2; i++) {
-		pipe_put(c->px, &c->dir[i].pipe, c->dir[i].in_pipe == 0);
-		c->dir[i].in_pipe = 0;
+		pipe_put(c->px, &c->tn.dir[i].pipe, c->tn.dir[i].in_pipe == 0);
+		c->tn.dir[i].in_pipe = 0;
 	}
 }
 
@@ -198,7 +204,7 @@ static int send_early(struct client *c)
 		if (n > 0) {
 			c->in.off += (uint32_t)n;
 			c->bytes_out += (uint64_t)n;
-			c->dir[0].bytes += (uint64_t)n;
+			c->tn.dir[0].bytes += (uint64_t)n;
 			budget_spend(c, (uint64_t)n);
 			continue;
 		}
@@ -225,7 +231,7 @@ static enum tunnel_end sni_verdict(struct client *c, int r, const char *name, co
 	const char *via = sni_via(c);
 	struct ar_host h;
 	ar_auto_error ar_error_t err = NULL;
-	c->sni_wait = false;
+	c->tn.sni_wait = false;
 	if (c->captured) {
 		if (c->first_bytes && c->first_bytes(c, r) != 0)
 			return TUNNEL_SNI;
@@ -332,7 +338,7 @@ static enum cstate tunnel_close(struct client *c, enum tunnel_end why)
 enum cstate timeout_tunnel(struct client *c)
 {
 	struct ar_proxy *px = c->px;
-	if (c->sni_wait && c->deadline && px->loop.now >= c->deadline)
+	if (c->tn.sni_wait && c->deadline && px->loop.now >= c->deadline)
 		return tunnel_close(c, TUNNEL_SNI_TIMEOUT);
 	if (px->loop.now - c->last_active < px->egress->idle_timeout_ms)
 		return CS_WAIT;
@@ -344,7 +350,7 @@ enum cstate timeout_tunnel(struct client *c)
 /* The upstream is connected: a CONNECT gets its 200 first (`established`; a captured
  * connection was never asked anything), and the ClientHello is read and checked before
  * any byte goes upstream unless proxy.sni is off. */
-enum cstate tunnel_begin(struct client *c, bool established)
+enum cstate tunnel_begin(struct client *c, bool established, bool sni)
 {
 	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 	c->status = 200;
@@ -354,7 +360,7 @@ enum cstate tunnel_begin(struct client *c, bool established)
 		memcpy(c->out.p, ok, sizeof(ok) - 1);
 		c->out.len = sizeof(ok) - 1;
 	}
-	c->sni_wait = c->egress && c->egress->sni != AR_SNI_OFF;
+	c->tn.sni_wait = sni;
 	return CS_TUNNEL;
 }
 
@@ -367,12 +373,12 @@ static enum tunnel_end tunnel_prologue(struct client *c)
 		return TUNNEL_BROKEN;
 	if (out == 0 && c->out.p != NULL)
 		iobuf_free(c->px, &c->out);
-	if (c->sni_wait) {
+	if (c->tn.sni_wait) {
 		if (c->in.len == c->in.off && c->in.p != NULL)
 			iobuf_free(c->px,
 				   &c->in); /* the head's buffer: a waiting tunnel holds none */
 		enum tunnel_end r = sni_step(c);
-		if (r != TUNNEL_OPEN || c->sni_wait)
+		if (r != TUNNEL_OPEN || c->tn.sni_wait)
 			return r; /* nothing is forwarded before the verdict */
 		c->deadline = 0;
 	}
@@ -383,8 +389,7 @@ static enum tunnel_end tunnel_prologue(struct client *c)
 		/* the relay needs no user-space buffers: give them back */
 		iobuf_free(c->px, &c->in);
 		iobuf_free(c->px, &c->out);
-		ar_buf_free(&c->uo);
-		c->tunnel_bufs_freed = true;
+		c->tn.bufs_freed = true;
 	}
 	return TUNNEL_OPEN;
 }
@@ -392,20 +397,20 @@ static enum tunnel_end tunnel_prologue(struct client *c)
 enum cstate step_tunnel(struct client *c)
 {
 	enum tunnel_end r = TUNNEL_OPEN;
-	if (!c->tunnel_bufs_freed)
+	if (!c->tn.bufs_freed)
 		r = tunnel_prologue(c);
 	if (r != TUNNEL_OPEN)
 		return tunnel_close(c, r);
 	/* before the SNI verdict only the origin's bytes flow (server-first protocols) */
-	bool out_ready = !c->sni_wait && c->in.off >= c->in.len;
+	bool out_ready = !c->tn.sni_wait && c->in.off >= c->in.len;
 	bool in_ready = c->out.off >= c->out.len;
-	r = out_ready ? pump(c, &c->dir[0], c->fd, c->up->fd, true) : TUNNEL_OPEN;
+	r = out_ready ? pump(c, &c->tn.dir[0], c->fd, c->up->fd, true) : TUNNEL_OPEN;
 	if (r != TUNNEL_OPEN)
 		return tunnel_close(c, r);
-	r = in_ready ? pump(c, &c->dir[1], c->up->fd, c->fd, false) : TUNNEL_OPEN;
+	r = in_ready ? pump(c, &c->tn.dir[1], c->up->fd, c->fd, false) : TUNNEL_OPEN;
 	if (r != TUNNEL_OPEN)
 		return tunnel_close(c, r);
-	if (c->dir[0].shut && c->dir[1].shut)
+	if (c->tn.dir[0].shut && c->tn.dir[1].shut)
 		return CS_CLOSE;
 	return CS_WAIT;
 }
