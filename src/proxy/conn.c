@@ -130,7 +130,7 @@ static void client_task(void *arg)
 static void client_event(void *arg, uint32_t events)
 {
 	struct client *c = arg;
-	(void)events;
+	c->events |= events;
 	conn_start(c, c->state);
 }
 

@@ -96,6 +96,7 @@ struct upstream {
 	struct ar_proxy *px;
 	bool connected;
 	bool ready; /* reported writable/error while connecting (pool.c sets, resolve.c reads) */
+	uint32_t events; /* epoll events since the owner's last tunnel step (tunnel.c clears) */
 	struct client *owner;		/* NULL while idle in a pool */
 	struct ev_io *owner_io;		/* the owner's driver entry, called on events */
 	struct origin_pool *pool;	/* while idle */
@@ -166,6 +167,7 @@ struct client {
 	struct ev_task task;   /* runs the driver after the batch (a completion) */
 	uint8_t state;	       /* enum cstate; set by the driver (conn.c) only */
 	step_fn *sniff;	       /* CS_SNIFF's step (capture.c, for a literal address) */
+	uint32_t events;       /* epoll events since the last tunnel step (tunnel.c clears) */
 	/* captured: what the first bytes are, before the SNI check (capture.c) */
 	int (*first_bytes)(struct client *c, int r);
 	bool keepalive;	    /* the client connection may carry another request */

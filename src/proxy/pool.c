@@ -159,6 +159,7 @@ void upstream_event(void *arg, uint32_t events)
 		return;
 	}
 	up->ready = true;
+	up->events |= events;
 	up->owner_io->fn(up->owner_io->arg, events);
 }
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -394,16 +395,26 @@ static enum tunnel_end tunnel_prologue(struct client *c)
 	return TUNNEL_OPEN;
 }
 
+#define EV_IN (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)
+
 enum cstate step_tunnel(struct client *c)
 {
 	enum tunnel_end r = TUNNEL_OPEN;
+	uint32_t ce = c->events, ue = c->up->events;
+	/* a direction moves only when its source was readable or its pipe holds bytes (a
+	 * blocked destination always has: its EPOLLOUT finds them), so a one-way transfer
+	 * spends no splice on the idle way. Writability alone says nothing: epoll reports
+	 * EPOLLOUT with every event of an idle socket. The prologue tries everything. */
+	bool all = !c->tn.bufs_freed;
+	c->events = c->up->events = 0;
 	if (!c->tn.bufs_freed)
 		r = tunnel_prologue(c);
 	if (r != TUNNEL_OPEN)
 		return tunnel_close(c, r);
 	/* before the SNI verdict only the origin's bytes flow (server-first protocols) */
-	bool out_ready = !c->tn.sni_wait && c->in.off >= c->in.len;
-	bool in_ready = c->out.off >= c->out.len;
+	bool out_ready = !c->tn.sni_wait && c->in.off >= c->in.len &&
+			 (all || (ce & EV_IN) || c->tn.dir[0].in_pipe);
+	bool in_ready = c->out.off >= c->out.len && (all || (ue & EV_IN) || c->tn.dir[1].in_pipe);
 	r = out_ready ? pump(c, &c->tn.dir[0], c->fd, c->up->fd, true) : TUNNEL_OPEN;
 	if (r != TUNNEL_OPEN)
 		return tunnel_close(c, r);
