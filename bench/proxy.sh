@@ -4,6 +4,8 @@
 #   CONNECT throughput (1 GiB through a tunnel, median of 3)
 #   forwarded small GETs per second with wrk at 1, 16 and 128 connections (nginx origin)
 #   proxy RSS per idle tunnel while holding 1,000 idle CONNECT tunnels
+# AGENTRUN_BEFORE=/path/to/older/agentrun adds a "before" proxy to every figure, measured
+# interleaved with agentrun in the same run (before/after on a shared machine).
 # Needs: scripts/install-deps.sh --bench; a build in build/ (scripts/build.sh). Run as root
 # (squid drops to its own user). Every server is started and stopped here by PID.
 set -euo pipefail
@@ -13,6 +15,7 @@ BLAST=${BLAST:-$PWD/build/bench/ar-blast}
 BYTES=${BYTES:-1073741824}
 WRK_SECONDS=${WRK_SECONDS:-5}
 IDLE=${IDLE:-1000}
+BEFORE=${AGENTRUN_BEFORE:-}
 RUNS=${RUNS:-3}
 for t in "$AGENTRUN" "$BLAST"; do [ -x "$t" ] || { echo "bench: build first ($t missing)" >&2; exit 2; }; done
 for c in tinyproxy squid nginx wrk python3; do command -v $c >/dev/null || { echo "bench: needs $c (scripts/install-deps.sh --bench)" >&2; exit 2; }; done
@@ -43,7 +46,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 
-sink=$(port); origin=$(port); p_ar=$(port); p_tiny=$(port); p_squid=$(port)
+sink=$(port); origin=$(port); p_ar=$(port); p_tiny=$(port); p_squid=$(port); p_before=$(port)
 "$BLAST" sink "$sink" & pids+=($!)
 
 cat >"$tmp/nginx.conf" <<NGINX
@@ -90,6 +93,12 @@ ulimit -n 65536 2>/dev/null || true
 "$AGENTRUN" proxy --listen "127.0.0.1:$p_ar" --allow "127.0.0.1:$sink" --allow "127.0.0.1:$origin" \
 	--audit "$tmp/audit.jsonl" 2>"$tmp/agentrun.log" & pids+=($!); ar_pid=$!
 
+if [ -n "$BEFORE" ]; then
+	"$BEFORE" proxy --listen "127.0.0.1:$p_before" --allow "127.0.0.1:$sink" \
+		--allow "127.0.0.1:$origin" --audit "$tmp/audit.before.jsonl" 2>"$tmp/before.log" &
+	pids+=($!); before_pid=$!
+	wait_port "$p_before"
+fi
 for p in $sink $origin $p_tiny $p_squid $p_ar; do wait_port "$p"; done
 
 echo "agentrun proxy benchmark — $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, kernel $(uname -r)"
@@ -98,14 +107,20 @@ echo
 
 # 1. CONNECT throughput
 declare -A gbps
-tput() { # label [proxyport]
-	local out
-	out=$(for _ in $(seq 1 "$RUNS"); do "$BLAST" send "$sink" "$BYTES" ${2:-} | awk '{print $3}'; done | median)
-	gbps[$1]=$out
-}
-tput direct; tput agentrun "$p_ar"; tput squid "$p_squid"; tput tinyproxy "$p_tiny"
+one() { "$BLAST" send "$sink" "$BYTES" ${1:+"$1"} | awk '{print $3}'; }
+# rounds interleave every party, so a burst of load elsewhere hits them alike
+for _ in $(seq 1 "$RUNS"); do
+	one >>"$tmp/t.direct"; one "$p_ar" >>"$tmp/t.agentrun"
+	one "$p_squid" >>"$tmp/t.squid"; one "$p_tiny" >>"$tmp/t.tinyproxy"
+	if [ -n "$BEFORE" ]; then one "$p_before" >>"$tmp/t.before"; fi
+done
+for k in direct agentrun squid tinyproxy; do gbps[$k]=$(median <"$tmp/t.$k"); done
+if [ -n "$BEFORE" ]; then gbps[before]=$(median <"$tmp/t.before"); fi
 echo "CONNECT throughput, $((BYTES >> 20)) MiB per run, median of $RUNS (GB/s)"
 printf '  %-10s %8s\n' direct "${gbps[direct]}" agentrun "${gbps[agentrun]}" squid "${gbps[squid]}" tinyproxy "${gbps[tinyproxy]}"
+if [ -n "$BEFORE" ]; then
+	printf '  %-10s %8s   agentrun/before %s\n' before "${gbps[before]}" "$(ratio "${gbps[agentrun]}" "${gbps[before]}")"
+fi
 best=$(printf '%s\n%s\n' "${gbps[squid]}" "${gbps[tinyproxy]}" | sort -g | tail -1)
 echo "  ratios: agentrun/direct $(ratio "${gbps[agentrun]}" "${gbps[direct]}")  agentrun/squid $(ratio "${gbps[agentrun]}" "${gbps[squid]}")  agentrun/tinyproxy $(ratio "${gbps[agentrun]}" "${gbps[tinyproxy]}")  agentrun/best-peer $(ratio "${gbps[agentrun]}" "$best")  (targets: >=0.5 direct, >=2 best peer)"
 echo
@@ -128,6 +143,14 @@ for c in 1 16 128; do
 	printf '  %-6s %10s %10s %10s %10s   %s %s %s %s\n' "$c" "$d" "$a" "$s" "$t" \
 		"$(ratio "${a%% *}" "${d%% *}")" "$(ratio "${a%% *}" "${s%% *}")" "$(ratio "${a%% *}" "${t%% *}")" "$(ratio "${a%% *}" "$b")"
 done
+if [ -n "$BEFORE" ]; then
+	for c in 1 16 128; do # interleaved: after, before, after, before
+		a1=$(rate "$c" "$p_ar" "$tmp/proxy.lua"); b1=$(rate "$c" "$p_before" "$tmp/proxy.lua")
+		a2=$(rate "$c" "$p_ar" "$tmp/proxy.lua"); b2=$(rate "$c" "$p_before" "$tmp/proxy.lua")
+		a=$(((${a1%% *} + ${a2%% *}) / 2)); b=$(((${b1%% *} + ${b2%% *}) / 2))
+		printf '  %-6s agentrun %s before %s   agentrun/before %s\n' "$c" "$a" "$b" "$(ratio "$a" "$b")"
+	done
+fi
 echo "  (target: agentrun/best-peer >= 1.5 at 16 and 128)"
 echo
 
@@ -149,4 +172,8 @@ per_tunnel() { # pid port
 }
 ra=$(per_tunnel "$ar_pid" "$p_ar"); rs=$(per_tunnel "$squid_pid" "$p_squid"); rt=$(per_tunnel "$tiny_pid" "$p_tiny")
 printf '  %-10s %8s\n' agentrun "$ra" squid "$rs" tinyproxy "$rt"
+if [ -n "$BEFORE" ]; then
+	rb=$(per_tunnel "$before_pid" "$p_before")
+	printf '  %-10s %8s   agentrun/before %s\n' before "$rb" "$(ratio "$ra" "$rb")"
+fi
 echo "  ratios: agentrun/squid $(ratio "$ra" "$rs")  agentrun/tinyproxy $(ratio "$ra" "$rt")  (target: < 16 KiB per tunnel)"

@@ -109,8 +109,9 @@ struct ar_proxy_stats {
 	uint64_t bytes_out;
 	uint64_t bytes_in;
 	uint64_t open_conns;
-	uint64_t log_dropped; /* log lines dropped because the log would have blocked */
-	uint64_t dns_queries; /* answered (or dropped) by the DNS stub; never forwarded */
+	uint64_t log_dropped;	/* log lines dropped because the log would have blocked */
+	uint64_t dns_queries;	/* answered (or dropped) by the DNS stub; never forwarded */
+	uint64_t audit_dropped; /* audit lines dropped: the audit FIFO would have blocked */
 };
 
 struct ar_proxy;

@@ -18,52 +18,51 @@
 
 #include "internal.h"
 
+static int captured_check(struct client *c, int r);
+static enum cstate step_sniff(struct client *c);
+
 /* A captured connection has no head to read: the decision is made at accept, and
  * what the first bytes are (TLS, HTTP, anything) names the audit's method. */
-static void captured_upstream(struct client *c, int status, const char *why)
+static enum cstate captured_upstream(struct client *c, int status, const char *why)
 {
 	if (status != 0) {
 		c->status = status;
 		snprintf(c->reason, sizeof(c->reason), "%s", why ? why : "upstream failed");
 		if (status == 403)
 			c->allowed = false;
-		client_close(c);
-		return;
+		return CS_CLOSE;
 	}
 	c->deadline = 0;
-	c->status = 200;
-	c->state = CS_TUNNEL;
+	c->last_active = c->px->loop.now;
 	/* always for a synthetic address: the ClientHello must name the connection's name;
 	 * a literal one was decided on the name its first bytes carry */
-	c->sni_wait = c->pin.family == 0;
-	c->last_active = c->px->loop.now;
-	client_run(c);
+	return tunnel_begin(c, false, c->s.pin.family == 0);
 }
 
-static void refuse(struct client *c, const char *reason)
+static enum cstate refuse(struct client *c, const char *reason)
 {
 	snprintf(c->reason, sizeof(c->reason), "%s", reason);
 	c->allowed = false;
 	c->status = 403;
-	client_close(c);
+	return CS_CLOSE;
 }
 
 /* A literal address: its name comes from the SNI or the Host it carries (step_sniff),
- * and it is dialled only if that name resolves to that very address (c->pin). */
-static void literal_start(struct client *c, const struct sockaddr_in *dst, const char *addr)
+ * and it is dialled only if that name resolves to that very address (c->s.pin). */
+static enum cstate literal_start(struct client *c, const struct sockaddr_in *dst, const char *addr)
 {
 	snprintf(c->host, sizeof(c->host), "%s", addr);
-	c->pin.family = AF_INET;
-	memcpy(c->pin.addr, &dst->sin_addr, 4);
+	c->s.pin.family = AF_INET;
+	memcpy(c->s.pin.addr, &dst->sin_addr, 4);
 	c->allowed = false;
 	snprintf(c->reason, sizeof(c->reason), "%s: no SNI or Host arrived", addr);
-	c->state = CS_SNIFF;
+	c->sniff = step_sniff;
 	c->deadline = c->px->loop.now + c->px->egress->header_timeout_ms;
-	client_run(c);
+	return CS_SNIFF;
 }
 
 /* Decide the connection on the name behind the address it was made to. */
-static void captured_start(struct client *c, const struct sockaddr_in *dst)
+static enum cstate captured_start(struct client *c, const struct sockaddr_in *dst)
 {
 	struct ar_proxy *px = c->px;
 	struct ar_dns_target t;
@@ -72,6 +71,7 @@ static void captured_start(struct client *c, const struct sockaddr_in *dst)
 	c->id = ++px->next_id;
 	c->started = px->loop.now;
 	c->captured = true;
+	c->first_bytes = captured_check;
 	c->is_connect = true;
 	c->have_method = true;
 	snprintf(c->method, sizeof(c->method), "TCP");
@@ -79,27 +79,21 @@ static void captured_start(struct client *c, const struct sockaddr_in *dst)
 	c->egress = ar_egress_ref(px->egress);
 	inet_ntop(AF_INET, &dst->sin_addr, addr, sizeof(addr));
 	ar_dns_target(px->dns_pool, px->egress->rules, dst->sin_addr, c->port, &t);
-	if (t.kind == AR_DNS_TARGET_LITERAL) {
-		literal_start(c, dst, addr);
-		return;
-	}
+	if (t.kind == AR_DNS_TARGET_LITERAL)
+		return literal_start(c, dst, addr);
 	if (t.kind != AR_DNS_TARGET_NAME) {
 		snprintf(c->host, sizeof(c->host), "%s", addr);
 		snprintf(why, sizeof(why), "%s is a synthetic address never handed out", addr);
-		refuse(c, why);
-		return;
+		return refuse(c, why);
 	}
 	snprintf(c->host, sizeof(c->host), "%s", t.name);
 	c->rule = t.decision.rule;
 	c->allowed = t.decision.allowed;
-	if (!c->allowed) {
-		refuse(c, t.decision.reason);
-		return;
-	}
+	if (!c->allowed)
+		return refuse(c, t.decision.reason);
 	snprintf(c->reason, sizeof(c->reason), "%s (captured at %s)", t.decision.reason, addr);
 	budget_attach(c);
-	c->state = CS_RESOLVE;
-	upstream_start(c, captured_upstream);
+	return search_start(c, captured_upstream);
 }
 
 static void captured_accept(void *arg, uint32_t events)
@@ -121,7 +115,7 @@ static void captured_accept(void *arg, uint32_t events)
 		}
 		struct client *c = client_new(l->px, fd);
 		if (c != NULL)
-			captured_start(c, &dst);
+			conn_start(c, captured_start(c, &dst));
 	}
 }
 
@@ -197,7 +191,11 @@ static void find_host(const char *p, size_t n, char *out, size_t size)
 	}
 }
 
-int captured_check(struct client *c, int r)
+/* The first bytes of a captured connection (r: what the ClientHello parser made of
+ * them) name the audit's method (TLS, HTTP, TCP); plain HTTP must carry Host == the
+ * connection's name. 0, or -1 with c->reason set (421). Called by tunnel.c through
+ * c->first_bytes. */
+static int captured_check(struct client *c, int r)
 {
 	const char *p = c->in.p ? c->in.p + c->in.off : "";
 	size_t n = c->in.len - c->in.off;
@@ -249,50 +247,44 @@ static int sniff_name(struct client *c, char *name, size_t size)
 
 /* Decide name:port for a literal connection, then resolve the name and dial the
  * address the client dialled only if the name resolves to it. */
-static void literal_decide(struct client *c, const char *name)
+static enum cstate literal_decide(struct client *c, const char *name)
 {
 	struct ar_host h;
 	struct ar_decision d;
 	char addr[INET_ADDRSTRLEN], why[AR_HOST_MAX + 160];
 	ar_auto_error ar_error_t err = NULL;
-	inet_ntop(AF_INET, c->pin.addr, addr, sizeof(addr));
+	inet_ntop(AF_INET, c->s.pin.addr, addr, sizeof(addr));
 	if (name == NULL || ar_host_canonicalize(name, &h, &err) == -1 || h.family != 0) {
 		snprintf(why, sizeof(why),
 			 "%s: a connection to an address is decided by the name it carries (TLS "
 			 "SNI or HTTP Host), and it carries none",
 			 addr);
-		refuse(c, why);
-		return;
+		return refuse(c, why);
 	}
 	snprintf(c->host, sizeof(c->host), "%s", h.name);
 	ar_rules_decide(c->egress->rules, &h, c->port, &d);
 	c->rule = d.rule;
 	c->allowed = d.allowed;
-	if (!d.allowed) {
-		refuse(c, d.reason);
-		return;
-	}
+	if (!d.allowed)
+		return refuse(c, d.reason);
 	snprintf(c->reason, sizeof(c->reason), "%s (captured at %s)", d.reason, addr);
 	budget_attach(c);
 	c->deadline = 0;
-	upstream_start(c, captured_upstream);
+	return search_start(c, captured_upstream);
 }
 
-bool step_sniff(struct client *c)
+/* CS_SNIFF: a captured connection to a literal address, until its SNI or Host. */
+static enum cstate step_sniff(struct client *c)
 {
 	char name[AR_HOST_MAX];
 	for (;;) {
 		if (c->in.len > c->in.off) {
 			int r = sniff_name(c, name, sizeof(name));
-			if (r != 0) {
-				literal_decide(c, r == 1 ? name : NULL);
-				return false;
-			}
+			if (r != 0)
+				return literal_decide(c, r == 1 ? name : NULL);
 		}
-		if (!iobuf_reserve(c->px, &c->in, 4096, 2 * AR_SNI_HELLO_MAX)) {
-			literal_decide(c, NULL);
-			return false;
-		}
+		if (!iobuf_reserve(c->px, &c->in, 4096, 2 * AR_SNI_HELLO_MAX))
+			return literal_decide(c, NULL);
 		ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
 		if (n > 0) {
 			c->in.len += (uint32_t)n;
@@ -301,8 +293,7 @@ bool step_sniff(struct client *c)
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return false;
-		client_close(c);
-		return false;
+			return CS_WAIT;
+		return CS_CLOSE;
 	}
 }

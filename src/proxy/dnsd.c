@@ -30,27 +30,6 @@ struct dns_conn {
 	uint8_t buf[AR_DNS_MAX_QUERY + 2];
 };
 
-void proxy_record(struct ar_proxy *px, struct ar_audit_rec *r)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	r->at_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	r->id = ++px->next_id;
-	px->stats.requests++;
-	if (r->allowed)
-		px->stats.allowed++;
-	else
-		px->stats.denied++;
-	ar_buf_reset(&px->line);
-	ar_proxy_audit_format(r, &px->line);
-	if (px->audit_fd >= 0 && write(px->audit_fd, px->line.data, px->line.len) == -1) {
-		/* a full disk must not take the proxy down; the log line still goes out */
-	}
-	ar_buf_reset(&px->line);
-	ar_proxy_log_format(r, &px->line);
-	logq_line(&px->log, px->line.data, px->line.len);
-}
-
 static size_t answer(struct ar_proxy *px, const uint8_t *q, size_t len, uint8_t *out, size_t cap)
 {
 	struct ar_dns_event ev;

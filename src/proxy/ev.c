@@ -176,6 +176,43 @@ int ev_next_timeout(const struct ev_loop *l, int max_ms)
 	return max_ms >= 0 && d > max_ms ? max_ms : (int)d;
 }
 
+void ev_post(struct ev_loop *l, struct ev_task *t)
+{
+	if (t->queued)
+		return;
+	t->queued = true;
+	t->next = NULL;
+	if (l->tasks == NULL)
+		l->tasks_tail = &l->tasks;
+	*l->tasks_tail = t;
+	l->tasks_tail = &t->next;
+}
+
+void ev_cancel(struct ev_loop *l, struct ev_task *t)
+{
+	if (!t->queued)
+		return;
+	struct ev_task **pp = &l->tasks;
+	while (*pp != t)
+		pp = &(*pp)->next;
+	*pp = t->next;
+	if (l->tasks_tail == &t->next)
+		l->tasks_tail = pp;
+	t->queued = false;
+}
+
+void ev_run_tasks(struct ev_loop *l)
+{
+	while (l->tasks) {
+		struct ev_task *t = l->tasks;
+		l->tasks = t->next;
+		if (l->tasks == NULL)
+			l->tasks_tail = &l->tasks;
+		t->queued = false;
+		t->fn(t->arg); /* may post tasks, itself included */
+	}
+}
+
 static void fire_timers(struct ev_loop *l)
 {
 	while (l->n_heap > 0 && l->heap[0]->when <= l->now) {
@@ -188,7 +225,7 @@ static void fire_timers(struct ev_loop *l)
 int ev_run_once(struct ev_loop *l, int max_ms, ar_error_t *err)
 {
 	struct epoll_event evs[BATCH];
-	int n = epoll_wait(l->epfd, evs, BATCH, ev_next_timeout(l, max_ms));
+	int n = epoll_wait(l->epfd, evs, BATCH, l->tasks ? 0 : ev_next_timeout(l, max_ms));
 	if (n == -1 && errno != EINTR)
 		return ar_error_make(err, errno, "epoll_wait");
 	l->now = ev_clock_ms();
@@ -197,7 +234,9 @@ int ev_run_once(struct ev_loop *l, int max_ms, ar_error_t *err)
 		if (io->fn)
 			io->fn(io->arg, evs[i].events);
 	}
+	ev_run_tasks(l);
 	fire_timers(l);
+	ev_run_tasks(l);
 	ev_collect(l);
 	return 0;
 }

@@ -30,6 +30,16 @@ struct ev_timer {
 	void *arg;
 };
 
+/* A deferred call: run after the current batch of events, before the loop waits again
+ * (a completion that must not run its owner's driver from inside another call). */
+typedef void ev_task_fn(void *arg);
+struct ev_task {
+	ev_task_fn *fn;
+	void *arg;
+	struct ev_task *next;
+	bool queued;
+};
+
 struct ev_loop {
 	int epfd;
 	int wakefd;
@@ -39,6 +49,7 @@ struct ev_loop {
 	int64_t now; /* refreshed before every batch */
 	struct ev_timer **heap;
 	size_t n_heap, cap_heap;
+	struct ev_task *tasks, **tasks_tail;
 	void **grave;
 	size_t n_grave, cap_grave;
 	atomic_bool stop;
@@ -54,12 +65,19 @@ void ev_del(struct ev_loop *l, int fd, struct ev_io *io);
 /* Arm (or move) a timer to fire at `when`; disarm it. */
 void ev_timer_at(struct ev_loop *l, struct ev_timer *t, int64_t when);
 void ev_timer_stop(struct ev_loop *l, struct ev_timer *t);
+/* Queue t (once, however often it is posted before it runs); ev_cancel takes it back
+ * (an object freed with a task queued). */
+void ev_post(struct ev_loop *l, struct ev_task *t);
+void ev_cancel(struct ev_loop *l, struct ev_task *t);
+/* Run the queued tasks, and the ones they post, until none is left. */
+void ev_run_tasks(struct ev_loop *l);
 /* Free obj after the current batch: events already queued for it are still safe. */
 void ev_defer_free(struct ev_loop *l, void *obj);
 /* Free the deferred objects now (outside a batch: at shutdown). */
 void ev_collect(struct ev_loop *l);
-/* Wait at most max_ms (-1: until an event or the next timer), dispatch the events,
- * fire due timers, free the deferred objects. -1 on an epoll error. */
+/* Wait at most max_ms (-1: until an event or the next timer; 0 while tasks are
+ * queued), dispatch the events, run the tasks, fire due timers, run the tasks, free the
+ * deferred objects. -1 on an epoll error. */
 int ev_run_once(struct ev_loop *l, int max_ms, ar_error_t *err);
 /* Milliseconds until the next timer (max_ms when none is sooner). */
 int ev_next_timeout(const struct ev_loop *l, int max_ms);

@@ -51,14 +51,24 @@ static bool would_block(void)
 
 /* ---- audit ---- */
 
+void exchange_free(struct client *c)
+{
+	ar_buf_free(&c->x.uo);
+}
+
+void client_audit_close(struct client *c)
+{
+	if (!c->audited && c->host[0] && c->status == 0)
+		c->status = 499; /* decided, then the client went away before any answer */
+	if (!c->audited && c->status != 0)
+		client_audit(c);
+}
+
 void client_audit(struct client *c)
 {
 	struct ar_proxy *px = c->px;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
 	bool known = c->host[0] != '\0';
 	struct ar_audit_rec r = {
-	    .at_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
 	    .id = c->id,
 	    .method = c->have_method ? c->method : NULL,
 	    .host = known ? c->host : NULL,
@@ -74,21 +84,7 @@ void client_audit(struct client *c)
 	    .duration_ms = px->loop.now - c->started,
 	};
 	c->audited = true;
-	px->stats.requests++;
-	if (c->allowed)
-		px->stats.allowed++;
-	else
-		px->stats.denied++;
-	px->stats.bytes_out += c->bytes_out;
-	px->stats.bytes_in += c->bytes_in;
-	ar_buf_reset(&px->line);
-	ar_proxy_audit_format(&r, &px->line);
-	if (px->audit_fd >= 0 && write(px->audit_fd, px->line.data, px->line.len) == -1) {
-		/* a full disk must not take the proxy down; the log line still goes out */
-	}
-	ar_buf_reset(&px->line);
-	ar_proxy_log_format(&r, &px->line);
-	logq_line(&px->log, px->line.data, px->line.len);
+	proxy_record(px, &r);
 }
 
 /* ---- generated replies ---- */
@@ -122,7 +118,7 @@ static void build_reply(struct client *c, int status, struct ar_buf *head, struc
 
 /* Answer the request ourselves (403, 400, 502, ...), audit it, then either close
  * (close_after) or read the next request. */
-void client_reply(struct client *c, int status, const char *reason, bool allowed)
+enum cstate reply_with(struct client *c, int status, const char *reason, bool allowed)
 {
 	if (reason != c->reason)
 		snprintf(c->reason, sizeof(c->reason), "%s", reason);
@@ -130,7 +126,7 @@ void client_reply(struct client *c, int status, const char *reason, bool allowed
 	c->allowed = allowed;
 	if (!c->keepalive || status != 403)
 		c->close_after = true;
-	resolver_cancel(c);
+	search_reset(c);
 	if (c->up)
 		upstream_release(c, false);
 	ar_autobuf struct ar_buf head = {0};
@@ -144,8 +140,8 @@ void client_reply(struct client *c, int status, const char *reason, bool allowed
 		memcpy(c->out.p + head.len, body.data, body.len);
 	c->out.len = n;
 	client_audit(c);
-	c->state = CS_REPLY;
 	c->deadline = c->px->loop.now + LINGER_MS * 2;
+	return CS_REPLY;
 }
 
 static void begin_request(struct client *c)
@@ -156,24 +152,21 @@ static void begin_request(struct client *c)
 	c->started = c->px->loop.now;
 	c->rule = NULL;
 	c->audited = c->allowed = c->is_connect = c->is_head = c->host_v6 = false;
-	c->reused = c->retried = c->have_method = c->rule_literal = c->host_is_ip = false;
+	c->have_method = c->rule_literal = c->host_is_ip = false;
 	c->budget = NULL;
 	c->status = 0;
 	c->port = 0;
 	c->method[0] = c->host[0] = c->reason[0] = c->uo_addr[0] = '\0';
 	c->bytes_out = c->bytes_in = 0;
-	free(c->cands);
-	c->cands = NULL;
-	c->n_cands = c->next_cand = 0;
+	search_reset(c);
 }
 
 /* The exchange is over and the client may send another request. */
-static bool next_request(struct client *c)
+static enum cstate next_request(struct client *c)
 {
 	struct ar_proxy *px = c->px;
 	ar_egress_unref(c->egress);
 	c->egress = NULL;
-	c->state = CS_HEAD;
 	c->first_request = false;
 	c->close_after = false;
 	memset(&c->scan, 0, sizeof(c->scan));
@@ -184,10 +177,10 @@ static bool next_request(struct client *c)
 	c->head_deadline = c->in.len > c->in.off;
 	c->deadline = px->loop.now + (c->head_deadline ? px->egress->header_timeout_ms
 						       : px->egress->keepalive_timeout_ms);
-	return true;
+	return CS_HEAD;
 }
 
-bool step_reply(struct client *c)
+enum cstate step_reply(struct client *c)
 {
 	while (c->out.off < c->out.len) {
 		ssize_t n =
@@ -197,23 +190,21 @@ bool step_reply(struct client *c)
 			continue;
 		}
 		if (n == -1 && would_block())
-			return false;
+			return CS_WAIT;
 		if (n == -1 && errno == EINTR)
 			continue;
-		client_close(c);
-		return false;
+		return CS_CLOSE;
 	}
 	if (!c->close_after)
 		return next_request(c);
 	shutdown(c->fd, SHUT_WR);
-	c->state = CS_LINGER;
 	c->deadline = c->px->loop.now + LINGER_MS;
-	return true;
+	return CS_LINGER;
 }
 
 /* After our write side is shut, read and drop what the client still sends so the
  * kernel does not answer it with a RST that could destroy our reply in flight. */
-bool step_linger(struct client *c)
+enum cstate step_linger(struct client *c)
 {
 	char scratch[4096];
 	for (;;) {
@@ -223,9 +214,8 @@ bool step_linger(struct client *c)
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1 && would_block())
-			return false;
-		client_close(c);
-		return false;
+			return CS_WAIT;
+		return CS_CLOSE;
 	}
 }
 
@@ -246,21 +236,26 @@ static bool rule_is_literal(const struct ar_rules *r, const char *rule)
 	return false;
 }
 
-static int budget_refuse(struct client *c)
+/* A helper of a step ended the request: -1, with the state to go to in *end. */
+static int ended(enum cstate *end, enum cstate next)
 {
-	budget_reason(c);
-	c->keepalive = false;
-	if (!c->resp_started) {
-		client_reply(c, 413, c->reason, true);
-		return -1;
-	}
-	c->status = 413;
-	client_close(c);
+	*end = next;
 	return -1;
 }
 
-/* Decide on the request's host:port with the rules in force now. */
-static bool decide(struct client *c, const struct ar_h1_request *req)
+static enum cstate budget_refuse(struct client *c)
+{
+	budget_reason(c);
+	c->keepalive = false;
+	if (!c->x.resp_started)
+		return reply_with(c, 413, c->reason, true);
+	c->status = 413;
+	return CS_CLOSE;
+}
+
+/* Decide on the request's host:port with the rules in force now: CS_UPSTREAM when
+ * allowed, else the reply. */
+static enum cstate decide(struct client *c, const struct ar_h1_request *req)
 {
 	struct ar_proxy *px = c->px;
 	struct ar_host h;
@@ -270,8 +265,7 @@ static bool decide(struct client *c, const struct ar_h1_request *req)
 	c->host_v6 = req->host_is_v6;
 	if (ar_host_canonicalize(req->host, &h, &err) == -1) {
 		snprintf(c->reason, sizeof(c->reason), "invalid host: %s", err->msg);
-		client_reply(c, 400, c->reason, false);
-		return false;
+		return reply_with(c, 400, c->reason, false);
 	}
 	snprintf(c->host, sizeof(c->host), "%s", h.name);
 	c->host_v6 = h.family == AF_INET6;
@@ -283,34 +277,29 @@ static bool decide(struct client *c, const struct ar_h1_request *req)
 	c->rule_literal = rule_is_literal(px->egress->rules, d.rule);
 	c->allowed = d.allowed;
 	snprintf(c->reason, sizeof(c->reason), "%s", d.reason);
-	if (!d.allowed) {
-		client_reply(c, 403, c->reason, false);
-		return false;
-	}
+	if (!d.allowed)
+		return reply_with(c, 403, c->reason, false);
 	budget_attach(c);
 	if (h.family) {
-		c->cands = ar_xcalloc(1, sizeof(struct cand));
-		c->cands[0].family = h.family;
-		memcpy(c->cands[0].addr, &h.addr, h.family == AF_INET ? 4 : 16);
-		c->n_cands = 1;
+		search_literal(c, h.family, &h.addr);
 	}
-	return true;
+	return CS_UPSTREAM;
 }
 
 static void start_forward(struct client *c, const char *head, const struct ar_h1_request *req)
 {
-	ar_buf_reset(&c->uo);
+	ar_buf_reset(&c->x.uo);
 	ar_h1_write_request(head, req, c->egress->pass_forwarded ? AR_H1_PASS_FORWARDED : 0,
-			    &c->uo);
-	c->uo_off = 0;
-	ar_h1m_init(&c->req_m, req->framing, req->content_length);
-	c->req_done = c->req_m.done;
-	c->req_ready = 0;
+			    &c->x.uo);
+	c->x.uo_off = 0;
+	ar_h1m_init(&c->x.req_m, req->framing, req->content_length);
+	c->x.req_done = c->x.req_m.done;
+	c->x.req_ready = 0;
 }
 
-static void on_upstream(struct client *c, int status, const char *why);
+static enum cstate on_upstream(struct client *c, int status, const char *why);
 
-static bool handle_request(struct client *c, size_t head_end)
+static enum cstate handle_request(struct client *c, size_t head_end)
 {
 	struct ar_h1_request req;
 	struct ar_h1_error e;
@@ -324,35 +313,31 @@ static bool handle_request(struct client *c, size_t head_end)
 		c->have_method = true;
 	}
 	c->is_head = rc == 0 && req.is_head;
-	if (rc == -1) {
-		client_reply(c, e.status, e.reason, false);
-		return true;
-	}
+	if (rc == -1)
+		return reply_with(c, e.status, e.reason, false);
 	c->is_connect = req.is_connect;
 	/* the head stays readable at `head` until the buffer is next written */
 	c->in.off += (uint32_t)head_end;
 	memset(&c->scan, 0, sizeof(c->scan));
 	/* a denied request without a body leaves the connection usable */
 	c->keepalive = !req.conn_close && !req.is_connect && req.framing == AR_H1_BODY_NONE;
-	if (!decide(c, &req))
-		return true;
+	enum cstate next = decide(c, &req);
+	if (next != CS_UPSTREAM)
+		return next;
 	c->keepalive = !req.conn_close && !req.is_connect;
 	if (!req.is_connect)
 		start_forward(c, head, &req);
-	c->state = CS_RESOLVE;
 	c->deadline = 0;
-	upstream_start(c, on_upstream);
-	return true;
+	return search_start(c, on_upstream);
 }
 
-static bool head_limit(struct client *c, int status, const char *reason)
+static enum cstate head_limit(struct client *c, int status, const char *reason)
 {
 	begin_request(c);
-	client_reply(c, status, reason, false);
-	return true;
+	return reply_with(c, status, reason, false);
 }
 
-bool step_head(struct client *c)
+enum cstate step_head(struct client *c)
 {
 	struct ar_proxy *px = c->px;
 	for (;;) {
@@ -386,120 +371,96 @@ bool step_head(struct client *c)
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1 && would_block())
-			return false;
+			return CS_WAIT;
 		/* EOF or reset between or inside heads: nothing was asked, nothing to audit */
-		client_close(c);
-		return false;
+		return CS_CLOSE;
 	}
 }
 
 /* ---- the plain HTTP exchange ---- */
 
-/* Called when c->up is connected (fresh or from the pool). */
-static void on_upstream_ready(struct client *c)
+/* The end of the upstream search: connected (fresh or from the pool), or the answer
+ * the client gets instead. */
+static enum cstate on_upstream(struct client *c, int status, const char *why)
 {
-	struct ar_proxy *px = c->px;
+	if (status != 0)
+		return reply_with(c, status, why, status == 403 ? false : c->allowed);
 	c->deadline = 0;
+	c->last_active = c->px->loop.now;
 	if (c->is_connect) {
-		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-		c->status = 200;
-		c->out.off = c->out.len = 0;
-		iobuf_reserve(c->px, &c->out, sizeof(ok), sizeof(ok));
-		memcpy(c->out.p, ok, sizeof(ok) - 1);
-		c->out.len = sizeof(ok) - 1;
-		c->state = CS_TUNNEL;
-		c->sni_wait = c->egress && c->egress->sni != AR_SNI_OFF;
-	} else {
-		c->state = CS_FORWARD;
-		c->resp_head_done = c->resp_done = c->up_eof = c->resp_started = false;
-		c->up_reusable = true;
-		c->out.off = c->out.len = 0;
-		c->rbase = c->rready = 0;
-		memset(&c->rscan, 0, sizeof(c->rscan));
-		c->rscan.max_fields = RESP_MAX_FIELDS;
+		ar_buf_free(&c->x.uo); /* a GET's head before the CONNECT on this connection */
+		return tunnel_begin(c, true, c->egress->sni != AR_SNI_OFF);
 	}
-	c->last_active = px->loop.now;
-	client_run(c);
+	c->x.resp_head_done = c->x.resp_done = c->x.up_eof = c->x.resp_started = false;
+	c->x.up_reusable = true;
+	c->out.off = c->out.len = 0;
+	c->x.rbase = c->x.rready = 0;
+	memset(&c->x.rscan, 0, sizeof(c->x.rscan));
+	c->x.rscan.max_fields = RESP_MAX_FIELDS;
+	return CS_FORWARD;
 }
 
-/* The end of upstream_start: connected, or the answer the client gets instead. */
-static void on_upstream(struct client *c, int status, const char *why)
+static enum cstate fwd_abort(struct client *c, const char *why)
 {
-	if (status == 0) {
-		on_upstream_ready(c);
-		return;
-	}
-	client_reply(c, status, why, status == 403 ? false : c->allowed);
-	client_run(c);
-}
-
-static int fwd_abort(struct client *c, const char *why)
-{
-	if (c->status == 0 || !c->resp_started) {
+	if (c->status == 0 || !c->x.resp_started) {
 		/* nothing reached the client yet: it gets a proper answer */
-		client_reply(c, 502, why, c->allowed);
-		return -1;
+		return reply_with(c, 502, why, c->allowed);
 	}
 	size_t n = strlen(c->reason);
 	snprintf(c->reason + n, sizeof(c->reason) - n, "; %s", why);
-	client_close(c);
-	return -1;
+	return CS_CLOSE;
 }
 
 /* The origin went away before its response started: a pooled connection it had
  * closed is retried once on a fresh one when the request can be replayed. */
-static int upstream_gone(struct client *c, int error)
+static int upstream_gone(struct client *c, int error, enum cstate *end)
 {
 	char why[INET6_ADDRSTRLEN + 160];
-	if (c->reused && !c->retried && c->req_m.framing == AR_H1_BODY_NONE && !c->resp_started &&
-	    c->out.len == 0) {
-		upstream_release(c, false);
-		c->retried = true;
-		c->uo_off = 0;
+	if (c->x.req_m.framing == AR_H1_BODY_NONE && !c->x.resp_started && c->out.len == 0 &&
+	    search_retry(c)) {
+		c->x.uo_off = 0;
 		c->bytes_out = 0;
-		c->state = CS_RESOLVE;
-		upstream_start(c, on_upstream);
-		return -1;
+		return ended(end, CS_UPSTREAM);
 	}
 	snprintf(why, sizeof(why), "upstream %s closed the connection%s%s", c->uo_addr,
 		 error ? ": " : " before responding", error ? strerror(error) : "");
-	return fwd_abort(c, why);
+	return ended(end, fwd_abort(c, why));
 }
 
-static int fwd_send_head(struct client *c)
+static int fwd_send_head(struct client *c, enum cstate *end)
 {
-	if (c->uo_off >= c->uo.len)
+	if (c->x.uo_off >= c->x.uo.len)
 		return 0;
-	if (budget_room(c) < c->uo.len - c->uo_off)
-		return budget_refuse(c);
-	ssize_t n = send(c->up->fd, c->uo.data + c->uo_off, c->uo.len - c->uo_off, MSG_NOSIGNAL);
+	if (budget_room(c) < c->x.uo.len - c->x.uo_off)
+		return ended(end, budget_refuse(c));
+	ssize_t n =
+	    send(c->up->fd, c->x.uo.data + c->x.uo_off, c->x.uo.len - c->x.uo_off, MSG_NOSIGNAL);
 	if (n > 0) {
-		c->uo_off += (size_t)n;
+		c->x.uo_off += (size_t)n;
 		c->bytes_out += (uint64_t)n;
 		budget_spend(c, (uint64_t)n);
 		return 1;
 	}
 	if (n == -1 && (would_block() || errno == EINTR))
 		return 0;
-	return upstream_gone(c, errno);
+	return upstream_gone(c, errno, end);
 }
 
 /* How many of the buffered bytes belong to the request body (validating chunks). */
-static int frame_request_body(struct client *c)
+static int frame_request_body(struct client *c, enum cstate *end)
 {
 	size_t used;
 	enum ar_h1m_result r =
-	    ar_h1m_feed(&c->req_m, c->in.p + c->in.off, c->in.len - c->in.off, &used);
+	    ar_h1m_feed(&c->x.req_m, c->in.p + c->in.off, c->in.len - c->in.off, &used);
 	if (r == AR_H1M_BAD) {
 		c->keepalive = false;
-		client_reply(c, 400, "bad chunk syntax in request body", false);
-		return -1;
+		return ended(end, reply_with(c, 400, "bad chunk syntax in request body", false));
 	}
-	c->req_ready = (uint32_t)used;
+	c->x.req_ready = (uint32_t)used;
 	return 0;
 }
 
-static int read_client_body(struct client *c)
+static int read_client_body(struct client *c, enum cstate *end)
 {
 	iobuf_reserve(c->px, &c->in, 4096, IN_MAX);
 	ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
@@ -510,72 +471,92 @@ static int read_client_body(struct client *c)
 	if (n == -1 && (would_block() || errno == EINTR))
 		return 0;
 	snprintf(c->reason, sizeof(c->reason), "client closed the connection mid-request");
-	client_close(c);
-	return -1;
+	return ended(end, CS_CLOSE);
 }
 
-static int fwd_send_body(struct client *c)
+static int fwd_send_body(struct client *c, enum cstate *end)
 {
 	int progress = 0;
-	while (!c->req_done && c->uo_off >= c->uo.len) {
-		if (c->req_ready == 0) {
+	while (!c->x.req_done && c->x.uo_off >= c->x.uo.len) {
+		if (c->x.req_ready == 0) {
 			if (c->in.len == c->in.off) {
-				int r = read_client_body(c);
+				int r = read_client_body(c, end);
 				if (r <= 0)
 					return r < 0 ? -1 : progress;
 				progress = 1;
 			}
-			if (frame_request_body(c) == -1)
+			if (frame_request_body(c, end) == -1)
 				return -1;
-			if (c->req_ready == 0 && c->req_m.done) {
-				c->req_done = true;
+			if (c->x.req_ready == 0 && c->x.req_m.done) {
+				c->x.req_done = true;
 				break;
 			}
 		}
 		uint64_t room = budget_room(c);
 		if (room == 0)
-			return budget_refuse(c);
-		size_t len = c->req_ready < room ? c->req_ready : (size_t)room;
+			return ended(end, budget_refuse(c));
+		size_t len = c->x.req_ready < room ? c->x.req_ready : (size_t)room;
 		ssize_t n = send(c->up->fd, c->in.p + c->in.off, len, MSG_NOSIGNAL);
 		if (n > 0) {
 			c->in.off += (uint32_t)n;
-			c->req_ready -= (uint32_t)n;
+			c->x.req_ready -= (uint32_t)n;
 			c->bytes_out += (uint64_t)n;
 			budget_spend(c, (uint64_t)n);
-			c->req_done = c->req_ready == 0 && c->req_m.done;
+			c->x.req_done = c->x.req_ready == 0 && c->x.req_m.done;
 			progress = 1;
 			continue;
 		}
 		if (n == -1 && (would_block() || errno == EINTR))
 			return progress;
-		return upstream_gone(c, errno);
+		return upstream_gone(c, errno, end);
 	}
 	return progress;
 }
 
-static int response_head(struct client *c, size_t end)
+/* RFC 9110 §7.6.3: the response names the proxy too, as its last Via line (the
+ * origin's own stay before it). Inserted before the head's final CRLF at `end`, with
+ * the body bytes already read moved along. Returns the bytes added. */
+static uint32_t add_response_via(struct client *c, uint32_t end, int minor)
+{
+	static const char via11[] = "Via: 1.1 agentrun\r\n", via10[] = "Via: 1.0 agentrun\r\n";
+	const char *via = minor ? via11 : via10;
+	uint32_t n = sizeof(via11) - 1;
+	struct iobuf *b = &c->out;
+	if (b->cap - b->len < n) {
+		b->p = ar_xrealloc(b->p, b->cap + AR_IOBUF_UNIT); /* keeps off/rbase/rready */
+		b->cap += AR_IOBUF_UNIT;
+	}
+	memmove(b->p + end - 2 + n, b->p + end - 2, b->len - (end - 2));
+	memcpy(b->p + end - 2, via, n);
+	b->len += n;
+	return n;
+}
+
+static int response_head(struct client *c, size_t end, enum cstate *next)
 {
 	struct ar_h1_response r;
 	const char *why;
-	const char *head = c->out.p + c->rbase + c->rscan.start;
-	if (ar_h1_parse_response(head, end - c->rscan.start, c->is_head, &r, &why) == -1)
-		return fwd_abort(c, why);
+	const char *head = c->out.p + c->x.rbase + c->x.rscan.start;
+	if (ar_h1_parse_response(head, end - c->x.rscan.start, c->is_head, &r, &why) == -1)
+		return ended(next, fwd_abort(c, why));
 	c->status = r.status;
 	if (r.status < 200) {
 		if (r.status == 101)
-			return fwd_abort(c, "upstream switched protocols (Upgrade is not relayed)");
-		c->rbase += (uint32_t)end; /* an interim response: forward it, read on */
-		c->rready = c->rbase;
-		memset(&c->rscan, 0, sizeof(c->rscan));
-		c->rscan.max_fields = RESP_MAX_FIELDS;
+			return ended(next, fwd_abort(c, "upstream switched protocols (Upgrade is "
+							"not relayed)"));
+		c->x.rbase += (uint32_t)end; /* an interim response: forward it, read on */
+		c->x.rready = c->x.rbase;
+		memset(&c->x.rscan, 0, sizeof(c->x.rscan));
+		c->x.rscan.max_fields = RESP_MAX_FIELDS;
 		return 1;
 	}
-	c->resp_head_done = true;
-	c->rready = c->rbase + (uint32_t)end;
-	ar_h1m_init(&c->resp_m, r.framing, r.content_length);
-	c->resp_done = c->resp_m.done;
+	c->x.resp_head_done = true;
+	end += add_response_via(c, c->x.rbase + (uint32_t)end, r.minor);
+	c->x.rready = c->x.rbase + (uint32_t)end;
+	ar_h1m_init(&c->x.resp_m, r.framing, r.content_length);
+	c->x.resp_done = c->x.resp_m.done;
 	if (r.conn_close) {
-		c->up_reusable = false;
+		c->x.up_reusable = false;
 		c->keepalive = false;
 	}
 	return 1;
@@ -583,39 +564,42 @@ static int response_head(struct client *c, size_t end)
 
 /* Find the end of the response in the bytes read so far; bytes after it are not
  * the client's, and make the connection unusable for another request. */
-static int track_response(struct client *c)
+static int track_response(struct client *c, enum cstate *next)
 {
-	while (!c->resp_head_done) {
+	while (!c->x.resp_head_done) {
 		size_t end;
-		switch (
-		    ar_h1_scan_head(&c->rscan, c->out.p + c->rbase, c->out.len - c->rbase, &end)) {
+		switch (ar_h1_scan_head(&c->x.rscan, c->out.p + c->x.rbase, c->out.len - c->x.rbase,
+					&end)) {
 		case AR_H1_SCAN_MORE:
 			return 0;
 		case AR_H1_SCAN_DONE:
-			if (response_head(c, end) < 0)
+			if (response_head(c, end, next) < 0)
 				return -1;
 			break;
 		default:
-			return fwd_abort(c, "malformed or oversized response head from upstream");
+			return ended(
+			    next,
+			    fwd_abort(c, "malformed or oversized response head from upstream"));
 		}
 	}
-	uint32_t avail = c->out.len - c->rready;
-	if (!c->resp_done && avail > 0) {
+	uint32_t avail = c->out.len - c->x.rready;
+	if (!c->x.resp_done && avail > 0) {
 		size_t used;
-		enum ar_h1m_result r = ar_h1m_feed(&c->resp_m, c->out.p + c->rready, avail, &used);
-		c->rready += (uint32_t)used;
+		enum ar_h1m_result r =
+		    ar_h1m_feed(&c->x.resp_m, c->out.p + c->x.rready, avail, &used);
+		c->x.rready += (uint32_t)used;
 		if (r == AR_H1M_BAD) {
-			c->out.len = c->rready;
-			c->keepalive = c->up_reusable = false;
+			c->out.len = c->x.rready;
+			c->keepalive = c->x.up_reusable = false;
 			size_t n = strlen(c->reason);
 			snprintf(c->reason + n, sizeof(c->reason) - n,
 				 "; bad chunked framing from upstream");
 		}
-		c->resp_done = r != AR_H1M_MORE;
+		c->x.resp_done = r != AR_H1M_MORE;
 	}
-	if (c->resp_done && c->out.len > c->rready) {
-		c->out.len = c->rready;
-		c->up_reusable = false;
+	if (c->x.resp_done && c->out.len > c->x.rready) {
+		c->out.len = c->x.rready;
+		c->x.up_reusable = false;
 	}
 	return 0;
 }
@@ -625,18 +609,18 @@ static bool response_room(struct client *c)
 {
 	struct iobuf *b = &c->out;
 	iobuf_take(c->px, b);
-	if (b->off == b->len && b->off == c->rbase && b->off == c->rready) {
-		b->off = b->len = c->rbase = c->rready = 0;
-		memset(&c->rscan, 0, sizeof(c->rscan));
-		c->rscan.max_fields = RESP_MAX_FIELDS;
+	if (b->off == b->len && b->off == c->x.rbase && b->off == c->x.rready) {
+		b->off = b->len = c->x.rbase = c->x.rready = 0;
+		memset(&c->x.rscan, 0, sizeof(c->x.rscan));
+		c->x.rscan.max_fields = RESP_MAX_FIELDS;
 	}
 	if (b->cap - b->len >= 1024 || (b->cap >= OUT_MAX && b->len < b->cap))
 		return true;
 	if (b->off > 0) {
 		memmove(b->p, b->p + b->off, b->len - b->off);
 		b->len -= b->off;
-		c->rbase -= b->off;
-		c->rready -= b->off;
+		c->x.rbase -= b->off;
+		c->x.rready -= b->off;
 		b->off = 0;
 	}
 	if (b->cap - b->len >= 1024)
@@ -649,148 +633,120 @@ static bool response_room(struct client *c)
 	return b->len < b->cap;
 }
 
-static int fwd_read_response(struct client *c)
+static int fwd_read_response(struct client *c, enum cstate *end)
 {
-	if (c->resp_done)
+	if (c->x.resp_done)
 		return 0;
 	if (!response_room(c)) {
-		if (!c->resp_head_done)
-			return fwd_abort(c, "response head from upstream larger than 64 KiB");
+		if (!c->x.resp_head_done)
+			return ended(
+			    end, fwd_abort(c, "response head from upstream larger than 64 KiB"));
 		return 0;
 	}
 	ssize_t n = recv(c->up->fd, c->out.p + c->out.len, c->out.cap - c->out.len, 0);
 	if (n > 0) {
 		c->out.len += (uint32_t)n;
-		return track_response(c) < 0 ? -1 : 1;
+		return track_response(c, end) < 0 ? -1 : 1;
 	}
 	if (n == -1 && (would_block() || errno == EINTR))
 		return 0;
 	int error = n == 0 ? 0 : errno;
-	c->up_eof = true;
-	c->up_reusable = false;
-	if (!c->resp_head_done)
-		return upstream_gone(c, error);
-	if (c->resp_m.framing != AR_H1_BODY_CLOSE) {
+	c->x.up_eof = true;
+	c->x.up_reusable = false;
+	if (!c->x.resp_head_done)
+		return upstream_gone(c, error, end);
+	if (c->x.resp_m.framing != AR_H1_BODY_CLOSE) {
 		size_t len = strlen(c->reason);
 		snprintf(c->reason + len, sizeof(c->reason) - len,
 			 "; upstream closed mid-response");
 	}
 	c->keepalive = false;
-	c->resp_done = true;
+	c->x.resp_done = true;
 	return 1;
 }
 
-static int fwd_write_client(struct client *c)
+static int fwd_write_client(struct client *c, enum cstate *end)
 {
-	if (c->out.off >= c->rready)
+	if (c->out.off >= c->x.rready)
 		return 0;
-	ssize_t n = send(c->fd, c->out.p + c->out.off, c->rready - c->out.off, MSG_NOSIGNAL);
+	ssize_t n = send(c->fd, c->out.p + c->out.off, c->x.rready - c->out.off, MSG_NOSIGNAL);
 	if (n > 0) {
 		c->out.off += (uint32_t)n;
 		c->bytes_in += (uint64_t)n;
-		c->resp_started = true;
+		c->x.resp_started = true;
 		return 1;
 	}
 	if (n == -1 && (would_block() || errno == EINTR))
 		return 0;
 	snprintf(c->reason + strlen(c->reason), sizeof(c->reason) - strlen(c->reason),
 		 "; client went away");
-	client_close(c);
-	return -1;
+	return ended(end, CS_CLOSE);
 }
 
-static bool finish_exchange(struct client *c)
+static enum cstate finish_exchange(struct client *c)
 {
-	if (!c->req_done)
-		c->keepalive = c->up_reusable = false;
+	if (!c->x.req_done)
+		c->keepalive = c->x.up_reusable = false;
 	client_audit(c);
-	upstream_release(c, c->up_reusable && !c->up_eof);
+	upstream_release(c, c->x.up_reusable && !c->x.up_eof);
 	if (c->keepalive)
 		return next_request(c);
 	c->close_after = true;
-	c->state = CS_REPLY; /* nothing left to send: shut down and linger */
-	return true;
+	return CS_REPLY; /* nothing left to send: shut down and linger */
 }
 
-bool step_forward(struct client *c)
+enum cstate step_forward(struct client *c)
 {
+	enum cstate end = CS_CLOSE;
 	for (;;) {
 		int p = 0, r;
-		if ((r = fwd_send_head(c)) < 0)
-			return true;
+		if ((r = fwd_send_head(c, &end)) < 0)
+			return end;
 		p |= r;
-		if ((r = fwd_send_body(c)) < 0)
-			return true;
+		if ((r = fwd_send_body(c, &end)) < 0)
+			return end;
 		p |= r;
-		if ((r = fwd_read_response(c)) < 0)
-			return true;
+		if ((r = fwd_read_response(c, &end)) < 0)
+			return end;
 		p |= r;
-		if ((r = fwd_write_client(c)) < 0)
-			return true;
+		if ((r = fwd_write_client(c, &end)) < 0)
+			return end;
 		p |= r;
-		if (c->resp_done && c->out.off == c->out.len)
+		if (c->x.resp_done && c->out.off == c->out.len)
 			return finish_exchange(c);
 		if (!p)
-			return false;
+			return CS_WAIT;
 	}
 }
 
 /* ---- timers ---- */
 
-void client_timeout(struct client *c)
+enum cstate timeout_head(struct client *c)
 {
 	struct ar_proxy *px = c->px;
 	char why[AR_HOST_MAX + 96];
-	switch (c->state) {
-	case CS_HEAD:
-		if (c->deadline == 0 || px->loop.now < c->deadline)
-			return;
-		if (!c->head_deadline || (c->first_request && c->in.len == c->in.off)) {
-			client_close(c); /* idle, nothing asked: no request to answer */
-			return;
-		}
-		begin_request(c);
-		snprintf(why, sizeof(why), "request headers not complete within %d ms",
-			 px->egress->header_timeout_ms);
-		client_reply(c, 408, why, false);
-		client_run(c);
-		return;
-	case CS_RESOLVE:
-	case CS_CONNECT:
-		if (c->deadline == 0 || px->loop.now < c->deadline)
-			return;
-		if (c->state == CS_CONNECT && upstream_try_next(c))
-			return;
-		snprintf(why, sizeof(why), "%s %s timed out after %d ms",
-			 c->state == CS_RESOLVE ? "resolving" : "connecting to",
-			 c->state == CS_RESOLVE ? c->host : c->uo_addr,
-			 px->egress->connect_timeout_ms);
-		client_reply(c, 504, why, c->allowed);
-		client_run(c);
-		return;
-	case CS_FORWARD:
-	case CS_TUNNEL:
-		if (c->state == CS_TUNNEL && c->sni_wait && c->deadline &&
-		    px->loop.now >= c->deadline) {
-			tunnel_timeout(c);
-			return;
-		}
-		if (px->loop.now - c->last_active < px->egress->idle_timeout_ms)
-			return;
-		if (c->state == CS_FORWARD && !c->resp_started) {
-			snprintf(why, sizeof(why), "upstream sent no response within %d ms",
-				 px->egress->idle_timeout_ms);
-			client_reply(c, 504, why, c->allowed);
-			client_run(c);
-			return;
-		}
-		snprintf(c->reason + strlen(c->reason), sizeof(c->reason) - strlen(c->reason),
-			 "; idle for %d ms", px->egress->idle_timeout_ms);
-		client_close(c);
-		return;
-	default:
-		if (c->deadline && px->loop.now >= c->deadline)
-			client_close(c);
-		return;
+	if (c->deadline == 0 || px->loop.now < c->deadline)
+		return CS_WAIT;
+	if (!c->head_deadline || (c->first_request && c->in.len == c->in.off))
+		return CS_CLOSE; /* idle, nothing asked: no request to answer */
+	begin_request(c);
+	snprintf(why, sizeof(why), "request headers not complete within %d ms",
+		 px->egress->header_timeout_ms);
+	return reply_with(c, 408, why, false);
+}
+
+enum cstate timeout_forward(struct client *c)
+{
+	struct ar_proxy *px = c->px;
+	char why[AR_HOST_MAX + 96];
+	if (px->loop.now - c->last_active < px->egress->idle_timeout_ms)
+		return CS_WAIT;
+	if (!c->x.resp_started) {
+		snprintf(why, sizeof(why), "upstream sent no response within %d ms",
+			 px->egress->idle_timeout_ms);
+		return reply_with(c, 504, why, c->allowed);
 	}
+	snprintf(c->reason + strlen(c->reason), sizeof(c->reason) - strlen(c->reason),
+		 "; idle for %d ms", px->egress->idle_timeout_ms);
+	return CS_CLOSE;
 }

@@ -1,9 +1,17 @@
 /* Private to src/proxy: the proxy's objects and the functions its files share.
  *
+ * The files form layers; each calls only into the layers below it (no cycle between
+ * files, checked by tests/lint/proxy_layers.sh):
+ *   ev -> iobuf, http1, tls, addr, audit, egress -> logq, budget -> pool -> resolve
+ *   -> tunnel, forward -> conn (the driver) -> capture, dnsd -> loop.
+ * A lower layer reaches an upper one only through a pointer the upper one set (the
+ * upstream's owner's ev_io, the search's done callback, a captured connection's
+ * sniff step and first-bytes check).
+ *
  * The event core (ev.h) calls back per descriptor and per timer. A client or upstream
- * socket is registered once, edge-triggered, for IN|OUT|RDHUP; a client's state
- * machine (client_run) then retries every operation until it would block, so no
- * epoll_ctl is needed while a connection lives. Objects closed while an event batch
+ * socket is registered once, edge-triggered, for IN|OUT|RDHUP; a client's step
+ * function retries its operations until one would block and then returns CS_WAIT, so
+ * no epoll_ctl is needed while a connection lives. Objects closed while an event batch
  * is being dispatched are freed after the batch (ev_defer_free). */
 #ifndef AGENTRUN_PROXY_INTERNAL_H
 #define AGENTRUN_PROXY_INTERNAL_H
@@ -61,14 +69,36 @@ struct budget_use {
 
 struct origin_pool;
 struct client;
-typedef void upstream_done_fn(struct client *c, int status, const char *why);
+enum cstate {
+	CS_HEAD,     /* reading a request head */
+	CS_UPSTREAM, /* to start the upstream search (pool, resolve, dial) */
+	CS_RESOLVE,  /* waiting for c-ares */
+	CS_CONNECT,  /* upstream connect in progress */
+	CS_FORWARD,  /* plain HTTP exchange */
+	CS_TUNNEL,   /* CONNECT relay */
+	CS_REPLY,    /* sending a response the proxy made */
+	CS_LINGER,   /* write side shut, draining input before close */
+	CS_SNIFF,    /* captured, to a literal address: reading the SNI or Host it names */
+	CS_CLOSE,    /* returned by a step: the driver closes the connection */
+	CS_DEAD,     /* closed; freed after the batch */
+	CS_WAIT,     /* returned by a step: stay in this state until the next event */
+};
+/* A step does what its state can do now and returns the next state (CS_WAIT: none
+ * yet). Only the driver (conn.c) loops over steps and sets c->state. */
+typedef enum cstate step_fn(struct client *c);
+/* How an upstream search ends: the state the client goes to (from a step it is
+ * returned; from an asynchronous completion it is handed to conn_resume). */
+typedef enum cstate upstream_done_fn(struct client *c, int status, const char *why);
 
 struct upstream {
 	struct ev_io io;
 	int fd;
 	struct ar_proxy *px;
 	bool connected;
+	bool ready; /* reported writable/error while connecting (pool.c sets, resolve.c reads) */
+	uint32_t events; /* epoll events since the owner's last tunnel step (tunnel.c clears) */
 	struct client *owner;		/* NULL while idle in a pool */
+	struct ev_io *owner_io;		/* the owner's driver entry, called on events */
 	struct origin_pool *pool;	/* while idle */
 	struct upstream *pnext, *pprev; /* the pool's idle list */
 	struct upstream *gnext, *gprev; /* every idle upstream, oldest first */
@@ -96,34 +126,57 @@ struct tdir {
 	uint64_t bytes;
 };
 
-enum cstate {
-	CS_HEAD,    /* reading a request head */
-	CS_RESOLVE, /* waiting for c-ares */
-	CS_CONNECT, /* upstream connect in progress */
-	CS_FORWARD, /* plain HTTP exchange */
-	CS_TUNNEL,  /* CONNECT relay */
-	CS_REPLY,   /* sending a response the proxy made */
-	CS_LINGER,  /* write side shut, draining input before close */
-	CS_SNIFF,   /* captured, to a literal address: reading the SNI or Host it names */
-	CS_DEAD,
+/* The upstream search (resolve.c; the pin is set by capture.c): the candidates, the
+ * lookup in flight, and how the search ends. */
+struct search {
+	struct lookup *lookup;
+	upstream_done_fn *done;
+	struct cand *cands;
+	struct cand pin; /* family 0, or the only address the name may be dialled at */
+	uint8_t n_cands, next;
+	bool resolved; /* on_resolved has answered: step_resolve takes it */
+	bool reused;   /* the upstream came from the pool */
+	bool retried;  /* a pooled upstream failed and the request went to a fresh one */
+	int ares_status;
+};
+
+/* The CONNECT relay (tunnel.c). */
+struct tunnel {
+	struct tdir dir[2]; /* [0] client->upstream, [1] upstream->client */
+	bool sni_wait;	    /* the ClientHello is read and checked before relaying */
+	bool bufs_freed;    /* the prologue is over: no user-space buffers */
+};
+
+/* The plain HTTP exchange (forward.c). */
+struct exchange {
+	struct ar_buf uo; /* request head to the upstream */
+	size_t uo_off;
+	bool req_done, resp_head_done, resp_done, up_eof, up_reusable;
+	bool resp_started;   /* response bytes reached the client */
+	uint32_t req_ready;  /* validated body bytes at in.off not yet sent */
+	struct ar_h1m req_m; /* the request body's framing */
+	struct ar_h1m resp_m;
+	struct ar_h1_scan rscan;
+	uint32_t rbase;	 /* start of the response head being read, in out */
+	uint32_t rready; /* out bytes before this may go to the client */
 };
 
 struct client {
 	struct ev_io io;
-	struct ev_timer timer; /* the nearest deadline; see client_arm */
-	uint8_t state;
-	bool in_run, again;
+	struct ev_timer timer; /* the nearest deadline; see conn.c */
+	struct ev_task task;   /* runs the driver after the batch (a completion) */
+	uint8_t state;	       /* enum cstate; set by the driver (conn.c) only */
+	step_fn *sniff;	       /* CS_SNIFF's step (capture.c, for a literal address) */
+	uint32_t events;       /* epoll events since the last tunnel step (tunnel.c clears) */
+	/* captured: what the first bytes are, before the SNI check (capture.c) */
+	int (*first_bytes)(struct client *c, int r);
 	bool keepalive;	    /* the client connection may carry another request */
 	bool close_after;   /* close once the current reply is flushed */
 	bool first_request; /* no request finished on this connection yet */
 	bool head_deadline; /* deadline is the 408 one (else a silent idle close) */
-	bool up_ready;	    /* the upstream reported writable/error while connecting */
 	bool rule_literal;  /* the matching rule names an IP literal */
-	bool resp_started;  /* response bytes reached the client */
-	bool tunnel_bufs_freed;
-	bool sni_wait;	 /* CONNECT: the ClientHello is read and checked before relaying */
-	bool host_is_ip; /* the request names an IP literal */
-	bool captured;	 /* transparent capture: no request head, decided by name */
+	bool host_is_ip;    /* the request names an IP literal */
+	bool captured;	    /* transparent capture: no request head, decided by name */
 	int fd;
 	struct ar_proxy *px;
 	struct client *next, *prev;
@@ -131,14 +184,7 @@ struct client {
 	int64_t last_active;
 	struct iobuf in;  /* from the client */
 	struct iobuf out; /* to the client */
-	struct ar_buf uo; /* request head to the upstream */
-	size_t uo_off;
 	struct upstream *up;
-	struct lookup *lookup;
-	upstream_done_fn *up_done; /* how upstream_start ends */
-	struct cand *cands;
-	struct cand pin; /* family 0, or the only address the name may be dialled at */
-	uint8_t n_cands, next_cand;
 	struct ar_h1_scan scan;
 
 	/* the request in flight */
@@ -148,25 +194,18 @@ struct client {
 	const char *rule;
 	struct budget_use *budget; /* NULL: no budget for this host */
 	uint64_t budget_max;
-	bool audited, allowed, is_connect, is_head, host_v6, reused, retried, have_method;
+	bool audited, allowed, is_connect, is_head, host_v6, have_method;
 	int status;
 	int port;
 	char method[24];
 	char host[AR_H1_HOST_MAX];
 	char reason[AR_HOST_MAX + 160];
 	char uo_addr[INET6_ADDRSTRLEN + 8]; /* the address dialled */
-
-	/* plain HTTP framing */
-	bool req_done, resp_head_done, resp_done, up_eof, up_reusable;
-	uint32_t req_ready;  /* validated body bytes at in.off not yet sent */
-	struct ar_h1m req_m; /* the request body's framing */
-	struct ar_h1m resp_m;
-	struct ar_h1_scan rscan;
-	uint32_t rbase;	 /* start of the response head being read, in out */
-	uint32_t rready; /* out bytes before this may go to the client */
 	uint64_t bytes_out, bytes_in;
 
-	struct tdir dir[2]; /* [0] client->upstream, [1] upstream->client */
+	struct search s;   /* resolve.c */
+	struct exchange x; /* forward.c */
+	struct tunnel tn;  /* tunnel.c */
 };
 
 struct pipe_pool;
@@ -175,6 +214,7 @@ struct pipe_pool;
 struct logq {
 	int fd;
 	bool is_sock, owned;
+	bool notes; /* note dropped lines in the queue itself (the log; not the audit) */
 	char *buf;
 	uint32_t len, cap;
 	uint64_t dropped, reported;
@@ -184,6 +224,8 @@ void logq_line(struct logq *q, const char *s, size_t n);
 void logq_flush(struct logq *q);
 void logq_drain(struct logq *q, int timeout_ms);
 void logq_close(struct logq *q);
+/* Audit and log one record (at_ms, and id when 0, are set here; it is counted). */
+void proxy_record(struct ar_proxy *px, struct ar_audit_rec *r);
 
 struct ar_proxy {
 	struct ar_proxy_config cfg;
@@ -199,8 +241,11 @@ struct ar_proxy {
 	_Atomic(struct ar_egress *) pending; /* ar_proxy_set_egress, taken by the loop */
 	char *policy_path;		     /* re-read on reload */
 	struct ar_egress_settings base;	     /* flags beside the policy file (copies) */
-	int audit_fd;
+	int audit_fd;	   /* the audit descriptor we own (closed at free), or -1 */
+	struct logq audit; /* the audit lines: a FIFO nobody reads drops, never blocks */
 	struct logq log;
+	int64_t warned_at; /* the last accept-EMFILE warning */
+	uint64_t n_pauses; /* accept pauses since that warning */
 	uint64_t next_id;
 	struct ar_proxy_stats stats;
 	struct client *clients; /* all live clients */
@@ -228,30 +273,21 @@ struct ar_proxy {
 	bool reload;
 };
 
-/* dnsd.c: the DNS stub; capture.c: captured TCP connections */
+/* dnsd.c: the DNS stub; capture.c: captured TCP connections (above the driver) */
 int dnsd_start(struct ar_proxy *px, ar_error_t *err);
 void dnsd_close_all(struct ar_proxy *px); /* before the loop's final ev_collect */
-/* Audit and log a record made outside a client (sets at_ms and id, counts it). */
-void proxy_record(struct ar_proxy *px, struct ar_audit_rec *r);
 int capture_init(struct ar_proxy *px, const struct ar_proxy_config *cfg, ar_error_t *err);
 int capture_start(struct ar_proxy *px, ar_error_t *err);
 void capture_free(struct ar_proxy *px);
-/* The first bytes of a captured connection (r: what the ClientHello parser made of
- * them) name the audit's method (TLS, HTTP, TCP); plain HTTP must carry Host == the
- * connection's name. 0, or -1 with c->reason set (421). */
-int captured_check(struct client *c, int r);
-/* CS_SNIFF: a captured connection to a literal address, until its SNI or Host. */
-bool step_sniff(struct client *c);
 
-/* loop.c: the connection driver */
+/* conn.c: the connection driver */
 /* A client on an accepted socket, registered with the loop (not yet run); NULL when
  * refused (over --max-conns: answered 503 and audited). */
 struct client *client_new(struct ar_proxy *px, int fd);
-void client_run(struct client *c);
-void client_close(struct client *c);
-/* Move the client's timer to its nearest deadline (only ever earlier: a timer that
- * fires early finds nothing due and re-arms). */
-void client_arm(struct client *c);
+/* Enter `next` and run the steps now (from an accept or event callback only). */
+void conn_start(struct client *c, enum cstate next);
+/* Close every client (at stop). */
+void conn_close_all(struct ar_proxy *px);
 #define proxy_now ev_clock_ms
 
 /* iobuf.c */
@@ -262,17 +298,24 @@ bool iobuf_reserve(struct ar_proxy *px, struct iobuf *b, uint32_t want, uint32_t
 void iobuf_compact(struct iobuf *b);
 
 /* forward.c: request heads, decisions, plain HTTP exchange, generated replies */
-bool step_head(struct client *c);
-bool step_forward(struct client *c);
-bool step_reply(struct client *c);
-bool step_linger(struct client *c);
-void client_reply(struct client *c, int status, const char *reason, bool allowed);
-void client_finish(struct client *c);
+enum cstate step_head(struct client *c);
+enum cstate step_forward(struct client *c);
+enum cstate step_reply(struct client *c);
+enum cstate step_linger(struct client *c);
+enum cstate timeout_head(struct client *c);
+enum cstate timeout_forward(struct client *c);
+/* Answer the request ourselves (403, 400, 502, ...) and audit it: returns CS_REPLY. */
+enum cstate reply_with(struct client *c, int status, const char *reason, bool allowed);
+/* The audit of a connection closing (499 for one decided but never answered). */
+void client_audit_close(struct client *c);
 void client_audit(struct client *c);
-void client_timeout(struct client *c);
+void exchange_free(struct client *c);
+
+/* pool.c: upstream objects and the per-origin idle pool */
 void upstream_release(struct client *c, bool reusable);
 void upstream_close(struct ar_proxy *px, struct upstream *up);
-void pool_idle_event(struct upstream *up);
+/* Give c the upstream: its events now run c's driver (through c->io). */
+void upstream_attach(struct client *c, struct upstream *up);
 /* The event callback of every upstream socket: its client's, or the pool's. */
 void upstream_event(void *arg, uint32_t events);
 struct upstream *pool_get(struct ar_proxy *px, const char *host, int port);
@@ -290,22 +333,35 @@ int resolver_init(struct ar_proxy *px, ar_error_t *err);
 void resolver_free(struct ar_proxy *px);
 void resolver_tick(struct ar_proxy *px);
 int resolver_timeout(struct ar_proxy *px, int max_ms);
+/* Forget the search (a lookup in flight is cancelled): a new request, or the end. */
+void search_reset(struct client *c);
+/* A literal address is the only candidate. */
+void search_literal(struct client *c, int family, const void *addr);
+/* Start a search that ends in `done`: returns CS_UPSTREAM for the caller's step. */
+enum cstate search_start(struct client *c, upstream_done_fn *done);
+/* A pooled upstream failed before the response: once, the request goes to a fresh
+ * upstream (true), else false. */
+bool search_retry(struct client *c);
 void resolver_cancel(struct client *c);
-/* Find an upstream for the client's host:port: the pool, else resolve -> filter the
- * addresses -> dial, trying the next address on failure. Ends in one call of `done`:
- * status 0 with c->up connected, or the HTTP status (403 refused address, 502, ...)
- * and the reason for the client's answer. */
-void upstream_start(struct client *c, upstream_done_fn *done);
-bool step_connect(struct client *c);
-bool upstream_try_next(struct client *c);
+/* CS_UPSTREAM: find an upstream for the client's host:port: the pool, else resolve ->
+ * filter the addresses -> dial, trying the next address on failure. Ends in one call
+ * of c->up_done: status 0 with c->up connected, or the HTTP status (403 refused
+ * address, 502, 504, ...) and the reason for the client's answer. */
+enum cstate step_upstream(struct client *c);
+enum cstate step_resolve(struct client *c);
+enum cstate step_connect(struct client *c);
+enum cstate timeout_upstream(struct client *c);
 
 /* tunnel.c */
 int pipes_init(struct ar_proxy *px);
 void pipes_free(struct ar_proxy *px);
-bool step_tunnel(struct client *c);
+/* The upstream is connected: CONNECT's 200 queued (`established`), the SNI check
+ * armed (`sni`). */
+enum cstate tunnel_begin(struct client *c, bool established, bool sni);
+void tunnel_init(struct client *c);
+enum cstate step_tunnel(struct client *c);
+enum cstate timeout_tunnel(struct client *c);
 void tunnel_release(struct client *c);
-/* The ClientHello did not arrive within the header timeout: 421. */
-void tunnel_timeout(struct client *c);
 
 /* The end of a tunnel, as pump/sni_step report it. */
 enum tunnel_end {

@@ -8,12 +8,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -51,6 +53,7 @@ void logq_open(struct logq *q, int fd)
 {
 	memset(q, 0, sizeof(*q));
 	q->fd = nonblocking_fd(fd, &q->is_sock, &q->owned);
+	q->notes = true;
 }
 
 void logq_close(struct logq *q)
@@ -84,7 +87,7 @@ static bool reserve(struct logq *q, size_t n)
 static void report_dropped(struct logq *q)
 {
 	char msg[128];
-	if (q->dropped == q->reported || q->len > 0)
+	if (!q->notes || q->dropped == q->reported || q->len > 0)
 		return;
 	int n = snprintf(msg, sizeof(msg),
 			 "agentrun proxy: %" PRIu64 " log line(s) dropped: the log would have "
@@ -95,10 +98,20 @@ static void report_dropped(struct logq *q)
 	q->len = (uint32_t)n;
 }
 
+/* The bytes to write next: whole lines of at most PIPE_BUF bytes, which a pipe takes
+ * entirely or not at all, so a reader that stops never finds half a line. */
+static size_t chunk(const struct logq *q)
+{
+	if (q->len <= PIPE_BUF)
+		return q->len;
+	const char *nl = memrchr(q->buf, '\n', PIPE_BUF);
+	return nl ? (size_t)(nl - q->buf) + 1 : PIPE_BUF;
+}
+
 void logq_flush(struct logq *q)
 {
 	while (q->fd >= 0 && q->len > 0) {
-		ssize_t n = put(q, q->buf, q->len);
+		ssize_t n = put(q, q->buf, chunk(q));
 		if (n > 0) {
 			memmove(q->buf, q->buf + n, q->len - (size_t)n);
 			q->len -= (uint32_t)n;
@@ -149,4 +162,29 @@ void logq_drain(struct logq *q, int timeout_ms)
 			return;
 		logq_flush(q);
 	}
+}
+
+/* One record, to the audit queue and the log queue: neither write ever blocks. A
+ * regular audit file takes every line (a write to a file does not wait for a reader);
+ * only a pipe or FIFO nobody drains loses lines, counted in audit.dropped. */
+void proxy_record(struct ar_proxy *px, struct ar_audit_rec *r)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	r->at_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (r->id == 0)
+		r->id = ++px->next_id;
+	px->stats.requests++;
+	if (r->allowed)
+		px->stats.allowed++;
+	else
+		px->stats.denied++;
+	px->stats.bytes_out += r->bytes_out;
+	px->stats.bytes_in += r->bytes_in;
+	ar_buf_reset(&px->line);
+	ar_proxy_audit_format(r, &px->line);
+	logq_line(&px->audit, px->line.data, px->line.len);
+	ar_buf_reset(&px->line);
+	ar_proxy_log_format(r, &px->line);
+	logq_line(&px->log, px->line.data, px->line.len);
 }

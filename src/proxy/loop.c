@@ -1,5 +1,5 @@
-/* The proxy's event loop: listeners, accept, the per-client state machine driver,
- * timers, signals, the allow-list swap on reload, and the proxy object's lifetime. */
+/* The proxy's event loop: listeners, accept (the driver is conn.c), timers, signals,
+ * the allow-list swap on reload, and the proxy object's lifetime. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,7 +23,9 @@
 #include "agentrun/policy.h"
 #include "internal.h"
 
-#define HOUSE_MS 1000 /* idle upstream expiry granularity */
+#define HOUSE_MS	1000  /* idle upstream expiry granularity */
+#define ACCEPT_PAUSE_MS 100   /* out of descriptors: accept again after this */
+#define WARN_EVERY_MS	10000 /* at most one accept-EMFILE warning per this */
 
 void ar_proxy_config_init(struct ar_proxy_config *cfg)
 {
@@ -33,206 +35,21 @@ void ar_proxy_config_init(struct ar_proxy_config *cfg)
 	cfg->dns_udp_fd = cfg->dns_tcp_fd = -1;
 }
 
-/* ---- clients ---- */
-
-static void client_unlink(struct client *c)
+/* Out of descriptors: said through the log queue (never a blocking write), at most
+ * once per WARN_EVERY_MS however often accept is paused meanwhile. */
+static void warn_accept(struct ar_proxy *px, int error)
 {
-	struct ar_proxy *px = c->px;
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		px->clients = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	c->next = c->prev = NULL;
-	px->n_clients--;
-}
-
-/* Close the client and whatever it holds. Audits an unfinished request. */
-void client_close(struct client *c)
-{
-	if (c->state == CS_DEAD)
+	px->n_pauses++;
+	if (px->warned_at != 0 && px->loop.now - px->warned_at < WARN_EVERY_MS)
 		return;
-	if (!c->audited && c->host[0] && c->status == 0)
-		c->status = 499; /* decided, then the client went away before any answer */
-	if (!c->audited && c->status != 0)
-		client_audit(c);
-	resolver_cancel(c);
-	tunnel_release(c);
-	if (c->up)
-		upstream_release(c, false);
-	ar_egress_unref(c->egress);
-	c->egress = NULL;
-	close(c->fd);
-	c->fd = -1;
-	iobuf_free(c->px, &c->in);
-	iobuf_free(c->px, &c->out);
-	ar_buf_free(&c->uo);
-	free(c->cands);
-	c->cands = NULL;
-	c->state = CS_DEAD;
-	c->io.fn = NULL;
-	ev_timer_stop(&c->px->loop, &c->timer);
-	client_unlink(c);
-	ev_defer_free(&c->px->loop, c);
-}
-
-void client_run(struct client *c)
-{
-	if (c->in_run) {
-		c->again = true;
-		return;
-	}
-	c->in_run = true;
-	c->last_active = c->px->loop.now;
-	bool more;
-	do {
-		c->again = false;
-		switch (c->state) {
-		case CS_HEAD:
-			more = step_head(c);
-			break;
-		case CS_CONNECT:
-			more = step_connect(c);
-			break;
-		case CS_FORWARD:
-			more = step_forward(c);
-			break;
-		case CS_TUNNEL:
-			more = step_tunnel(c);
-			break;
-		case CS_REPLY:
-			more = step_reply(c);
-			break;
-		case CS_LINGER:
-			more = step_linger(c);
-			break;
-		case CS_SNIFF:
-			more = step_sniff(c);
-			break;
-		default:
-			more = false;
-			break;
-		}
-	} while ((more || c->again) && c->state != CS_DEAD);
-	c->in_run = false;
-	if (c->state != CS_DEAD)
-		client_arm(c);
-}
-
-void client_arm(struct client *c)
-{
-	struct ar_proxy *px = c->px;
-	int64_t next = c->deadline;
-	if (c->state == CS_FORWARD || c->state == CS_TUNNEL) {
-		int64_t idle = c->last_active + px->egress->idle_timeout_ms;
-		if (next == 0 || idle < next)
-			next = idle;
-	}
-	if (next == 0)
-		return; /* an armed timer fires, finds nothing due, and is not re-armed */
-	if (next <= px->loop.now)
-		next = px->loop.now + 1;
-	if (c->timer.slot != 0 && c->timer.when <= next)
-		return;
-	ev_timer_at(&px->loop, &c->timer, next);
-}
-
-static void client_timer(void *arg)
-{
-	struct client *c = arg;
-	client_timeout(c);
-	if (c->state != CS_DEAD)
-		client_arm(c);
-}
-
-static void client_event(void *arg, uint32_t events)
-{
-	(void)events;
-	client_run(arg);
-}
-
-static void write_line(int fd, struct ar_buf *b)
-{
-	if (fd >= 0 && b->len > 0 && write(fd, b->data, b->len) == -1) {
-		/* nothing sensible to do: the log is best effort */
-	}
-}
-
-/* Over --max-conns: answer 503 at once without taking a client slot. */
-static void refuse_overload(struct ar_proxy *px, int fd)
-{
-	char scratch[4096];
-	while (recv(fd, scratch, sizeof(scratch), MSG_DONTWAIT) > 0)
-		;
-	char body[160], msg[512];
-	int bl = snprintf(body, sizeof(body),
-			  "{\"error\": \"over capacity\", \"reason\": \"more than %d open "
-			  "connections (--max-conns)\"}\n",
-			  px->cfg.max_conns);
-	int n = snprintf(msg, sizeof(msg),
-			 "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-			 "Content-Length: %d\r\nX-Agentrun-Reason: over --max-conns %d\r\n"
-			 "Connection: close\r\n\r\n%s",
-			 bl, px->cfg.max_conns, body);
-	if (send(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) == -1) {
-		/* the client is gone; nothing to tell it */
-	}
-	shutdown(fd, SHUT_WR);
-	close(fd);
-	char reason[64];
-	snprintf(reason, sizeof(reason), "over --max-conns %d", px->cfg.max_conns);
-	struct ar_audit_rec r = {.id = ++px->next_id, .status = 503, .reason = reason};
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	r.at_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	px->stats.requests++;
-	px->stats.denied++;
 	ar_buf_reset(&px->line);
-	ar_proxy_audit_format(&r, &px->line);
-	write_line(px->audit_fd, &px->line);
-	ar_buf_reset(&px->line);
-	ar_proxy_log_format(&r, &px->line);
+	ar_buf_printf(&px->line,
+		      "agentrun: warning: proxy: accept: %s; new connections wait (%" PRIu64
+		      " pause(s) of %d ms since the last warning)\n",
+		      strerror(error), px->n_pauses, ACCEPT_PAUSE_MS);
 	logq_line(&px->log, px->line.data, px->line.len);
-}
-
-struct client *client_new(struct ar_proxy *px, int fd)
-{
-	if (px->n_clients >= (size_t)px->cfg.max_conns) {
-		refuse_overload(px, fd);
-		return NULL;
-	}
-	int one = 1;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	struct client *c = ar_xcalloc(1, sizeof(*c));
-	c->io = (struct ev_io){client_event, c};
-	c->timer = (struct ev_timer){.fn = client_timer, .arg = c};
-	c->fd = fd;
-	c->px = px;
-	c->state = CS_HEAD;
-	c->first_request = true;
-	c->head_deadline = true;
-	c->deadline = px->loop.now + px->egress->header_timeout_ms;
-	c->dir[0].pipe.r = c->dir[0].pipe.w = -1;
-	c->dir[1].pipe.r = c->dir[1].pipe.w = -1;
-	c->next = px->clients;
-	if (px->clients)
-		px->clients->prev = c;
-	px->clients = c;
-	px->n_clients++;
-	if (ev_add(&px->loop, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, &c->io) == -1) {
-		c->status = 0;
-		client_close(c);
-		return NULL;
-	}
-	return c;
-}
-
-static void new_client(struct ar_proxy *px, int fd)
-{
-	struct client *c = client_new(px, fd);
-	if (c != NULL)
-		client_run(c);
+	px->warned_at = px->loop.now;
+	px->n_pauses = 0;
 }
 
 static void do_accept(void *arg, uint32_t events)
@@ -243,7 +60,9 @@ static void do_accept(void *arg, uint32_t events)
 	for (;;) {
 		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd >= 0) {
-			new_client(px, fd);
+			struct client *c = client_new(px, fd);
+			if (c != NULL)
+				conn_start(c, CS_HEAD);
 			continue;
 		}
 		if (errno == EINTR || errno == ECONNABORTED)
@@ -253,8 +72,8 @@ static void do_accept(void *arg, uint32_t events)
 			for (size_t i = 0; i < px->n_listeners; i++)
 				ev_del(&px->loop, px->listeners[i].fd, NULL);
 			px->accept_paused = true;
-			ev_timer_at(&px->loop, &px->resume, px->loop.now + 100);
-			ar_warn("proxy: accept: %s; pausing new connections", strerror(errno));
+			ev_timer_at(&px->loop, &px->resume, px->loop.now + ACCEPT_PAUSE_MS);
+			warn_accept(px, errno);
 		}
 		return;
 	}
@@ -530,14 +349,24 @@ static void apply_defaults(struct ar_proxy_config *cfg)
 		cfg->max_conns = 4096;
 }
 
+/* The audit goes through a queue like the log's. A FIFO with no reader yet is opened
+ * read-write: open never waits for a reader, and lines wait in the FIFO for one. */
 static int open_audit(struct ar_proxy *px, const struct ar_proxy_config *cfg, ar_error_t *err)
 {
-	px->audit_fd = cfg->audit_fd;
-	if (cfg->audit_path == NULL)
+	if (cfg->audit_path == NULL) {
+		px->audit_fd = cfg->audit_fd; /* ours to close */
+		logq_open(&px->audit, cfg->audit_fd);
+		px->audit.notes = false; /* JSON Lines only: the count goes to the log */
 		return 0;
-	px->audit_fd = open(cfg->audit_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	}
+	const char *p = cfg->audit_path;
+	px->audit_fd = open(p, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0640);
+	if (px->audit_fd == -1 && errno == ENXIO)
+		px->audit_fd = open(p, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (px->audit_fd == -1)
-		return ar_error_make(err, errno, "--audit `%s`", cfg->audit_path);
+		return ar_error_make(err, errno, "--audit `%s`", p);
+	logq_open(&px->audit, px->audit_fd);
+	px->audit.notes = false;
 	return 0;
 }
 
@@ -607,7 +436,7 @@ int ar_proxy_create(const struct ar_proxy_config *cfg, struct ar_proxy **out, ar
 	ar_autoproxy struct ar_proxy *px = ar_xcalloc(1, sizeof(*px));
 	px->loop.epfd = px->loop.wakefd = px->sigfd = px->audit_fd = -1;
 	px->dns_udp = px->dns_tcp = -1;
-	px->log.fd = -1;
+	px->log.fd = px->audit.fd = -1;
 	copy_config(px, cfg);
 	logq_open(&px->log, cfg->log_fd);
 	raise_nofile();
@@ -630,8 +459,7 @@ int ar_proxy_create(const struct ar_proxy_config *cfg, struct ar_proxy **out, ar
 
 static void finish_all(struct ar_proxy *px)
 {
-	while (px->clients)
-		client_close(px->clients);
+	conn_close_all(px);
 	dnsd_close_all(px);
 	ev_collect(&px->loop);
 }
@@ -648,6 +476,12 @@ static void log_summary(struct ar_proxy *px)
 			      "agentrun proxy: %" PRIu64 " log line(s) dropped in all: the log "
 			      "would have blocked\n",
 			      px->log.dropped);
+	if (px->audit.dropped > 0)
+		ar_buf_printf(&px->line,
+			      "agentrun proxy: %" PRIu64 " audit line(s) dropped in all: the "
+			      "audit pipe would have blocked\n",
+			      px->audit.dropped);
+	logq_drain(&px->audit, 500);
 	logq_drain(&px->log, 500);
 	logq_line(&px->log, px->line.data, px->line.len);
 	logq_drain(&px->log, 1000);
@@ -668,6 +502,8 @@ int ar_proxy_run(struct ar_proxy *px, ar_error_t *err)
 			do_reload(px);
 		if (px->log.len > 0)
 			logq_flush(&px->log);
+		if (px->audit.len > 0)
+			logq_flush(&px->audit);
 	}
 	finish_all(px);
 	log_summary(px);
@@ -685,6 +521,7 @@ void ar_proxy_get_stats(const struct ar_proxy *px, struct ar_proxy_stats *out)
 	*out = px->stats;
 	out->open_conns = px->n_clients;
 	out->log_dropped = px->log.dropped;
+	out->audit_dropped = px->audit.dropped;
 }
 
 const char *ar_proxy_listen_name(const struct ar_proxy *px, size_t i)
@@ -723,6 +560,7 @@ void ar_proxy_free(struct ar_proxy *px)
 		free(px->spare[i]);
 	ar_buf_free(&px->line);
 	logq_close(&px->log);
+	logq_close(&px->audit);
 	free(px);
 }
 

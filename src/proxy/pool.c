@@ -124,6 +124,7 @@ void upstream_release(struct client *c, bool reusable)
 	if (up == NULL)
 		return;
 	up->owner = NULL;
+	up->owner_io = NULL;
 	if (reusable && up->connected)
 		pool_put(c->px, up, c->host, c->port);
 	else
@@ -132,7 +133,7 @@ void upstream_release(struct client *c, bool reusable)
 
 /* Anything happening on an idle connection (the origin closed it, or sent bytes
  * nobody asked for) makes it useless. */
-void pool_idle_event(struct upstream *up)
+static void pool_idle_event(struct upstream *up)
 {
 	char b;
 	ssize_t n = recv(up->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -141,16 +142,25 @@ void pool_idle_event(struct upstream *up)
 	upstream_close(up->px, up);
 }
 
+void upstream_attach(struct client *c, struct upstream *up)
+{
+	up->owner = c;
+	up->owner_io = &c->io;
+	c->up = up;
+}
+
+/* An owned upstream's events run its owner's driver through the owner's own ev_io:
+ * this layer knows no driver. */
 void upstream_event(void *arg, uint32_t events)
 {
 	struct upstream *up = arg;
-	(void)events;
 	if (up->owner == NULL) {
 		pool_idle_event(up);
 		return;
 	}
-	up->owner->up_ready = true;
-	client_run(up->owner);
+	up->ready = true;
+	up->events |= events;
+	up->owner_io->fn(up->owner_io->arg, events);
 }
 
 void pool_expire(struct ar_proxy *px, int64_t older_than)

@@ -122,10 +122,44 @@ int resolver_timeout(struct ar_proxy *px, int max_ms)
 
 void resolver_cancel(struct client *c)
 {
-	if (c->lookup) {
-		c->lookup->c = NULL;
-		c->lookup = NULL;
+	if (c->s.lookup) {
+		c->s.lookup->c = NULL;
+		c->s.lookup = NULL;
 	}
+}
+
+void search_reset(struct client *c)
+{
+	resolver_cancel(c);
+	free(c->s.cands);
+	c->s.cands = NULL;
+	c->s.n_cands = c->s.next = 0;
+	c->s.reused = c->s.retried = c->s.resolved = false;
+}
+
+void search_literal(struct client *c, int family, const void *addr)
+{
+	free(c->s.cands);
+	c->s.cands = ar_xcalloc(1, sizeof(struct cand));
+	c->s.cands[0].family = family;
+	memcpy(c->s.cands[0].addr, addr, family == AF_INET ? 4 : 16);
+	c->s.n_cands = 1;
+	c->s.next = 0;
+}
+
+enum cstate search_start(struct client *c, upstream_done_fn *done)
+{
+	c->s.done = done;
+	return CS_UPSTREAM;
+}
+
+bool search_retry(struct client *c)
+{
+	if (!c->s.reused || c->s.retried)
+		return false;
+	upstream_release(c, false);
+	c->s.retried = true;
+	return true;
 }
 
 /* ---- address checks ---- */
@@ -150,48 +184,47 @@ static void cand_normalize(struct cand *k)
 	}
 }
 
-/* Drop the candidates in refused ranges. When none is left, reply 403 naming the
- * first refused address. Returns false when the request ended. */
-static bool filter_cands(struct client *c)
+/* Drop the candidates in refused ranges. When none is left, the search ends 403
+ * naming the first refused address. CS_WAIT while candidates are left, else the
+ * state the search's end goes to. */
+static enum cstate filter_cands(struct client *c)
 {
 	uint8_t kept = 0;
 	struct cand refused = {0};
 	enum ar_addr_class refused_class = AR_ADDR_PUBLIC;
-	for (uint8_t i = 0; i < c->n_cands; i++) {
-		struct cand k = c->cands[i];
+	for (uint8_t i = 0; i < c->s.n_cands; i++) {
+		struct cand k = c->s.cands[i];
 		cand_normalize(&k);
 		/* a captured connection goes where the client dialled, or nowhere */
-		if (c->pin.family != 0 &&
-		    (k.family != c->pin.family ||
-		     memcmp(k.addr, c->pin.addr, k.family == AF_INET ? 4 : 16)))
+		if (c->s.pin.family != 0 &&
+		    (k.family != c->s.pin.family ||
+		     memcmp(k.addr, c->s.pin.addr, k.family == AF_INET ? 4 : 16)))
 			continue;
 		enum ar_addr_class cls = ar_proxy_addr_classify(k.family, k.addr);
 		if (cls == AR_ADDR_PUBLIC || c->rule_literal ||
 		    egress_private_ok(c->egress, k.family, k.addr)) {
-			c->cands[kept++] = k;
+			c->s.cands[kept++] = k;
 		} else if (refused.family == 0) {
 			refused = k;
 			refused_class = cls;
 		}
 	}
-	c->n_cands = kept;
-	c->next_cand = 0;
+	c->s.n_cands = kept;
+	c->s.next = 0;
 	if (kept > 0)
-		return true;
+		return CS_WAIT;
 	char a[INET6_ADDRSTRLEN + 8], why[AR_HOST_MAX + 160];
-	if (refused.family == 0 && c->pin.family != 0) {
-		cand_text(&c->pin, 0, a, sizeof(a));
+	if (refused.family == 0 && c->s.pin.family != 0) {
+		cand_text(&c->s.pin, 0, a, sizeof(a));
 		snprintf(why, sizeof(why), "%s does not resolve to %s, the address dialled",
 			 c->host, a);
-		c->up_done(c, 403, why);
-		return false;
+		return c->s.done(c, 403, why);
 	}
 	cand_text(&refused, 0, a, sizeof(a));
 	snprintf(why, sizeof(why),
 		 "%s resolves to %s, a %s address (allow it with --allow-private)", c->host, a,
 		 ar_proxy_addr_class_name(refused_class));
-	c->up_done(c, 403, why);
-	return false;
+	return c->s.done(c, 403, why);
 }
 
 /* ---- dialling ---- */
@@ -230,7 +263,7 @@ static struct upstream *dial(struct client *c, const struct cand *k, int *error)
 	up->io = (struct ev_io){upstream_event, up};
 	up->fd = fd;
 	up->px = c->px;
-	up->owner = c;
+	upstream_attach(c, up);
 	cand_text(k, 0, up->addr, sizeof(up->addr));
 	if (ev_add(&c->px->loop, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, &up->io) == -1) {
 		*error = errno;
@@ -242,41 +275,55 @@ static struct upstream *dial(struct client *c, const struct cand *k, int *error)
 }
 
 /* Connect to the next candidate; on running out, 502 with the last error. */
-static void dial_next(struct client *c)
+static enum cstate dial_next(struct client *c)
 {
 	int error = 0;
-	while (c->next_cand < c->n_cands) {
-		const struct cand *k = &c->cands[c->next_cand++];
+	while (c->s.next < c->s.n_cands) {
+		const struct cand *k = &c->s.cands[c->s.next++];
 		cand_text(k, 0, c->uo_addr, sizeof(c->uo_addr));
 		c->up = dial(c, k, &error);
 		if (c->up) {
-			c->state = CS_CONNECT;
-			c->up_ready = false;
+			c->up->ready = false;
 			c->deadline = c->px->loop.now + c->px->egress->connect_timeout_ms;
-			client_run(c);
-			return;
+			return CS_CONNECT;
 		}
 	}
 	char why[AR_HOST_MAX + 160];
 	snprintf(why, sizeof(why), "connect to %s port %d failed: %s", c->uo_addr, c->port,
 		 strerror(error));
-	c->up_done(c, 502, why);
+	return c->s.done(c, 502, why);
 }
 
-/* The connect deadline passed: the next candidate gets a fresh one, if any. */
-bool upstream_try_next(struct client *c)
+/* The candidates known: filter them, then dial the first that passed. */
+static enum cstate filter_and_dial(struct client *c)
 {
-	if (c->next_cand >= c->n_cands)
-		return false;
-	upstream_release(c, false);
-	dial_next(c);
-	return true;
+	enum cstate refused = filter_cands(c);
+	return refused != CS_WAIT ? refused : dial_next(c);
 }
 
-bool step_connect(struct client *c)
+/* CS_RESOLVE and CS_CONNECT: a deadline passed. The next candidate gets a fresh
+ * one, if any; else the search ends 504. */
+enum cstate timeout_upstream(struct client *c)
 {
-	if (!c->up_ready)
-		return false;
+	struct ar_proxy *px = c->px;
+	char why[AR_HOST_MAX + 96];
+	if (c->deadline == 0 || px->loop.now < c->deadline)
+		return CS_WAIT;
+	if (c->state == CS_CONNECT && c->s.next < c->s.n_cands) {
+		upstream_release(c, false);
+		return dial_next(c);
+	}
+	snprintf(why, sizeof(why), "%s %s timed out after %d ms",
+		 c->state == CS_CONNECT ? "connecting to" : "resolving",
+		 c->state == CS_CONNECT ? c->uo_addr : c->host, px->egress->connect_timeout_ms);
+	resolver_cancel(c);
+	return c->s.done(c, 504, why);
+}
+
+enum cstate step_connect(struct client *c)
+{
+	if (!c->up->ready)
+		return CS_WAIT;
 	int error = 0;
 	socklen_t sl = sizeof(error);
 	if (getsockopt(c->up->fd, SOL_SOCKET, SO_ERROR, &error, &sl) == -1)
@@ -285,41 +332,40 @@ bool step_connect(struct client *c)
 		struct sockaddr_storage ss;
 		socklen_t pl = sizeof(ss);
 		if (getpeername(c->up->fd, (struct sockaddr *)&ss, &pl) == -1)
-			return false; /* still connecting: a spurious wakeup */
+			return CS_WAIT; /* still connecting: a spurious wakeup */
 		c->up->connected = true;
-		c->up_done(c, 0, NULL);
-		return true;
+		return c->s.done(c, 0, NULL);
 	}
 	upstream_release(c, false);
-	if (c->next_cand < c->n_cands) {
-		dial_next(c);
-		return true;
-	}
+	if (c->s.next < c->s.n_cands)
+		return dial_next(c);
 	char why[AR_HOST_MAX + 160];
 	snprintf(why, sizeof(why), "connect to %s port %d failed: %s", c->uo_addr, c->port,
 		 strerror(error));
-	c->up_done(c, 502, why);
-	return true;
+	return c->s.done(c, 502, why);
 }
 
 /* ---- resolution ---- */
 
+/* The c-ares completion records the answer and schedules the client's driver (its
+ * task): step_resolve takes the answer from there, never from inside c-ares. */
 static void on_resolved(void *arg, int status, int timeouts, struct ares_addrinfo *res)
 {
 	struct lookup *lk = arg;
 	struct client *c = lk->c;
+	(void)timeouts;
 	free(lk);
 	if (c == NULL) {
 		ares_freeaddrinfo(res);
 		return;
 	}
-	c->lookup = NULL;
-	free(c->cands);
-	c->cands = ar_xcalloc(MAX_CANDS, sizeof(struct cand));
-	c->n_cands = 0;
-	for (struct ares_addrinfo_node *n = res ? res->nodes : NULL; n && c->n_cands < MAX_CANDS;
+	c->s.lookup = NULL;
+	free(c->s.cands);
+	c->s.cands = ar_xcalloc(MAX_CANDS, sizeof(struct cand));
+	c->s.n_cands = 0;
+	for (struct ares_addrinfo_node *n = res ? res->nodes : NULL; n && c->s.n_cands < MAX_CANDS;
 	     n = n->ai_next) {
-		struct cand *k = &c->cands[c->n_cands];
+		struct cand *k = &c->s.cands[c->s.n_cands];
 		if (n->ai_family == AF_INET) {
 			k->family = AF_INET;
 			memcpy(k->addr, &((struct sockaddr_in *)n->ai_addr)->sin_addr, 4);
@@ -329,48 +375,54 @@ static void on_resolved(void *arg, int status, int timeouts, struct ares_addrinf
 		} else {
 			continue;
 		}
-		c->n_cands++;
+		c->s.n_cands++;
 	}
 	ares_freeaddrinfo(res);
-	if (status != ARES_SUCCESS || c->n_cands == 0) {
-		char why[AR_HOST_MAX + 160];
-		snprintf(why, sizeof(why), "cannot resolve %s: %s", c->host,
-			 status == ARES_SUCCESS ? "no address" : ares_strerror(status));
-		c->up_done(c, 502, why);
-		return;
-	}
-	if (filter_cands(c))
-		dial_next(c);
+	c->s.resolved = true;
+	c->s.ares_status = status;
+	ev_post(&c->px->loop, &c->task);
 }
 
-void upstream_start(struct client *c, upstream_done_fn *done)
+/* CS_RESOLVE: wait for on_resolved, then filter the answer and dial. */
+enum cstate step_resolve(struct client *c)
+{
+	if (!c->s.resolved)
+		return CS_WAIT;
+	c->s.resolved = false;
+	if (c->s.ares_status != ARES_SUCCESS || c->s.n_cands == 0) {
+		char why[AR_HOST_MAX + 160];
+		snprintf(why, sizeof(why), "cannot resolve %s: %s", c->host,
+			 c->s.ares_status == ARES_SUCCESS ? "no address"
+							  : ares_strerror(c->s.ares_status));
+		return c->s.done(c, 502, why);
+	}
+	return filter_and_dial(c);
+}
+
+enum cstate step_upstream(struct client *c)
 {
 	struct ar_proxy *px = c->px;
-	c->up_done = done;
-	c->state = CS_RESOLVE;
-	if (!c->is_connect && !c->retried) {
+	if (!c->is_connect && !c->s.retried) {
 		struct upstream *up = pool_get(px, c->host, c->port);
 		if (up) {
-			up->owner = c;
-			c->up = up;
-			c->reused = true;
+			upstream_attach(c, up);
+			c->s.reused = true;
 			snprintf(c->uo_addr, sizeof(c->uo_addr), "%s", up->addr);
-			c->up_done(c, 0, NULL);
-			return;
+			return c->s.done(c, 0, NULL);
 		}
 	}
-	c->reused = false;
-	if (c->n_cands > 0) {
-		if (filter_cands(c))
-			dial_next(c);
-		return;
-	}
+	c->s.reused = false;
+	if (c->s.n_cands > 0)
+		return filter_and_dial(c);
 	c->deadline = px->loop.now + px->egress->connect_timeout_ms;
 	struct lookup *lk = ar_xcalloc(1, sizeof(*lk));
 	lk->c = c;
-	c->lookup = lk;
+	c->s.lookup = lk;
 	struct ares_addrinfo_hints hints = {
 	    .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = ARES_AI_NOSORT};
-	/* may call back before returning (a files lookup completes at once) */
+	/* may call back before returning (a files lookup completes at once): step_resolve
+	 * finds the answer then */
+	c->s.resolved = false;
 	ares_getaddrinfo(px->ares, c->host, NULL, &hints, on_resolved, lk);
+	return CS_RESOLVE;
 }

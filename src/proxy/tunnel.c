@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -77,11 +78,17 @@ static void pipe_put(struct ar_proxy *px, struct tpipe *p, bool empty)
 	p->r = p->w = -1;
 }
 
+void tunnel_init(struct client *c)
+{
+	c->tn.dir[0].pipe.r = c->tn.dir[0].pipe.w = -1;
+	c->tn.dir[1].pipe.r = c->tn.dir[1].pipe.w = -1;
+}
+
 void tunnel_release(struct client *c)
 {
 	for (int i = 0; i < 2; i++) {
-		pipe_put(c->px, &c->dir[i].pipe, c->dir[i].in_pipe == 0);
-		c->dir[i].in_pipe = 0;
+		pipe_put(c->px, &c->tn.dir[i].pipe, c->tn.dir[i].in_pipe == 0);
+		c->tn.dir[i].in_pipe = 0;
 	}
 }
 
@@ -198,7 +205,7 @@ static int send_early(struct client *c)
 		if (n > 0) {
 			c->in.off += (uint32_t)n;
 			c->bytes_out += (uint64_t)n;
-			c->dir[0].bytes += (uint64_t)n;
+			c->tn.dir[0].bytes += (uint64_t)n;
 			budget_spend(c, (uint64_t)n);
 			continue;
 		}
@@ -209,17 +216,25 @@ static int send_early(struct client *c)
 	return 0;
 }
 
+/* How a refusal names the tunnel's host: "CONNECT api.example" for an explicit
+ * tunnel, just the name for a captured connection (it made no CONNECT). */
+static const char *sni_via(const struct client *c)
+{
+	return c->captured ? "" : "CONNECT ";
+}
+
 /* proxy.sni: the verdict on what the client sent first. A tunnel that starts as TLS
  * must show a whole ClientHello naming the CONNECT host; only `off` looks at nothing
  * and only a tunnel that is not TLS at all passes `check` unread. */
 static enum tunnel_end sni_verdict(struct client *c, int r, const char *name, const char *why)
 {
 	enum ar_sni_mode mode = c->egress->sni;
+	const char *via = sni_via(c);
 	struct ar_host h;
 	ar_auto_error ar_error_t err = NULL;
-	c->sni_wait = false;
+	c->tn.sni_wait = false;
 	if (c->captured) {
-		if (captured_check(c, r) != 0)
+		if (c->first_bytes && c->first_bytes(c, r) != 0)
 			return TUNNEL_SNI;
 		if (mode == AR_SNI_OFF) /* a captured connection has no CONNECT to trust */
 			mode = AR_SNI_CHECK;
@@ -228,23 +243,23 @@ static enum tunnel_end sni_verdict(struct client *c, int r, const char *name, co
 	case AR_SNI_FOUND:
 		if (ar_host_canonicalize(name, &h, &err) == 0 && strcmp(h.name, c->host) == 0)
 			return TUNNEL_OPEN;
-		snprintf(c->reason, sizeof(c->reason), "SNI %.180s does not match CONNECT %.180s",
-			 name, c->host);
+		snprintf(c->reason, sizeof(c->reason), "SNI %.180s does not match %s%.180s", name,
+			 via, c->host);
 		return TUNNEL_SNI;
 	case AR_SNI_NONE:
 		if (mode == AR_SNI_CHECK && c->host_is_ip)
 			return TUNNEL_OPEN; /* clients send no SNI for an IP address */
-		snprintf(c->reason, sizeof(c->reason), "ClientHello for CONNECT %s has no SNI",
+		snprintf(c->reason, sizeof(c->reason), "ClientHello for %s%s has no SNI", via,
 			 c->host);
 		return TUNNEL_SNI;
 	case AR_SNI_NOT_TLS:
 		if (mode == AR_SNI_CHECK)
 			return TUNNEL_OPEN;
 		snprintf(c->reason, sizeof(c->reason),
-			 "tunnel to CONNECT %s is not TLS (proxy.sni is require)", c->host);
+			 "tunnel to %s%s is not TLS (proxy.sni is require)", via, c->host);
 		return TUNNEL_SNI;
 	default:
-		snprintf(c->reason, sizeof(c->reason), "malformed ClientHello for CONNECT %s: %s",
+		snprintf(c->reason, sizeof(c->reason), "malformed ClientHello for %s%s: %s", via,
 			 c->host, why ? why : "unreadable");
 		return TUNNEL_SNI;
 	}
@@ -294,8 +309,8 @@ static enum tunnel_end sni_step(struct client *c)
 	}
 }
 
-/* Close the tunnel; a spent budget is audited as 413, an SNI refusal as 421. */
-static bool tunnel_close(struct client *c, enum tunnel_end why)
+/* The tunnel ends: a spent budget is audited as 413, an SNI refusal as 421. */
+static enum cstate tunnel_close(struct client *c, enum tunnel_end why)
 {
 	switch (why) {
 	case TUNNEL_BUDGET:
@@ -310,19 +325,44 @@ static bool tunnel_close(struct client *c, enum tunnel_end why)
 		c->status = 421;
 		c->allowed = false;
 		snprintf(c->reason, sizeof(c->reason),
-			 "no complete ClientHello for CONNECT %s within %d ms", c->host,
+			 "no complete ClientHello for %s%s within %d ms", sni_via(c), c->host,
 			 c->px->egress->header_timeout_ms);
 		break;
 	default:
 		break;
 	}
-	client_close(c);
-	return false;
+	return CS_CLOSE;
 }
 
-void tunnel_timeout(struct client *c)
+/* The ClientHello did not arrive within the header timeout (421), or the tunnel was
+ * idle too long. */
+enum cstate timeout_tunnel(struct client *c)
 {
-	tunnel_close(c, TUNNEL_SNI_TIMEOUT);
+	struct ar_proxy *px = c->px;
+	if (c->tn.sni_wait && c->deadline && px->loop.now >= c->deadline)
+		return tunnel_close(c, TUNNEL_SNI_TIMEOUT);
+	if (px->loop.now - c->last_active < px->egress->idle_timeout_ms)
+		return CS_WAIT;
+	snprintf(c->reason + strlen(c->reason), sizeof(c->reason) - strlen(c->reason),
+		 "; idle for %d ms", px->egress->idle_timeout_ms);
+	return CS_CLOSE;
+}
+
+/* The upstream is connected: a CONNECT gets its 200 first (`established`; a captured
+ * connection was never asked anything), and the ClientHello is read and checked before
+ * any byte goes upstream unless proxy.sni is off. */
+enum cstate tunnel_begin(struct client *c, bool established, bool sni)
+{
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+	c->status = 200;
+	c->out.off = c->out.len = 0;
+	if (established) {
+		iobuf_reserve(c->px, &c->out, sizeof(ok), sizeof(ok));
+		memcpy(c->out.p, ok, sizeof(ok) - 1);
+		c->out.len = sizeof(ok) - 1;
+	}
+	c->tn.sni_wait = sni;
+	return CS_TUNNEL;
 }
 
 /* The prologue: the 200, the SNI verdict, the early bytes; then the buffers go back.
@@ -334,12 +374,12 @@ static enum tunnel_end tunnel_prologue(struct client *c)
 		return TUNNEL_BROKEN;
 	if (out == 0 && c->out.p != NULL)
 		iobuf_free(c->px, &c->out);
-	if (c->sni_wait) {
+	if (c->tn.sni_wait) {
 		if (c->in.len == c->in.off && c->in.p != NULL)
 			iobuf_free(c->px,
 				   &c->in); /* the head's buffer: a waiting tunnel holds none */
 		enum tunnel_end r = sni_step(c);
-		if (r != TUNNEL_OPEN || c->sni_wait)
+		if (r != TUNNEL_OPEN || c->tn.sni_wait)
 			return r; /* nothing is forwarded before the verdict */
 		c->deadline = 0;
 	}
@@ -350,29 +390,38 @@ static enum tunnel_end tunnel_prologue(struct client *c)
 		/* the relay needs no user-space buffers: give them back */
 		iobuf_free(c->px, &c->in);
 		iobuf_free(c->px, &c->out);
-		ar_buf_free(&c->uo);
-		c->tunnel_bufs_freed = true;
+		c->tn.bufs_freed = true;
 	}
 	return TUNNEL_OPEN;
 }
 
-bool step_tunnel(struct client *c)
+#define EV_IN (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)
+
+enum cstate step_tunnel(struct client *c)
 {
 	enum tunnel_end r = TUNNEL_OPEN;
-	if (!c->tunnel_bufs_freed)
+	uint32_t ce = c->events, ue = c->up->events;
+	/* a direction moves only when its source was readable or its pipe holds bytes (a
+	 * blocked destination always has: its EPOLLOUT finds them), so a one-way transfer
+	 * spends no splice on the idle way. Writability alone says nothing: epoll reports
+	 * EPOLLOUT with every event of an idle socket. The prologue tries everything. */
+	bool all = !c->tn.bufs_freed;
+	c->events = c->up->events = 0;
+	if (!c->tn.bufs_freed)
 		r = tunnel_prologue(c);
 	if (r != TUNNEL_OPEN)
 		return tunnel_close(c, r);
 	/* before the SNI verdict only the origin's bytes flow (server-first protocols) */
-	bool out_ready = !c->sni_wait && c->in.off >= c->in.len;
-	bool in_ready = c->out.off >= c->out.len;
-	r = out_ready ? pump(c, &c->dir[0], c->fd, c->up->fd, true) : TUNNEL_OPEN;
+	bool out_ready = !c->tn.sni_wait && c->in.off >= c->in.len &&
+			 (all || (ce & EV_IN) || c->tn.dir[0].in_pipe);
+	bool in_ready = c->out.off >= c->out.len && (all || (ue & EV_IN) || c->tn.dir[1].in_pipe);
+	r = out_ready ? pump(c, &c->tn.dir[0], c->fd, c->up->fd, true) : TUNNEL_OPEN;
 	if (r != TUNNEL_OPEN)
 		return tunnel_close(c, r);
-	r = in_ready ? pump(c, &c->dir[1], c->up->fd, c->fd, false) : TUNNEL_OPEN;
+	r = in_ready ? pump(c, &c->tn.dir[1], c->up->fd, c->fd, false) : TUNNEL_OPEN;
 	if (r != TUNNEL_OPEN)
 		return tunnel_close(c, r);
-	if (c->dir[0].shut && c->dir[1].shut)
-		client_close(c);
-	return false;
+	if (c->tn.dir[0].shut && c->tn.dir[1].shut)
+		return CS_CLOSE;
+	return CS_WAIT;
 }

@@ -158,6 +158,7 @@ expect_eq "HTTP: one allowed" 1 "$(jq_count method=HTTP host=allowed.example.tes
 expect_eq "HTTP: the Host mismatch, 421" 1 "$(jq_count method=HTTP host=allowed.example.test allowed=False status=421)"
 expect_eq "TLS: one allowed" 1 "$(jq_count method=TLS host=tls.example.test allowed=True status=200)"
 expect_eq "TLS: the SNI mismatch, 421" 1 "$(jq_count method=TLS host=tls.example.test allowed=False status=421)"
+expect_eq "... its reason names the captured name, not CONNECT" 1 "$(jq_count method=TLS host=tls.example.test status=421 reason='SNI evil.example.test does not match tls.example.test')"
 expect_eq "TCP: the raw client" 1 "$(jq_count method=TCP host=echo.example.test allowed=True status=200)"
 expect_eq "HTTP: the literal address with no Host, refused" 1 "$(jq_count method=HTTP host="$(val resolv)" port=80 allowed=False status=403)"
 expect_eq "TCP: the literal address, raw bytes, refused" 1 "$(jq_count method=TCP host="$(val resolv)" port="$ECHO" allowed=False status=403)"

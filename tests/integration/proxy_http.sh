@@ -28,6 +28,8 @@ expect_eq "GET through the proxy" "hello from origin" "$(px "http://api.test.exa
 head=$(px -I "http://api.test.example:$ORIG/hello" | tr -d '\r')
 expect_match "HEAD status" "^HTTP/1.1 200" "$head"
 expect_match "HEAD keeps Content-Length" "Content-Length: 18" "$head"
+expect_match "the response names the proxy last (Via)" "Via: 1.1 agentrun$" "$(echo "$head" | grep -v '^$' | tail -1)"
+expect_match "the response body is unchanged after Via" "^hello from origin" "$(px -i "http://api.test.example:$ORIG/hello" | tr -d '\r' | sed -n '/^Via: 1.1 agentrun$/,$p' | sed -n 3p)"
 
 head -c 300000 /dev/urandom >"$AR_TMP/body"
 want=$(sha256sum "$AR_TMP/body" | cut -d' ' -f1)
