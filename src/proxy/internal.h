@@ -240,6 +240,9 @@ void capture_free(struct ar_proxy *px);
  * them) name the audit's method (TLS, HTTP, TCP); plain HTTP must carry Host == the
  * connection's name. 0, or -1 with c->reason set (421). */
 int captured_check(struct client *c, int r);
+/* Is a captured connection's plain HTTP request head still arriving (read more
+ * before captured_check)? */
+bool captured_wants_more(const struct client *c);
 /* CS_SNIFF: a captured connection to a literal address, until its SNI or Host. */
 bool step_sniff(struct client *c);
 

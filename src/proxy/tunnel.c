@@ -275,6 +275,8 @@ static enum tunnel_end sni_step(struct client *c)
 		int r =
 		    ar_proxy_client_hello_parse((const uint8_t *)c->in.p + c->in.off,
 						c->in.len - c->in.off, name, sizeof(name), &why);
+		if (r == AR_SNI_NOT_TLS && c->captured && captured_wants_more(c))
+			r = AR_SNI_MORE; /* the whole HTTP head, for its Host (capture.c) */
 		if (r != AR_SNI_MORE)
 			return sni_verdict(c, r, name, why);
 		if (!iobuf_reserve(c->px, &c->in, 4096, SNI_RAW_MAX))
