@@ -175,6 +175,53 @@ void capture_free(struct ar_proxy *px)
 	px->dns_pool = NULL;
 }
 
+static int fd_port(int fd)
+{
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+	if (getsockname(fd, (struct sockaddr *)&sa, &sl) == -1 || sa.sin_family != AF_INET)
+		return -1;
+	return ntohs(sa.sin_port);
+}
+
+/* Is port served already: a capture listener's, the DNS stub's, an explicit one's? */
+static bool port_served(const struct ar_proxy *px, int port)
+{
+	if (port == AR_CAPTURE_DNS_PORT)
+		return true;
+	for (size_t i = 0; i < px->n_capture; i++)
+		if (fd_port(px->capture[i].fd) == port)
+			return true;
+	for (size_t i = 0; i < px->n_listeners; i++)
+		if (fd_port(px->listeners[i].fd) == port)
+			return true;
+	return false;
+}
+
+/* New rules in force: the capture's listeners were made at start, while the caller
+ * was privileged (IP_TRANSPARENT); this confined process cannot add one. A port the
+ * new rules name and nothing listens on stays refused (RST) until the sandbox
+ * restarts: say so, naming the ports, rather than let a rule look like it works. */
+void capture_rules_changed(struct ar_proxy *px, const struct ar_rules *rules)
+{
+	ar_autofree uint16_t *ports = NULL;
+	size_t n = 0, missing = 0;
+	if (px->n_capture == 0)
+		return;
+	ar_capture_ports(rules, &ports, &n);
+	ar_buf_reset(&px->line);
+	ar_buf_puts(&px->line, "agentrun: proxy: warning: the new rules name port(s)");
+	for (size_t i = 0; i < n; i++)
+		if (!port_served(px, ports[i]))
+			ar_buf_printf(&px->line, "%s%u", missing++ ? ", " : " ", ports[i]);
+	if (missing == 0)
+		return;
+	ar_buf_puts(&px->line, " that transparent capture does not listen on: connections "
+			       "from the sandbox to them stay refused until it restarts (the "
+			       "captured ports are fixed at start)\n");
+	logq_line(&px->log, px->line.data, px->line.len);
+}
+
 /* Is this the start of an HTTP/1 request line ("GET /", "POST /", ...)? */
 static bool looks_http(const char *p, size_t n)
 {

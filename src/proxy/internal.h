@@ -236,6 +236,9 @@ void proxy_record(struct ar_proxy *px, struct ar_audit_rec *r);
 int capture_init(struct ar_proxy *px, const struct ar_proxy_config *cfg, ar_error_t *err);
 int capture_start(struct ar_proxy *px, ar_error_t *err);
 void capture_free(struct ar_proxy *px);
+/* New rules in force (reload, ar_proxy_set_egress): warn about the ports they name
+ * that no captured listener serves (those stay uncaptured until a restart). */
+void capture_rules_changed(struct ar_proxy *px, const struct ar_rules *rules);
 /* The first bytes of a captured connection (r: what the ClientHello parser made of
  * them) name the audit's method (TLS, HTTP, TCP); plain HTTP must carry Host == the
  * connection's name. 0, or -1 with c->reason set (421). */

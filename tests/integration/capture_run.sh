@@ -7,7 +7,8 @@
 # resolves to exactly that address. Runs in a network namespace of its own (so the
 # literal origins can live on addresses of its loopback, which the sandbox can only
 # reach through the capture) and a mount namespace whose /etc/hosts is the proxy's
-# resolver.
+# resolver. Last, the proxy library with the capture's listeners (ar-capture-test
+# proxy) on a SIGHUP reload whose rules name a port nothing captures.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 need_root
@@ -155,4 +156,27 @@ sed 's|"dns_pool": "100.80.0.0/16"|"dns_pool": 7|' "$POLICY" >"$AR_TMP/bad.json"
 expect_status "render refuses a pool that is no string" 2 "$AGENTRUN" render --policy "$AR_TMP/bad.json"
 expect_match "... naming the field" "proxy\.dns_pool: expected a string" "$(cat "$AR_TMP/err")"
 [ -s "$AUD" ] || fail "the audit is empty"
+
+# A reload whose rules name a new port: the confined proxy cannot open a transparent
+# listener, so it says which ports stay uncaptured until a restart (docs/network.md).
+helper=$AR_BUILD_DIR/tests/ar-capture-test
+RP="$AR_TMP/reload.json"
+PXP=$(free_port)
+echo '{"name": "rl", "network": "proxy", "allowed_hosts": ["a.example.test:6443"]}' >"$RP"
+"$helper" proxy --policy "$RP" --listen "127.0.0.1:$PXP" >"$AR_TMP/rl.out" 2>"$AR_TMP/rl.err" &
+rl=$!
+on_exit "kill $rl"
+wait_file_has "$AR_TMP/rl.err" "listening on" || fail "the capturing proxy did not start"
+expect_eq "the capture listens on 80, 443 and the rule's port" "READY ports=80,443,6443" "$(head -1 "$AR_TMP/rl.out")"
+echo '{"name": "rl", "network": "proxy", "allowed_hosts": ["a.example.test:6443", "b.example.test:7443", "c.example.test:443", "d.example.test:9000"]}' >"$RP"
+kill -HUP "$rl"
+wait_file_has "$AR_TMP/rl.err" "reloaded" || fail "no reload"
+expect_match "the reload names the new ports that stay uncaptured" \
+	"warning: the new rules name port\(s\) 7443, 9000 that transparent capture does not listen on.*until it restarts" \
+	"$(cat "$AR_TMP/rl.err")"
+expect_eq "... and the new rules are in force" 1 "$(grep -c "reloaded.*d.example.test:9000" "$AR_TMP/rl.err")"
+echo '{"name": "rl", "network": "proxy", "allowed_hosts": ["a.example.test:6443", "e.example.test:80"]}' >"$RP"
+kill -HUP "$rl"
+for _ in $(seq 100); do [ "$(grep -c reloaded "$AR_TMP/rl.err")" = 2 ] && break; sleep 0.05; done
+expect_eq "a reload within the captured ports warns nothing more" 1 "$(grep -c "warning: the new rules" "$AR_TMP/rl.err")"
 finish
