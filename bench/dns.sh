@@ -13,6 +13,7 @@
 #   one write per batch); dnsmasq logs nothing.
 #   queries/s with INFLIGHT outstanding (closed loop), RUNS rounds alternating the two
 #   latency (p50, mean) with one query outstanding, allowed vs denied name, both
+#   the answering path alone (ar-capture-test answer-bench, no sockets), ns per answer
 # Needs root, dnsmasq (scripts/install-deps.sh --bench installs dnsmasq-base),
 # nsenter, and a build in build/. Every process is started and stopped here by PID.
 set -euo pipefail
@@ -146,6 +147,19 @@ for srv in stub dnsmasq; do
 	echo "$srv denied/allowed (mean): $(ratio "$(median <"$tmp/mean.$srv.denied")" \
 		"$(median <"$tmp/mean.$srv.allowed")")"
 done
+echo "== the answering path alone (ar_dns_stub_answer, no sockets), 2 million answers each"
+rules=(--allow allowed.example.test --allow '*.github.com' --allow api.k8s.test:6443
+	--allow github.com:22 --allow '*.pypi.org' --allow registry.npmjs.org)
+for r in $(seq 1 "$RUNS"); do
+	for n in allowed.example.test denied.example.test; do
+		out=$("$HELPER" answer-bench --name "$n" --seconds 2 "${rules[@]}")
+		echo "round $r: $out"
+		field ns_per_answer <<<"$out" >>"$tmp/ns.$n"
+	done
+done
+na=$(median <"$tmp/ns.allowed.example.test")
+nd=$(median <"$tmp/ns.denied.example.test")
+echo "ns per answer (median): allowed $na, denied $nd, denied/allowed $(ratio "$nd" "$na")"
 echo "# the proxy audited $(grep -c '"method":"DNS"' "$tmp/audit.jsonl" || true) DNS queries"
 echo end >"$tmp/hold"
 wait "$run_pid" || true
