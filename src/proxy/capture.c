@@ -170,6 +170,7 @@ void capture_free(struct ar_proxy *px)
 	free(px->dgrams);
 	px->dgrams = NULL;
 	ar_buf_free(&px->dns_audit);
+	ar_buf_free(&px->dns_log);
 	ar_dns_stub_free(px->dns_stub);
 	px->dns_stub = NULL;
 	ar_dns_pool_free(px->dns_pool);

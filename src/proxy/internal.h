@@ -217,8 +217,8 @@ struct ar_proxy {
 	struct ev_io dns_udp_io, dns_tcp_io;
 	struct ar_capture_dgram *dgrams; /* AR_CAPTURE_BATCH, allocated once */
 	size_t n_dns_conns;
-	struct dns_conn *dns_conns; /* open DNS-over-TCP clients, closed at free */
-	struct ar_buf dns_audit;    /* dnsd.c: the audit lines of one UDP batch */
+	struct dns_conn *dns_conns;	  /* open DNS-over-TCP clients, closed at free */
+	struct ar_buf dns_audit, dns_log; /* dnsd.c: the lines of one UDP batch */
 	struct ar_dns_pool *dns_pool;
 	struct ar_dns_stub *dns_stub;
 	char *spare[128]; /* idle AR_IOBUF_UNIT buffers */
