@@ -4,7 +4,10 @@
  * name. The connection is decided on name:port with the rules in force, dialled like
  * a CONNECT to that name (c-ares, the private ranges, the address checked is the one
  * dialled) and relayed by the tunnel code; a TLS ClientHello must name that very
- * name (421 otherwise, tunnel.c). A connection to any other address is refused. */
+ * name (421 otherwise, tunnel.c), and a plain HTTP request head, read whole, must
+ * carry exactly one Host equal to it. A connection to any other address is decided by
+ * the SNI or Host it carries, and dialled only if that name resolves to that address.
+ * A reload cannot add captured ports (capture_rules_changed says which stay out). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
