@@ -145,6 +145,9 @@ bad() { # WHAT POOL PATTERN [ENV...]
 	compgen -G "/run/agentrun/$NAME-*" >/dev/null && fail "$what: state is left"
 	[ -n "$(ip netns list 2>/dev/null | grep "$NAME" || true)" ] && fail "$what: a netns is left"
 	[ "$(ip -o link | wc -l)" = 1 ] || fail "$what: a link is left: $(ip -o link)"
+	compgen -G "/run/agentrun/audit/$NAME-*" >/dev/null && fail "$what: an audit file is left"
+	[ -z "$(find /sys/fs/cgroup -maxdepth 6 -name "*$NAME*" 2>/dev/null | head -1)" ] ||
+		fail "$what: a cgroup is left"
 }
 bad "an IPv6 range" '"fd00::/8"' "must be an IPv4 CIDR range"
 bad "host bits" '"100.80.0.1/16"' "host bits set"
