@@ -52,6 +52,10 @@ int ar_capture_in_netns(int netns_fd, int (*fn)(void *arg, ar_error_t *err), voi
  * netlink request. */
 int ar_capture_setup_proxy_netns(int netns_fd, const char *veth, uint32_t table, const char *pool,
 				 ar_error_t *err);
+/* The synthetic range (NULL: AR_DNS_POOL_DEFAULT) against the network range in force
+ * (base in host order, /prefix; $AGENTRUN_NET_RANGE may move it off the default the
+ * policy check knows): -1 with an error naming proxy.dns_pool when they overlap. */
+int ar_capture_pool_check(const char *pool, uint32_t base, int prefix, ar_error_t *err);
 /* In the sandbox netns: `default via GW` (the proxy's end of the veth, on-link). */
 int ar_capture_setup_sandbox_route(int netns_fd, struct in_addr gw, ar_error_t *err);
 /* Is the capture in place in the proxy netns (rule and route), for `check --name`?

@@ -104,9 +104,7 @@ int ar_net_topology_wire(struct ar_net_topology *t, int sandbox_ns_fd, ar_error_
 /* Close everything; the kernel removes the veth when the sandbox netns goes, and the
  * proxy netns when its last holder (fd, listener) goes. */
 void ar_net_topology_close(struct ar_net_topology *t);
-/* Run fn inside the netns behind ns_fd and come back (single-threaded callers). */
-int ar_net_in_netns(int ns_fd, int host_ns, int (*fn)(void *data, ar_error_t *err), void *data,
-		    ar_error_t *err);
+/* To run something inside a netns given as an fd: ar_capture_in_netns (capture.h). */
 
 /* ---- The proxy child (src/net/proxychild.c). ---- */
 

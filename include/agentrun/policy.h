@@ -66,6 +66,9 @@ struct ar_proxy_settings {
 	char **allow_private;
 	size_t n_allow_private;
 	bool transparent; /* capture proxy-unaware clients and DNS (default true) */
+	/* The synthetic range of the capture's DNS stub, an IPv4 CIDR as written; NULL:
+	 * AR_DNS_POOL_DEFAULT (198.18.0.0/15). */
+	char *dns_pool;
 };
 
 struct ar_policy {

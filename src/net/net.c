@@ -75,6 +75,7 @@ static int start_network(struct ar_net *n, const struct ar_net_opts *o, ar_error
 				     "pair); run as root or use network: none",
 				     n->p->origin);
 	if (ar_net_range_current(&range, err) == -1 ||
+	    ar_capture_pool_check(n->p->proxy.dns_pool, range.base, range.prefix, err) == -1 ||
 	    ar_net_alloc(&range, n->p->proxy.port, &n->plan, err) == -1)
 		return -1;
 	n->allocated = true;
@@ -154,8 +155,8 @@ static int capture_routes(struct ar_net *n, ar_error_t *err)
 {
 	if (!n->p->proxy.transparent)
 		return 0;
-	if (ar_capture_setup_proxy_netns(n->topo.proxy_ns, AR_NET_PROXY_IF, 0, AR_DNS_POOL_DEFAULT,
-					 err) == -1 ||
+	const char *pool = n->p->proxy.dns_pool ? n->p->proxy.dns_pool : AR_DNS_POOL_DEFAULT;
+	if (ar_capture_setup_proxy_netns(n->topo.proxy_ns, AR_NET_PROXY_IF, 0, pool, err) == -1 ||
 	    ar_capture_setup_sandbox_route(n->topo.sandbox_ns, n->plan.proxy, err) == -1)
 		return ar_error_wrap(err, "transparent capture");
 	return 0;

@@ -22,6 +22,7 @@
 #include <netlink/route/link.h>
 #include <netlink/route/link/veth.h>
 
+#include "agentrun/capture.h"
 #include "agentrun/log.h"
 #include "agentrun/net.h"
 #include "agentrun/util.h"
@@ -55,18 +56,6 @@ static void put_nladdr(struct nl_addr **a)
 static int nl_fail(ar_error_t *err, int nlerr, const char *what)
 {
 	return ar_error_make(err, 0, "network: %s: %s", what, nl_geterror(nlerr));
-}
-
-int ar_net_in_netns(int ns_fd, int host_ns, int (*fn)(void *data, ar_error_t *err), void *data,
-		    ar_error_t *err)
-{
-	if (setns(ns_fd, CLONE_NEWNET) == -1)
-		return ar_error_make(err, errno, "network: setns");
-	int r = fn(data, err);
-	/* staying in the wrong netns would open every later socket there */
-	if (setns(host_ns, CLONE_NEWNET) == -1)
-		abort();
-	return r;
 }
 
 /* IPv6 off for links created from now on in the current netns: no link-local address,
@@ -225,7 +214,8 @@ int ar_net_topology_wire(struct ar_net_topology *t, int sandbox_ns_fd, ar_error_
 	t->sandbox_ns = fcntl(sandbox_ns_fd, F_DUPFD_CLOEXEC, 3);
 	if (t->sandbox_ns == -1)
 		return ar_error_make(err, errno, "network: the sandbox netns");
-	if (ar_net_in_netns(t->sandbox_ns, t->host_ns, sandbox_side, t, err) == -1)
+	/* on a thread of its own (capture.h): this one never leaves the host netns */
+	if (ar_capture_in_netns(t->sandbox_ns, sandbox_side, t, err) == -1)
 		return -1;
 	if (add_veth(t, err) == -1)
 		return -1;

@@ -634,12 +634,23 @@ static int x_transparent(struct pctx *c, const cJSON *v, const char *path, void 
 	return 0;
 }
 
+static int x_dns_pool(struct pctx *c, const cJSON *v, const char *path, void *t)
+{
+	const char *s = NULL;
+	if (get_string(c, v, path, &s) == -1)
+		return -1;
+	free(c->p->proxy.dns_pool);
+	c->p->proxy.dns_pool = ar_xstrdup(s); /* checked with allow_private, in check.c */
+	return 0;
+}
+
 static const struct field proxy_fields[] = {
     {"port", x_port},
     {"max_bytes_out", x_max_bytes_out},
     {"sni", x_sni},
     {"allow_private", x_allow_private},
     {"transparent", x_transparent},
+    {"dns_pool", x_dns_pool},
 };
 
 static int f_proxy(struct pctx *c, const cJSON *v, const char *path, void *t)

@@ -54,5 +54,11 @@ struct ar_policy *policy_new(const char *origin);
 
 /* The cross-field checks run at the end of parsing and again by ar_policy_validate. */
 int policy_check(const struct ar_policy *p, ar_error_t *err);
+/* proxy.dns_pool (src/policy/dns_pool.c): an IPv4 range that overlaps nothing a
+ * sandbox could reach or mean otherwise. */
+struct ar_cidr;
+int policy_check_dns_pool(const struct ar_policy *p, ar_error_t *err);
+/* Do two IPv4 ranges share an address? (false for IPv6) */
+bool policy_ranges_overlap(const struct ar_cidr *a, const struct ar_cidr *b);
 
 #endif

@@ -82,6 +82,7 @@ void ar_policy_free(struct ar_policy *p)
 		free(p->proxy.budgets[i].host);
 	free(p->proxy.budgets);
 	ar_strv_free(p->proxy.allow_private);
+	free(p->proxy.dns_pool);
 	free(p);
 }
 

@@ -4,7 +4,10 @@
  * name. The connection is decided on name:port with the rules in force, dialled like
  * a CONNECT to that name (c-ares, the private ranges, the address checked is the one
  * dialled) and relayed by the tunnel code; a TLS ClientHello must name that very
- * name (421 otherwise, tunnel.c). A connection to any other address is refused. */
+ * name (421 otherwise, tunnel.c), and a plain HTTP request head, read whole, must
+ * carry exactly one Host equal to it. A connection to any other address is decided by
+ * the SNI or Host it carries, and dialled only if that name resolves to that address.
+ * A reload cannot add captured ports (capture_rules_changed says which stay out). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -132,7 +135,11 @@ int capture_init(struct ar_proxy *px, const struct ar_proxy_config *cfg, ar_erro
 	}
 	if (px->dns_udp < 0 && px->dns_tcp < 0 && px->n_capture == 0)
 		return 0;
-	return ar_dns_pool_create(cfg->dns_pool, 0, &px->dns_pool, err);
+	/* the policy's proxy.dns_pool, unless the caller names one itself */
+	const char *pool = cfg->dns_pool;
+	if (pool == NULL && cfg->policy != NULL)
+		pool = cfg->policy->proxy.dns_pool;
+	return ar_dns_pool_create(pool, 0, &px->dns_pool, err);
 }
 
 int capture_start(struct ar_proxy *px, ar_error_t *err)
@@ -165,6 +172,53 @@ void capture_free(struct ar_proxy *px)
 	px->dns_pool = NULL;
 }
 
+static int fd_port(int fd)
+{
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+	if (getsockname(fd, (struct sockaddr *)&sa, &sl) == -1 || sa.sin_family != AF_INET)
+		return -1;
+	return ntohs(sa.sin_port);
+}
+
+/* Is port served already: a capture listener's, the DNS stub's, an explicit one's? */
+static bool port_served(const struct ar_proxy *px, int port)
+{
+	if (port == AR_CAPTURE_DNS_PORT)
+		return true;
+	for (size_t i = 0; i < px->n_capture; i++)
+		if (fd_port(px->capture[i].fd) == port)
+			return true;
+	for (size_t i = 0; i < px->n_listeners; i++)
+		if (fd_port(px->listeners[i].fd) == port)
+			return true;
+	return false;
+}
+
+/* New rules in force: the capture's listeners were made at start, while the caller
+ * was privileged (IP_TRANSPARENT); this confined process cannot add one. A port the
+ * new rules name and nothing listens on stays refused (RST) until the sandbox
+ * restarts: say so, naming the ports, rather than let a rule look like it works. */
+void capture_rules_changed(struct ar_proxy *px, const struct ar_rules *rules)
+{
+	ar_autofree uint16_t *ports = NULL;
+	size_t n = 0, missing = 0;
+	if (px->n_capture == 0)
+		return;
+	ar_capture_ports(rules, &ports, &n);
+	ar_buf_reset(&px->line);
+	ar_buf_puts(&px->line, "agentrun: proxy: warning: the new rules name port(s)");
+	for (size_t i = 0; i < n; i++)
+		if (!port_served(px, ports[i]))
+			ar_buf_printf(&px->line, "%s%u", missing++ ? ", " : " ", ports[i]);
+	if (missing == 0)
+		return;
+	ar_buf_puts(&px->line, " that transparent capture does not listen on: connections "
+			       "from the sandbox to them stay refused until it restarts (the "
+			       "captured ports are fixed at start)\n");
+	logq_line(&px->log, px->line.data, px->line.len);
+}
+
 /* Is this the start of an HTTP/1 request line ("GET /", "POST /", ...)? */
 static bool looks_http(const char *p, size_t n)
 {
@@ -174,80 +228,197 @@ static bool looks_http(const char *p, size_t n)
 	return i > 0 && i < n && p[i] == ' ';
 }
 
-/* The Host header's value in the head at p (as much of it as arrived), or "". */
-static void find_host(const char *p, size_t n, char *out, size_t size)
+/* Could these bytes still become a request line (a method arriving in pieces)? */
+static bool maybe_http(const char *p, size_t n)
 {
-	out[0] = '\0';
-	for (size_t i = 0; i + 7 < n; i++) {
-		if (p[i] != '\n' || strncasecmp(p + i + 1, "host:", 5) != 0)
-			continue;
-		size_t j = i + 6, k = 0;
-		while (j < n && (p[j] == ' ' || p[j] == '\t'))
-			j++;
-		while (j < n && p[j] != '\r' && p[j] != '\n' && k + 1 < size)
-			out[k++] = p[j++];
-		out[k] = '\0';
-		return;
+	size_t k = 0;
+	while (k < n && p[k] >= 'A' && p[k] <= 'Z')
+		k++;
+	return n > 0 && k == n && n < 16;
+}
+
+/* The name a request head gives: Host (exactly one), and an absolute-form target
+ * ("GET http://name:port/ HTTP/1.1") that must agree with it. */
+struct head_name {
+	char name[AR_HOST_MAX];
+	int port;
+};
+
+/* The authority of an absolute-form target in the request line at p, if any: 1 with
+ * *abs set, 0 for an origin-form target, -1 when it does not parse. */
+static int absolute_target(const char *p, size_t eol, int dport, struct head_name *abs)
+{
+	const char *sp = memchr(p, ' ', eol);
+	bool v6;
+	if (sp == NULL)
+		return -1;
+	size_t t = (size_t)(sp - p) + 1, e = t;
+	while (e < eol && p[e] != ' ')
+		e++;
+	if (e - t < 7 || strncasecmp(p + t, "http://", 7) != 0)
+		return 0;
+	size_t a = t + 7, z = a;
+	while (z < e && p[z] != '/' && p[z] != '?' && p[z] != '#')
+		z++;
+	return ar_h1_split_authority(p + a, z - a, abs->name, sizeof(abs->name), &abs->port, &v6,
+				     dport) == 0
+		   ? 1
+		   : -1;
+}
+
+/* The one Host field of the head p[0..end), into *h; NULL or a static reason. */
+static const char *host_field(const char *p, size_t end, int dport, struct head_name *h)
+{
+	const char *value = NULL;
+	size_t vlen = 0;
+	bool v6;
+	for (size_t i = (size_t)((const char *)memchr(p, '\n', end) - p) + 1; i + 2 <= end;) {
+		const char *nl = memchr(p + i, '\n', end - i);
+		size_t eol = (size_t)(nl - p) - 1; /* the scanner saw CRLF on every line */
+		if (eol <= i)
+			break; /* the blank line */
+		if (p[i] == ' ' || p[i] == '\t')
+			return "a folded header line";
+		const char *colon = memchr(p + i, ':', eol - i);
+		size_t nlen = colon ? (size_t)(colon - p) - i : 0;
+		if (nlen >= 4 && strncasecmp(p + i, "host", 4) == 0 &&
+		    strspn(p + i + 4, " \t") == nlen - 4) {
+			if (nlen > 4)
+				return "whitespace before the colon of Host";
+			if (value != NULL)
+				return "duplicate Host header";
+			value = colon + 1;
+			while (value < p + eol && (*value == ' ' || *value == '\t'))
+				value++;
+			vlen = (size_t)(p + eol - value);
+			while (vlen > 0 && (value[vlen - 1] == ' ' || value[vlen - 1] == '\t'))
+				vlen--;
+		}
+		i = eol + 2;
 	}
+	if (value == NULL)
+		return "no Host header";
+	if (ar_h1_split_authority(value, vlen, h->name, sizeof(h->name), &h->port, &v6, dport) ==
+	    -1)
+		return "an invalid Host header";
+	return NULL;
+}
+
+/* The name the whole request head at p names: 1 with *h set, 0 for "read more", -1
+ * with why (the head is refused). */
+static int head_name(const char *p, size_t n, int dport, struct head_name *h, char *why,
+		     size_t size)
+{
+	static const char *const scan_why[] = {
+	    [AR_H1_SCAN_TOO_BIG] = "a request head over 64 KiB",
+	    [AR_H1_SCAN_TOO_MANY] = "too many header lines",
+	    [AR_H1_SCAN_BARE_LF] = "a line ending in LF without CR",
+	};
+	struct ar_h1_scan s = {0};
+	struct head_name abs;
+	size_t end;
+	enum ar_h1_scan_result r = ar_h1_scan_head(&s, p, n, &end);
+	if (r == AR_H1_SCAN_MORE)
+		return 0;
+	if (r != AR_H1_SCAN_DONE) {
+		snprintf(why, size, "%s", scan_why[r]);
+		return -1;
+	}
+	p += s.start;
+	end -= s.start;
+	const char *bad = host_field(p, end, dport, h);
+	int a =
+	    bad ? 0
+		: absolute_target(p, (size_t)((const char *)memchr(p, '\r', end) - p), dport, &abs);
+	if (a == -1)
+		bad = "an invalid request target";
+	if (bad != NULL) {
+		snprintf(why, size, "%s", bad);
+		return -1;
+	}
+	if (a == 1 && (!ar_dns_same_name(abs.name, h->name) || abs.port != h->port)) {
+		snprintf(why, size, "the request target names %.120s:%d, Host %.120s:%d", abs.name,
+			 abs.port, h->name, h->port);
+		return -1;
+	}
+	return 1;
+}
+
+/* Is a captured connection's plain HTTP request head still arriving? */
+static bool captured_wants_more(const struct client *c)
+{
+	const char *p = c->in.p + c->in.off;
+	size_t n = c->in.len - c->in.off;
+	struct head_name h;
+	char why[8];
+	if (maybe_http(p, n))
+		return true;
+	return looks_http(p, n) && head_name(p, n, c->port, &h, why, sizeof(why)) == 0;
 }
 
 /* The first bytes of a captured connection (r: what the ClientHello parser made of
  * them) name the audit's method (TLS, HTTP, TCP); plain HTTP must carry Host == the
- * connection's name. 0, or -1 with c->reason set (421). Called by tunnel.c through
- * c->first_bytes. */
+ * connection's name. 0, -1 with c->reason set (421), or 1: not TLS and an HTTP head
+ * still arriving (read more, for its Host). Called by tunnel.c through c->first_bytes. */
 static int captured_check(struct client *c, int r)
 {
 	const char *p = c->in.p ? c->in.p + c->in.off : "";
 	size_t n = c->in.len - c->in.off;
-	char host[AR_HOST_MAX + 8], name[AR_HOST_MAX];
-	int port;
+	struct head_name h;
+	char why[AR_HOST_MAX + 64];
 
-	if (r != AR_SNI_NOT_TLS) {
-		snprintf(c->method, sizeof(c->method), "TLS");
-		return 0; /* the SNI check follows in sni_verdict */
+	if (r == AR_SNI_NOT_TLS && captured_wants_more(c))
+		return 1;
+
+	if (!looks_http(p, n)) {
+		if (r != AR_SNI_NOT_TLS)
+			snprintf(c->method, sizeof(c->method), "TLS");
+		return 0; /* TLS: the SNI check follows in sni_verdict; ssh and the like: the
+			     name mapping alone decides */
 	}
-	if (!looks_http(p, n))
-		return 0; /* ssh and the like: the name mapping alone decides */
 	snprintf(c->method, sizeof(c->method), "HTTP");
-	find_host(p, n, host, sizeof(host));
-	if (ar_host_split_port(host, name, sizeof(name), &port, c->port, NULL) == 0 &&
-	    ar_dns_same_name(name, c->host))
+	int k = head_name(p, n, c->port, &h, why, sizeof(why));
+	if (k == 1 && ar_dns_same_name(h.name, c->host) && h.port == c->port)
 		return 0;
-	snprintf(c->reason, sizeof(c->reason), "Host %.180s does not match %.180s",
-		 host[0] ? host : "(none in the first segment)", c->host);
+	if (k == 1)
+		snprintf(c->reason, sizeof(c->reason), "Host %.180s:%d does not match %.180s:%d",
+			 h.name, h.port, c->host, c->port);
+	else
+		snprintf(c->reason, sizeof(c->reason), "HTTP to %.180s refused: %.160s", c->host,
+			 k == 0 ? "the request head ended before its blank line" : why);
 	return -1;
 }
 
 /* What the first bytes of a literal connection name: 1 with *name set, 0 for "read
- * more", -1 when they name nothing (not TLS or HTTP, no SNI, no Host). */
-static int sniff_name(struct client *c, char *name, size_t size)
+ * more", -1 when they name nothing (not TLS or HTTP, no SNI, no Host; *why says). */
+static int sniff_name(struct client *c, char *name, size_t size, char *why, size_t wsize)
 {
 	const char *p = c->in.p + c->in.off;
 	size_t n = c->in.len - c->in.off;
-	const char *why = NULL;
-	char host[AR_HOST_MAX + 8];
-	int port;
-	int r = ar_proxy_client_hello_parse((const uint8_t *)p, n, name, size, &why);
+	const char *hello_why = NULL;
+	struct head_name h;
+	int r = ar_proxy_client_hello_parse((const uint8_t *)p, n, name, size, &hello_why);
 	if (r != AR_SNI_NOT_TLS) {
 		snprintf(c->method, sizeof(c->method), "TLS");
 		return r == AR_SNI_MORE ? 0 : r == AR_SNI_FOUND ? 1 : -1;
 	}
-	if (!looks_http(p, n)) {
-		size_t k = 0; /* a method name still arriving waits; anything else is no name */
-		while (k < n && p[k] >= 'A' && p[k] <= 'Z')
-			k++;
-		return k == n && n < 16 ? 0 : -1;
-	}
+	if (!looks_http(p, n)) /* a method name still arriving waits */
+		return maybe_http(p, n) ? 0 : -1;
 	snprintf(c->method, sizeof(c->method), "HTTP");
-	if (memmem(p, n, "\r\n\r\n", 4) == NULL) /* the whole head, then its Host */
-		return n > 16384 ? -1 : 0;
-	find_host(p, n, host, sizeof(host));
-	return host[0] && ar_host_split_port(host, name, size, &port, c->port, NULL) == 0 ? 1 : -1;
+	int k = head_name(p, n, c->port, &h, why, wsize);
+	if (k == 1 && h.port != c->port) {
+		snprintf(why, wsize, "Host names port %d, the connection is to %d", h.port,
+			 c->port);
+		return -1;
+	}
+	if (k == 1)
+		snprintf(name, size, "%s", h.name);
+	return k;
 }
 
 /* Decide name:port for a literal connection, then resolve the name and dial the
  * address the client dialled only if the name resolves to it. */
-static enum cstate literal_decide(struct client *c, const char *name)
+static enum cstate literal_decide(struct client *c, const char *name, const char *detail)
 {
 	struct ar_host h;
 	struct ar_decision d;
@@ -257,8 +428,8 @@ static enum cstate literal_decide(struct client *c, const char *name)
 	if (name == NULL || ar_host_canonicalize(name, &h, &err) == -1 || h.family != 0) {
 		snprintf(why, sizeof(why),
 			 "%s: a connection to an address is decided by the name it carries (TLS "
-			 "SNI or HTTP Host), and it carries none",
-			 addr);
+			 "SNI or HTTP Host), and it carries none%s%.120s",
+			 addr, detail && *detail ? ": " : "", detail ? detail : "");
 		return refuse(c, why);
 	}
 	snprintf(c->host, sizeof(c->host), "%s", h.name);
@@ -276,15 +447,15 @@ static enum cstate literal_decide(struct client *c, const char *name)
 /* CS_SNIFF: a captured connection to a literal address, until its SNI or Host. */
 static enum cstate step_sniff(struct client *c)
 {
-	char name[AR_HOST_MAX];
+	char name[AR_HOST_MAX], why[AR_HOST_MAX + 64] = "";
 	for (;;) {
 		if (c->in.len > c->in.off) {
-			int r = sniff_name(c, name, sizeof(name));
+			int r = sniff_name(c, name, sizeof(name), why, sizeof(why));
 			if (r != 0)
-				return literal_decide(c, r == 1 ? name : NULL);
+				return literal_decide(c, r == 1 ? name : NULL, why);
 		}
 		if (!iobuf_reserve(c->px, &c->in, 4096, 2 * AR_SNI_HELLO_MAX))
-			return literal_decide(c, NULL);
+			return literal_decide(c, NULL, "more than 128 KiB without a name");
 		ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
 		if (n > 0) {
 			c->in.len += (uint32_t)n;

@@ -215,6 +215,7 @@ struct logq {
 	int fd;
 	bool is_sock, owned;
 	bool notes; /* note dropped lines in the queue itself (the log; not the audit) */
+	bool held;  /* logq_hold: lines gather until logq_release */
 	char *buf;
 	uint32_t len, cap;
 	uint64_t dropped, reported;
@@ -222,6 +223,9 @@ struct logq {
 void logq_open(struct logq *q, int fd);
 void logq_line(struct logq *q, const char *s, size_t n);
 void logq_flush(struct logq *q);
+/* Gather the lines of a batch (the DNS stub's recvmmsg) and write them together. */
+void logq_hold(struct logq *q);
+void logq_release(struct logq *q);
 void logq_drain(struct logq *q, int timeout_ms);
 void logq_close(struct logq *q);
 /* Audit and log one record (at_ms, and id when 0, are set here; it is counted). */
@@ -279,6 +283,9 @@ void dnsd_close_all(struct ar_proxy *px); /* before the loop's final ev_collect 
 int capture_init(struct ar_proxy *px, const struct ar_proxy_config *cfg, ar_error_t *err);
 int capture_start(struct ar_proxy *px, ar_error_t *err);
 void capture_free(struct ar_proxy *px);
+/* New rules in force (reload, ar_proxy_set_egress): warn about the ports they name
+ * that no captured listener serves (those stay uncaptured until a restart). */
+void capture_rules_changed(struct ar_proxy *px, const struct ar_rules *rules);
 
 /* conn.c: the connection driver */
 /* A client on an accepted socket, registered with the loop (not yet run); NULL when
@@ -370,6 +377,7 @@ enum tunnel_end {
 	TUNNEL_BUDGET,	    /* proxy.max_bytes_out spent: 413 */
 	TUNNEL_SNI,	    /* the ClientHello was refused: 421 */
 	TUNNEL_SNI_TIMEOUT, /* no whole ClientHello in time: 421 */
+	TUNNEL_MORE,	    /* tunnel.c only: a captured HTTP head is still arriving */
 };
 
 #endif

@@ -132,7 +132,7 @@ void logq_line(struct logq *q, const char *s, size_t n)
 {
 	if (q->fd < 0 || n == 0)
 		return;
-	if (q->len == 0) {
+	if (q->len == 0 && !q->held) {
 		/* the common case: straight out, buffering only the rest */
 		ssize_t w = put(q, s, n);
 		if (w == (ssize_t)n)
@@ -148,6 +148,17 @@ void logq_line(struct logq *q, const char *s, size_t n)
 	}
 	memcpy(q->buf + q->len, s, n);
 	q->len += (uint32_t)n;
+}
+
+void logq_hold(struct logq *q)
+{
+	q->held = true;
+}
+
+void logq_release(struct logq *q)
+{
+	q->held = false;
+	logq_flush(q);
 }
 
 /* At exit: give a slow reader a bounded moment for what is still buffered. */

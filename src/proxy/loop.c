@@ -156,6 +156,7 @@ static void egress_swap(struct ar_proxy *px, struct ar_egress *e)
 {
 	if (px->dns_stub) /* the pool, and every address handed out, stays */
 		ar_dns_stub_set_rules(px->dns_stub, e->rules);
+	capture_rules_changed(px, e->rules);
 	ar_egress_unref(px->egress);
 	px->egress = e;
 }

@@ -232,13 +232,17 @@ static enum tunnel_end sni_verdict(struct client *c, int r, const char *name, co
 	const char *via = sni_via(c);
 	struct ar_host h;
 	ar_auto_error ar_error_t err = NULL;
-	c->tn.sni_wait = false;
 	if (c->captured) {
-		if (c->first_bytes && c->first_bytes(c, r) != 0)
+		int f = c->first_bytes ? c->first_bytes(c, r) : 0;
+		if (f == 1)
+			return TUNNEL_MORE; /* the whole HTTP head, for its Host (capture.c) */
+		c->tn.sni_wait = false;
+		if (f != 0)
 			return TUNNEL_SNI;
 		if (mode == AR_SNI_OFF) /* a captured connection has no CONNECT to trust */
 			mode = AR_SNI_CHECK;
 	}
+	c->tn.sni_wait = false;
 	switch (r) {
 	case AR_SNI_FOUND:
 		if (ar_host_canonicalize(name, &h, &err) == 0 && strcmp(h.name, c->host) == 0)
@@ -290,8 +294,11 @@ static enum tunnel_end sni_step(struct client *c)
 		int r =
 		    ar_proxy_client_hello_parse((const uint8_t *)c->in.p + c->in.off,
 						c->in.len - c->in.off, name, sizeof(name), &why);
-		if (r != AR_SNI_MORE)
-			return sni_verdict(c, r, name, why);
+		if (r != AR_SNI_MORE) {
+			enum tunnel_end e = sni_verdict(c, r, name, why);
+			if (e != TUNNEL_MORE)
+				return e;
+		}
 		if (!iobuf_reserve(c->px, &c->in, 4096, SNI_RAW_MAX))
 			return sni_verdict(c, AR_SNI_MALFORMED, name,
 					   "ClientHello spread over more than 144 KiB of records");

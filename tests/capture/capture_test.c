@@ -1,5 +1,6 @@
 /* ar-capture-test: drives src/capture and src/dns for tests/integration/capture_*.sh
- * and bench/dns.sh, standing in for the proxy loop until the proxy serves the capture.
+ * and bench/dns.sh: the capture and the stub on their own, and the proxy library with
+ * the capture's listeners.
  *
  *   ar-capture-test serve --proxy-netns PATH --veth NAME [--sandbox-netns PATH --gw ADDR]
  *                         [--pool CIDR] [--audit FILE] --allow RULE...
@@ -10,8 +11,10 @@
  *       its synthetic address stands for or "-", the decision on name:port) and is
  *       closed. Prints "READY ports=..." once
  *       listening, one line per DNS event, and counters on SIGTERM/SIGINT.
- *   ar-capture-test serve-udp --listen ADDR:PORT --allow RULE...
- *       the stub's UDP answering path on a plain socket (benchmark).
+ *   ar-capture-test proxy --policy FILE --listen ADDR:PORT
+ *       the proxy library (ar_proxy_create/run) with the capture's listeners for the
+ *       policy's ports, made in the caller's netns; SIGHUP re-reads the policy (the
+ *       reload warning for ports that stay uncaptured, capture_run.sh).
  *   ar-capture-test load --server ADDR:PORT --name NAME [--type N] [--seconds S]
  *                        [--inflight K]
  *       send queries for S seconds with K outstanding; print qps and latency.
@@ -40,6 +43,7 @@
 
 struct opts {
 	const char *proxy_netns, *sandbox_netns, *veth, *gw, *pool, *audit, *listen, *server, *name;
+	const char *policy;
 	char *allow[MAX_ALLOW];
 	size_t n_allow;
 	int type, seconds, inflight;
@@ -85,6 +89,7 @@ static const struct {
     {"--listen", offsetof(struct opts, listen), false},
     {"--server", offsetof(struct opts, server), false},
     {"--name", offsetof(struct opts, name), false},
+    {"--policy", offsetof(struct opts, policy), false},
     {"--type", offsetof(struct opts, type), true},
     {"--seconds", offsetof(struct opts, seconds), true},
     {"--inflight", offsetof(struct opts, inflight), true},
@@ -336,31 +341,46 @@ static int parse_addr(const char *s, struct sockaddr_in *sa)
 	return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
 }
 
-/* The answering path the proxy will run, on a plain loopback socket. */
-static int cmd_serve_udp(const struct opts *o)
+/* The proxy library with the capture's listeners, in the caller's netns (a test's own):
+ * the ports of the policy's rules at start; SIGHUP re-reads the policy. */
+static int cmd_proxy(const struct opts *o)
 {
-	struct server s;
-	struct sockaddr_in sa;
-	int one = 1;
-	if (parse_addr(o->listen, &sa) == -1)
+	ar_error_t err = NULL;
+	ar_autopolicy struct ar_policy *p = NULL;
+	struct ar_rules *rules = NULL;
+	ar_autocapture struct ar_capture_listeners l = {.dns_udp = -1, .dns_tcp = -1};
+	ar_autofree uint16_t *ports = NULL;
+	size_t n = 0;
+	if (o->policy == NULL || o->listen == NULL)
 		return 2;
-	server_init(&s, o);
-	ar_autoclose int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd == -1 || setsockopt(fd, SOL_IP, IP_PKTINFO, &one, sizeof(one)) == -1 ||
-	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1) {
-		perror("serve-udp");
-		return 1;
-	}
-	printf("READY\n");
+	if (ar_policy_load(o->policy, &p, &err) == -1 ||
+	    ar_rules_compile(p->allowed_hosts, p->n_allowed_hosts, p->origin, &rules, &err) == -1)
+		die(&err);
+	ar_capture_ports(rules, &ports, &n);
+	ar_rules_free(rules);
+	if (ar_capture_listen(-1, ports, n, &l, &err) == -1)
+		die(&err);
+	struct ar_proxy_config cfg;
+	ar_proxy_config_init(&cfg);
+	cfg.listen[cfg.n_listen++] = o->listen;
+	cfg.policy_path = o->policy;
+	cfg.log_fd = 2;
+	cfg.handle_signals = true;
+	cfg.dns_files_only = true;
+	cfg.dns_udp_fd = steal_fd(&l.dns_udp);
+	cfg.dns_tcp_fd = steal_fd(&l.dns_tcp);
+	for (size_t i = 0; i < l.n_tcp && i < AR_PROXY_MAX_CAPTURE; i++)
+		cfg.capture_fds[cfg.n_capture_fds++] = steal_fd(&l.tcp[i]);
+	ar_autoproxy struct ar_proxy *px = NULL;
+	if (ar_proxy_create(&cfg, &px, &err) == -1)
+		die(&err);
+	printf("READY ports=");
+	for (size_t i = 0; i < l.n_tcp; i++)
+		printf("%s%u", i ? "," : "", l.ports[i]);
+	printf("\n");
 	fflush(stdout);
-	struct pollfd pf = {fd, POLLIN, 0};
-	while (!stop)
-		if (poll(&pf, 1, 200) > 0)
-			serve_udp(&s, fd, true);
-	printf("STATS udp_queries=%lu udp_replies=%lu\n", s.c.udp_queries, s.c.udp_replies);
-	ar_dns_stub_free(s.stub);
-	ar_dns_pool_free(s.pool);
-	ar_rules_free(s.rules);
+	if (ar_proxy_run(px, &err) == -1)
+		die(&err);
 	return 0;
 }
 
@@ -468,14 +488,14 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	if (argc < 2 || parse_opts(argc, argv, &o) == -1) {
-		fprintf(stderr, "usage: ar-capture-test serve|serve-udp|load OPTIONS (see the "
+		fprintf(stderr, "usage: ar-capture-test serve|proxy|load OPTIONS (see the "
 				"source)\n");
 		return 2;
 	}
 	if (strcmp(argv[1], "serve") == 0)
 		return cmd_serve(&o);
-	if (strcmp(argv[1], "serve-udp") == 0)
-		return cmd_serve_udp(&o);
+	if (strcmp(argv[1], "proxy") == 0)
+		return cmd_proxy(&o);
 	if (strcmp(argv[1], "load") == 0)
 		return cmd_load(&o);
 	if (strcmp(argv[1], "answer-bench") == 0)

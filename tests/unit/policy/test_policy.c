@@ -200,6 +200,47 @@ static void test_numbers_and_spellings(void **state)
 	assert_string_equal(q->egress_name, "abcdefghijklmnopqrstuvwxyz01234-egress");
 }
 
+/* proxy.dns_pool: kept as written; every overlap refused with the field named. */
+static void test_proxy_dns_pool(void **state)
+{
+	static const struct {
+		const char *pool, *want;
+	} bad[] = {
+	    {"\"fd00::/8\"",
+	     "must be an IPv4 CIDR range such as \"198.18.0.0/15\", got \"fd00::/8\""},
+	    {"\"100.80.0.1\"", "must be an IPv4 CIDR range"},
+	    {"\"100.80.0.0/7\"", "\"100.80.0.0/7\": the prefix must be /8 to /30"},
+	    {"\"100.80.0.0/31\"", "the prefix must be /8 to /30"},
+	    {"\"100.80.0.1/16\"", "\"100.80.0.1/16\": host bits set"},
+	    {"\"0.0.0.0/8\"", "overlaps 0.0.0.0/8"},
+	    {"\"127.1.0.0/16\"", "overlaps 127.0.0.0/8, loopback"},
+	    {"\"169.254.0.0/24\"", "overlaps 169.254.0.0/16, link-local"},
+	    {"\"240.0.0.0/8\"", "overlaps 224.0.0.0/3"},
+	    {"\"10.0.0.0/8\"", "overlaps 10.254.0.0/16, the network range"},
+	    {"\"172.16.0.0/12\"", "overlaps proxy.allow_private[0] \"172.16.5.0/24\""},
+	    {"true", "expected a string, got boolean"},
+	};
+	ar_autopolicy struct ar_policy *p =
+	    parse_ok("{\"proxy\": {\"dns_pool\": \"100.80.0.0/16\"}}");
+	assert_string_equal(p->proxy.dns_pool, "100.80.0.0/16");
+	ar_autopolicy struct ar_policy *d = parse_ok("{}");
+	assert_null(d->proxy.dns_pool);
+	for (size_t i = 0; i < AR_ARRAY_SIZE(bad); i++) {
+		char json[256];
+		snprintf(json, sizeof(json),
+			 "{\"proxy\": {\"allow_private\": [\"172.16.5.0/24\"], \"dns_pool\": %s}}",
+			 bad[i].pool);
+		struct ar_policy *q = NULL;
+		ar_auto_error ar_error_t err = NULL;
+		assert_int_equal(ar_policy_parse(json, strlen(json), "p.json", &q, &err), -1);
+		assert_null(q);
+		if (strncmp(err->msg, "p.json: proxy.dns_pool: ", 24) != 0 ||
+		    strstr(err->msg, bad[i].want) == NULL)
+			fail_msg("for %s\n  got:  %s\n  want: ...%s...", json, err->msg,
+				 bad[i].want);
+	}
+}
+
 static void test_proxy_private_and_transparent(void **state)
 {
 	ar_autopolicy struct ar_policy *p =
@@ -717,6 +758,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_full_example),
 	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_proxy_dns_pool),
 	    cmocka_unit_test(test_null_is_absent),
 	    cmocka_unit_test(test_network_default_follows_hosts),
 	    cmocka_unit_test(test_numbers_and_spellings),
