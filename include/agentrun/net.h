@@ -166,8 +166,9 @@ struct ar_net_state {
 	int64_t net_index; /* -1: none */
 	char audit[256];
 	char policy[256]; /* the policy file run was given, or "" */
-	char cgroup[256]; /* the sandbox cgroup directory, or "" */
-	char proxy_cgroup[256];
+	char
+	    cgroup[1024]; /* the sandbox's cgroup directories (v1: one per hierarchy), ':'-joined */
+	char proxy_cgroup[1024]; /* the proxy's, the same way */
 };
 
 /* AR_NET_STATE_ROOT/NAME, made (0700) and written; errors name the path. */

@@ -3,6 +3,8 @@
 #define AGENTRUN_NET_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
 
 #include "agentrun/error.h"
 
@@ -17,6 +19,12 @@ bool net_entry_live(int dirfd, const char *name);
  * agentrun's only; up to `tries` times, 2 ms apart, while its exited proxy is not yet
  * reaped (what stays, ar_cgroup_sweep removes later). */
 void net_remove_cgroups(const char *list, int tries);
+
+/* Every directory of the cgroup any_dir names (its last component,
+ * "agentrun-..."): in each hierarchy, under this process's own cgroup there, which
+ * differ on v1 (the cgroup manager makes one per hierarchy). ':'-joined into out;
+ * what does not fit is left to ar_cgroup_sweep. */
+void net_cgroup_dirs(const char *any_dir, char *out, size_t size);
 
 /* lo up in the current netns. */
 int net_lo_up(ar_error_t *err);

@@ -245,8 +245,12 @@ int ar_net_ready(struct ar_net *n, const char *cgroup_dir, ar_error_t *err)
 		return 0;
 	if (ar_net_proxy_ready(&n->proxy, err) == -1)
 		return ar_error_wrap(err, "proxy");
+	/* every hierarchy's directory, so gc removes them all (v1: memory, pids, cpu) */
 	if (cgroup_dir != NULL)
-		snprintf(n->state.cgroup, sizeof(n->state.cgroup), "%s", cgroup_dir);
+		net_cgroup_dirs(cgroup_dir, n->state.cgroup, sizeof(n->state.cgroup));
+	if (n->proxy.cg != NULL)
+		net_cgroup_dirs(ar_cgroup_path(n->proxy.cg), n->state.proxy_cgroup,
+				sizeof(n->state.proxy_cgroup));
 	n->state_written = true;
 	return ar_net_state_write(&n->state, err);
 }
