@@ -2,6 +2,7 @@
 #ifndef AGENTRUN_NET_INTERNAL_H
 #define AGENTRUN_NET_INTERNAL_H
 
+#include <linux/filter.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -32,5 +33,14 @@ int net_lo_up(ar_error_t *err);
 /* The embedded seccomp/proxy.json (generated at build time). */
 extern const char ar_seccomp_proxy_json[];
 extern const size_t ar_seccomp_proxy_json_len;
+/* ... compiled to BPF at build time (cmake/seccomp_bpfgen.c): len 0 when the profile
+ * depends on the kernel version; valid with the libseccomp of that version only. */
+
+extern const struct sock_filter ar_seccomp_proxy_bpf[];
+extern const size_t ar_seccomp_proxy_bpf_len;
+extern const unsigned int ar_seccomp_proxy_bpf_flags;
+extern const unsigned int ar_seccomp_proxy_bpf_libseccomp[3];
+/* Does the proxy child install that program (else it compiles the profile)? */
+bool ar_net_proxy_seccomp_precompiled(void);
 
 #endif

@@ -13,6 +13,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -28,6 +30,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <seccomp.h>
 
 #include "agentrun/cgroup.h"
 #include "agentrun/net.h"
@@ -248,19 +252,37 @@ static int receive_listener(struct child *c, ar_error_t *err)
 	return 0;
 }
 
-/* Compiled here, not in agentrun: the proxy's start is on the sandbox's critical path,
- * and this side runs beside the sandbox's own setup. */
+/* The program precompiled at build time (cmake/seccomp_bpfgen.c), valid with the
+ * libseccomp it was made with; else compiled here, not in agentrun: the proxy's start
+ * is on the sandbox's critical path, and this side runs beside the sandbox's setup. */
+bool ar_net_proxy_seccomp_precompiled(void)
+{
+	const struct scmp_version *v = seccomp_version();
+	return ar_seccomp_proxy_bpf_len > 0 && v != NULL &&
+	       v->major == ar_seccomp_proxy_bpf_libseccomp[0] &&
+	       v->minor == ar_seccomp_proxy_bpf_libseccomp[1] &&
+	       v->micro == ar_seccomp_proxy_bpf_libseccomp[2];
+}
+
 static int compile_seccomp(struct child *c, ar_error_t *err)
 {
+	if (ar_net_proxy_seccomp_precompiled())
+		return 0;
 	return ar_seccomp_parse(ar_seccomp_proxy_json, ar_seccomp_proxy_json_len,
 				"seccomp/proxy.json", &c->seccomp, err);
 }
 
 static int confine_syscalls(struct child *c, ar_error_t *err)
 {
+	struct sock_fprog prog = {.len = (unsigned short)ar_seccomp_proxy_bpf_len,
+				  .filter = (struct sock_filter *)ar_seccomp_proxy_bpf};
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 		return ar_error_make(err, errno, "proxy: no_new_privs");
-	return ar_seccomp_install(c->seccomp, err);
+	if (c->seccomp != NULL)
+		return ar_seccomp_install(c->seccomp, err);
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, ar_seccomp_proxy_bpf_flags, &prog) == -1)
+		return ar_error_make(err, errno, "proxy: install seccomp/proxy.json");
+	return 0;
 }
 
 static const struct {
