@@ -115,6 +115,8 @@ struct ar_cgroup;
 struct ar_net_proxy {
 	pid_t pid;
 	struct ar_cgroup *cg; /* its own cgroup, or NULL */
+	bool cg_by_child;     /* v1: cg is a plan the child made and joined itself */
+	bool termed;	      /* SIGTERM sent */
 	uint64_t start;
 	int report; /* read end: "ok" or an error message once confined and serving */
 	int chan;   /* the listener goes through here (ar_net_proxy_give_listener) */
@@ -148,6 +150,12 @@ int ar_net_proxy_ready(struct ar_net_proxy *px, ar_error_t *err);
 bool ar_net_proxy_exited(struct ar_net_proxy *px);
 /* SIGTERM, wait up to a second, then SIGKILL. Idempotent. */
 void ar_net_proxy_stop(struct ar_net_proxy *px);
+/* SIGTERM, without waiting (ar_net_proxy_stop waits): its exit runs beside other
+ * teardown. */
+void ar_net_proxy_term(struct ar_net_proxy *px);
+/* Remove the proxy's cgroup (once it has exited; up to `tries` rmdirs 2 ms apart while
+ * it is not reaped yet) and free the handle. */
+void ar_net_proxy_remove_cgroup(struct ar_net_proxy *px, int tries);
 
 /* ---- State, gc, ps (src/net/state.c). ---- */
 

@@ -119,14 +119,14 @@ static int start(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_
 		return -1;
 	s->proxy_pid = px->pid;
 	s->proxy_start = px->start;
-	if (px->cg != NULL)
-		net_cgroup_dirs(ar_cgroup_path(px->cg), s->proxy_cgroup, sizeof(s->proxy_cgroup));
 	if (ar_net_topology_open(t, o->plan, err) == -1 ||
 	    ar_net_proxy_give_listener(px, t->listener, err) == -1 ||
 	    ar_net_topology_wire(t, ns_fd, err) == -1)
 		return -1;
 	if (ar_net_proxy_ready(px, err) == -1)
 		return ar_error_wrap(err, "proxy");
+	if (px->cg != NULL) /* they exist now (v1: the child made them) */
+		net_cgroup_dirs(ar_cgroup_path(px->cg), s->proxy_cgroup, sizeof(s->proxy_cgroup));
 	if (o->owner == 0) { /* net up: the proxy's end is the netns' end */
 		s->owner = px->pid;
 		s->owner_start = px->start;

@@ -176,9 +176,6 @@ static int start_proxy(struct ar_net *n, ar_error_t *err)
 		return -1;
 	n->state.proxy_pid = n->proxy.pid;
 	n->state.proxy_start = n->proxy.start;
-	if (n->proxy.cg != NULL)
-		snprintf(n->state.proxy_cgroup, sizeof(n->state.proxy_cgroup), "%s",
-			 ar_cgroup_path(n->proxy.cg));
 	return 0;
 }
 
@@ -274,7 +271,8 @@ void ar_net_stop(struct ar_net *n)
 {
 	if (n->p == NULL)
 		return; /* never started */
-	ar_net_proxy_stop(&n->proxy);
+	/* the proxy exits (flushing its audit) while the rest goes */
+	ar_net_proxy_term(&n->proxy);
 	ar_net_topology_close(&n->topo);
 	close_fd(&n->audit_fd);
 	close_fd(&n->log_fd);
@@ -283,6 +281,7 @@ void ar_net_stop(struct ar_net *n)
 	if (n->allocated)
 		ar_net_release(&n->plan);
 	n->allocated = false;
+	ar_net_proxy_stop(&n->proxy);
 	/* an audit without a single request (a failed start, no traffic) says nothing */
 	struct stat st;
 	if (n->audit_default && stat(n->state.audit, &st) == 0 && st.st_size == 0)

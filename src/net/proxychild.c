@@ -51,8 +51,9 @@ struct child {
 	int listener;			   /* received */
 	int fds[AR_PROXY_MAX_CAPTURE + 3]; /* received: the listener, then the capture's */
 	size_t n_fds;
-	int report; /* write */
-	const struct ar_cgroup *cg;
+	int report;		    /* write */
+	const struct ar_cgroup *cg; /* planned by the parent */
+	bool cg_by_child;	    /* v1: made and joined here */
 	int cg_self[4];
 	size_t n_cg_self;
 	struct ar_proxy *px;
@@ -120,11 +121,30 @@ static int close_inherited(struct child *c, ar_error_t *err)
 	return 0;
 }
 
+/* Its own small limits: memory and pids (DESIGN §7); no cpu hierarchy, which would
+ * cost a directory, two writes, a join and a removal on every start. */
+static void proxy_limits(const struct ar_net_proxy_opts *o, struct ar_policy *lim)
+{
+	*lim = (struct ar_policy){.origin = "proxy", .name = o->policy->name};
+	lim->limits = (struct ar_limits){.pids = 16, .memory = 64 << 20, .memory_str = "64m"};
+}
+
+/* v1: made and joined here, beside agentrun's own work on the start path (its
+ * directories in every hierarchy are removed by agentrun from their names,
+ * net_cgroup_dirs); v2: made by agentrun before the fork, which moves us in. */
 static int enter_cgroup(struct child *c, ar_error_t *err)
 {
-	int r = 0;
-	if (c->n_cg_self > 0) /* else (v2) the parent moves us, without making us wait */
-		r = ar_cgroup_enter_self(c->cg, c->cg_self, c->n_cg_self, err);
+	struct ar_policy lim;
+	if (c->cg == NULL || !c->cg_by_child)
+		return 0;
+	proxy_limits(c->o, &lim);
+	if (ar_cgroup_make((struct ar_cgroup *)c->cg, &lim, err) == -1)
+		return ar_error_wrap(err, "proxy cgroup");
+	int n = ar_cgroup_open_self(c->cg, c->cg_self, AR_ARRAY_SIZE(c->cg_self), err);
+	if (n == -1)
+		return -1;
+	c->n_cg_self = (size_t)n;
+	int r = ar_cgroup_enter_self(c->cg, c->cg_self, c->n_cg_self, err);
 	for (size_t i = 0; i < c->n_cg_self; i++)
 		close(c->cg_self[i]);
 	c->n_cg_self = 0;
@@ -318,30 +338,23 @@ __attribute__((noreturn)) static void child_main(struct child *c)
 	_exit(ar_proxy_run(c->px, &err) == -1 ? 1 : 0);
 }
 
-/* The cgroup: made before the fork, entered by the child itself where the manager
- * allows it (v1: no RCU grace period), else by this side. */
+/* The cgroup: planned before the fork; on v1 the child makes and joins it (no RCU
+ * grace period, and off agentrun's path), on v2 this side makes it and moves the
+ * child in. */
 static int proxy_cgroup(const struct ar_net_proxy_opts *o, struct ar_net_proxy *px, struct child *c,
 			ar_error_t *err)
 {
-	struct ar_policy lim = {.origin = "proxy", .name = o->policy->name};
+	struct ar_policy lim;
 
 	if (o->cgroup_name == NULL)
 		return 0;
-	lim.limits = (struct ar_limits){.pids = 16,
-					.memory = 64 << 20,
-					.cpus_milli = 1000,
-					.memory_str = "64m",
-					.cpus_str = "1"};
-	if (ar_cgroup_plan(&lim, o->cgroup_name, &px->cg, err) == -1 ||
-	    ar_cgroup_make(px->cg, &lim, err) == -1)
+	proxy_limits(o, &lim);
+	if (ar_cgroup_plan(&lim, o->cgroup_name, &px->cg, err) == -1)
 		return ar_error_wrap(err, "proxy cgroup");
 	c->cg = px->cg;
-	if (ar_cgroup_self_entry(px->cg)) {
-		int n = ar_cgroup_open_self(px->cg, c->cg_self, AR_ARRAY_SIZE(c->cg_self), err);
-		if (n == -1)
-			return -1;
-		c->n_cg_self = (size_t)n;
-	}
+	px->cg_by_child = c->cg_by_child = ar_cgroup_self_entry(px->cg);
+	if (!px->cg_by_child && ar_cgroup_make(px->cg, &lim, err) == -1)
+		return ar_error_wrap(err, "proxy cgroup");
 	return 0;
 }
 
@@ -377,7 +390,7 @@ int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *p
 	px->start = ar_net_proc_start(px->pid);
 	px->report = steal_fd(&rep[0]);
 	px->chan = steal_fd(&go[1]);
-	if (px->cg != NULL && c.n_cg_self == 0 && ar_cgroup_enter(px->cg, px->pid, err) == -1)
+	if (px->cg != NULL && !px->cg_by_child && ar_cgroup_enter(px->cg, px->pid, err) == -1)
 		goto fail;
 	close(go[0]);
 	close(rep[1]);
@@ -455,18 +468,23 @@ bool ar_net_proxy_exited(struct ar_net_proxy *px)
 	return px->reaped;
 }
 
-void ar_net_proxy_stop(struct ar_net_proxy *px)
+void ar_net_proxy_term(struct ar_net_proxy *px)
 {
-	ar_auto_error ar_error_t err = NULL;
-
 	if (px->chan >= 0) /* a child still waiting for its listener exits at once */
 		close(px->chan);
 	px->chan = -1;
+	if (px->pid > 0 && !px->reaped && !px->termed)
+		kill(px->pid, SIGTERM);
+	px->termed = true;
+}
+
+void ar_net_proxy_stop(struct ar_net_proxy *px)
+{
 	if (px->pid > 0 && !px->reaped) {
 		/* a pidfd turns "exited" into a poll with a timeout, without a sleep loop */
 		ar_autoclose int pfd = (int)syscall(SYS_pidfd_open, px->pid, 0);
-		kill(px->pid, SIGTERM);
-		if (pfd >= 0) {
+		ar_net_proxy_term(px);
+		if (pfd >= 0 && !ar_net_proxy_exited(px)) {
 			struct pollfd p = {.fd = pfd, .events = POLLIN};
 			TEMP_FAILURE_RETRY(poll(&p, 1, 1000));
 		}
@@ -476,10 +494,26 @@ void ar_net_proxy_stop(struct ar_net_proxy *px)
 				px->reaped = true;
 		}
 	}
+	ar_net_proxy_term(px);
 	if (px->report >= 0)
 		close(px->report);
 	px->report = -1;
-	if (px->cg != NULL && ar_cgroup_destroy(px->cg, &err) == -1)
+	ar_net_proxy_remove_cgroup(px, 50);
+}
+
+void ar_net_proxy_remove_cgroup(struct ar_net_proxy *px, int tries)
+{
+	ar_auto_error ar_error_t err = NULL;
+	char dirs[1024];
+
+	if (px->cg == NULL)
+		return;
+	/* made by the child: this handle is a plan, its directories go by name */
+	if (px->cg_by_child) {
+		net_cgroup_dirs(ar_cgroup_path(px->cg), dirs, sizeof(dirs));
+		net_remove_cgroups(dirs, tries);
+	}
+	if (ar_cgroup_destroy(px->cg, &err) == -1)
 		ar_error_release(&err);
 	px->cg = NULL;
 }

@@ -149,10 +149,11 @@ BG=$!
 on_exit "kill -9 $BG"
 ST=$(state_of "$BG") || fail "no state for $BG: $(cat "$AR_TMP/bg.err")"
 NETNS=$(readlink "/proc/$(field "$ST" pid)/ns/net")
-want=$(grep -c ':.*/agentrun-' "/proc/$(field "$ST" proxy_pid)/cgroup")
+want=$(grep -c "/agentrun-$NAME-proxy-$BG\$" "/proc/$(field "$ST" proxy_pid)/cgroup")
 got=$(field "$ST" proxy_cgroup | tr ':' '\n' | grep -c .)
-expect_eq "the state names every cgroup of the proxy" "$want" "$got"
-want=$(grep -c ':.*/agentrun-' "/proc/$(field "$ST" pid)/cgroup")
+expect_eq "the state names every cgroup of the proxy (memory, pids)" "$want" "$got"
+expect_eq "the proxy's own cgroups: memory and pids" 2 "$want"
+want=$(grep -c "/agentrun-$NAME-$BG\$" "/proc/$(field "$ST" pid)/cgroup")
 got=$(field "$ST" cgroup | tr ':' '\n' | grep -c .)
 expect_eq "the state names every cgroup of the sandbox" "$want" "$got"
 kill -9 "$BG"
