@@ -30,7 +30,6 @@
 #define AR_NET_STATE_ROOT    "/run/agentrun"
 #define AR_NET_SANDBOX_IF    "eth0"
 #define AR_NET_PROXY_IF	     "veth0"
-#define AR_NET_PROXY_UID     65534 /* the proxy's unprivileged uid and gid */
 
 /* ---- The address plan of one sandbox (pure, src/net/plan.c). ---- */
 
@@ -134,7 +133,8 @@ struct ar_net_proxy_opts {
 };
 
 /* Fork the proxy: it dies with this process (PDEATHSIG), moves into its own small
- * cgroup, sees only resolv.conf/hosts, drops to AR_NET_PROXY_UID with no
+ * cgroup, sees only resolv.conf/hosts, drops to a dynamic uid of its own (leased
+ * from the sandbox's allocator for its lifetime, src/net/uid.c) with no
  * capabilities, sets no_new_privs, installs seccomp/proxy.json and serves. */
 int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *px, ar_error_t *err);
 /* Hand the child its listener (made in the proxy netns while the child set itself up);

@@ -27,6 +27,10 @@ void net_remove_cgroups(const char *list, int tries);
  * what does not fit is left to ar_cgroup_sweep. */
 void net_cgroup_dirs(const char *any_dir, char *out, size_t size);
 
+/* A dynamic uid (= gid) for one proxy, leased from the sandbox's allocator: the
+ * locked lease fd (held for as long as the proxy lives) and *uid; -1 on error. */
+int net_proxy_uid_lease(uid_t *uid, ar_error_t *err);
+
 /* lo up in the current netns. */
 int net_lo_up(ar_error_t *err);
 

@@ -57,6 +57,8 @@ struct child {
 	int cg_self[4];
 	size_t n_cg_self;
 	struct ar_proxy *px;
+	uid_t uid;     /* leased: its own, dynamic */
+	int uid_lease; /* held until the proxy exits */
 	struct ar_seccomp *seccomp;
 };
 
@@ -233,10 +235,18 @@ static void free_cap(cap_t *c)
 		cap_free(*c);
 }
 
+/* Before the view: the allocator reads the account databases and the leases under
+ * /run/agentrun, which the view hides. */
+static int lease_uid(struct child *c, ar_error_t *err)
+{
+	c->uid_lease = net_proxy_uid_lease(&c->uid, err);
+	return c->uid_lease == -1 ? -1 : 0;
+}
+
 static int drop_privileges(struct child *c, ar_error_t *err)
 {
-	const gid_t g = AR_NET_PROXY_UID;
-	const uid_t u = AR_NET_PROXY_UID;
+	const gid_t g = (gid_t)c->uid;
+	const uid_t u = c->uid;
 
 	/* the bounding set first: dropping it needs CAP_SETPCAP, which the uid change ends */
 	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
@@ -244,7 +254,7 @@ static int drop_privileges(struct child *c, ar_error_t *err)
 			return ar_error_make(err, errno, "proxy: drop the bounding set");
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) == -1 ||
 	    setgroups(1, &g) == -1 || setresgid(g, g, g) == -1 || setresuid(u, u, u) == -1)
-		return ar_error_make(err, errno, "proxy: drop to uid %d", AR_NET_PROXY_UID);
+		return ar_error_make(err, errno, "proxy: drop to uid %u", (unsigned)u);
 	/* permitted and effective went with the uid change; inheritable did not */
 	__attribute__((cleanup(free_cap))) cap_t none = cap_init();
 	if (none == NULL || cap_set_proc(none) == -1)
@@ -310,12 +320,13 @@ static const struct {
 } steps[] = {
     {die_with_parent},	/* PDEATHSIG: a SIGKILLed agentrun takes its proxy along */
     {close_inherited},	/* none of agentrun's namespace fds or sockets */
+    {lease_uid},	/* a dynamic uid of its own, leased for its lifetime */
     {enter_cgroup},	/* its own small memory/pids limit */
     {mount_view},	/* nothing of the host's files but the resolver's */
     {compile_seccomp},	/* the embedded profile */
     {receive_listener}, /* the setup above ran while agentrun made the proxy netns */
     {build_proxy},	/* while the resolver's files are still readable by uid 0 */
-    {drop_privileges},	/* uid 65534, no capabilities in any set */
+    {drop_privileges},	/* its leased uid, no capabilities in any set */
     {die_with_parent},	/* again: the uid change cleared PDEATHSIG */
     {confine_syscalls}, /* no_new_privs, seccomp/proxy.json, last */
 };
@@ -367,7 +378,8 @@ static void close_child_fds(struct child *c)
 
 int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *px, ar_error_t *err)
 {
-	struct child c = {.o = o, .parent = getpid(), .chan = -1, .listener = -1, .report = -1};
+	struct child c = {
+	    .o = o, .parent = getpid(), .chan = -1, .listener = -1, .report = -1, .uid_lease = -1};
 	int go[2] = {-1, -1}, rep[2] = {-1, -1};
 
 	*px = (struct ar_net_proxy){.pid = -1, .report = -1, .chan = -1};
