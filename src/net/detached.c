@@ -119,9 +119,9 @@ static int start(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_
 		return -1;
 	s->proxy_pid = px->pid;
 	s->proxy_start = px->start;
-	if (ar_net_topology_open(t, o->plan, err) == -1 ||
-	    ar_net_proxy_give_listener(px, t->listener, err) == -1 ||
-	    ar_net_topology_wire(t, ns_fd, err) == -1)
+	/* the same path as `run`'s, transparent capture included */
+	if (ar_net_topology_open(t, o->plan, err) == -1 || net_hand_over(o->p, t, px, err) == -1 ||
+	    ar_net_topology_wire(t, ns_fd, err) == -1 || net_capture_routes(o->p, t, err) == -1)
 		return -1;
 	if (ar_net_proxy_ready(px, err) == -1)
 		return ar_error_wrap(err, "proxy");

@@ -31,6 +31,18 @@ void net_cgroup_dirs(const char *any_dir, char *out, size_t size);
  * locked lease fd (held for as long as the proxy lives) and *uid; -1 on error. */
 int net_proxy_uid_lease(uid_t *uid, ar_error_t *err);
 
+/* In the proxy netns, while privileged (IP_TRANSPARENT): with transparent capture its
+ * listeners (DNS, 80, 443, every rule's port), then every socket, the proxy's listener
+ * first, to the proxy in one message. */
+struct ar_net_topology;
+struct ar_net_proxy;
+struct ar_policy;
+int net_hand_over(const struct ar_policy *p, struct ar_net_topology *t, struct ar_net_proxy *px,
+		  ar_error_t *err);
+/* After the veth, with transparent capture: every packet from the sandbox is local to
+ * the proxy netns (rule + routes there), and the sandbox routes everything to it. */
+int net_capture_routes(const struct ar_policy *p, struct ar_net_topology *t, ar_error_t *err);
+
 /* lo up in the current netns. */
 int net_lo_up(ar_error_t *err);
 
