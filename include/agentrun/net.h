@@ -229,7 +229,6 @@ struct ar_net {
 	struct ar_net_plan plan; /* network: proxy */
 	struct ar_net_topology topo;
 	struct ar_net_proxy proxy;
-	struct ar_capture_listeners cap; /* transparent capture: handed to the proxy */
 	int resolv_fd; /* the sandbox's /etc/resolv.conf (a sealed memfd), or -1 */
 };
 

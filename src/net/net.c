@@ -187,7 +187,6 @@ int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_ne
 			     .proxy = {.pid = -1, .report = -1, .chan = -1},
 			     .audit_fd = -1,
 			     .log_fd = -1,
-			     .cap = {.dns_udp = -1, .dns_tcp = -1},
 			     .resolv_fd = -1,
 			     .no_cgroups = o->no_cgroups};
 	n->state.net_index = -1;
@@ -278,7 +277,6 @@ void ar_net_stop(struct ar_net *n)
 	close_fd(&n->audit_fd);
 	close_fd(&n->log_fd);
 	close_fd(&n->resolv_fd);
-	ar_capture_listeners_close(&n->cap);
 	if (n->allocated)
 		ar_net_release(&n->plan);
 	n->allocated = false;
