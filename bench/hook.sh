@@ -4,6 +4,8 @@
 # and poststop hooks and without them, and with the hooks for a `network: proxy` policy
 # (the hook wires the veth and starts the detached confined proxy, poststop stops it),
 # interleaved in one hyperfine -N run.
+# AGENTRUN_BEFORE=<old agentrun binary>: also the proxy bundle rendered by (and hooked to)
+# that binary, in the same interleaved run, for a before/after on a shared machine.
 # Not a test: prints medians and the difference (target: the hook adds at most 15 ms).
 # Needs: runc, hyperfine (scripts/install-deps.sh --bench), python3; a build in build/.
 # Run as root.
@@ -31,6 +33,12 @@ printf 'int main(void){return 0;}\n' | cc -static -O2 -x c - -o "$tmp/rootfs/tru
 printf '{"name": "benchpx", "allowed_hosts": ["api.example.com"]}' >"$tmp/px.json"
 "$AGENTRUN" render --policy "$tmp/px.json" --format oci --rootfs "$tmp/rootfs" \
 	--bundle "$tmp/proxy" -- /true
+before=()
+if [ -n "${AGENTRUN_BEFORE:-}" ]; then
+	"$AGENTRUN_BEFORE" render --policy "$tmp/px.json" --format oci --rootfs "$tmp/rootfs" \
+		--bundle "$tmp/proxy-before" -- /true
+	before=(-n "runc run, hook + proxy (before)" "runc --root $tmp/runc run --bundle $tmp/proxy-before ar-bench-before-$$")
+fi
 mkdir -p "$tmp/plain"
 python3 - "$tmp/hook/config.json" "$tmp/plain/config.json" <<'PY'
 import json, sys
@@ -55,12 +63,13 @@ hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$tmp/r.json" \
 	-n "runc run, no hook" "$r --bundle $tmp/plain ar-bench-plain-$$" \
 	-n "runc run, agentrun hook" "$r --bundle $tmp/hook ar-bench-hook-$$" \
 	-n "runc run, hook + proxy" "$r --bundle $tmp/proxy ar-bench-proxy-$$" \
+	"${before[@]}" \
 	-n "the hook pair alone (sh)" "$tmp/pair.sh" >/dev/null 2>"$tmp/err" ||
 	{
 		cat "$tmp/err" >&2
 		exit 1
 	}
-echo "runc run of /true, fresh netns — $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, kernel $(uname -r), $RUNS runs each (hyperfine -N)"
+echo "runc run of /true, fresh netns — $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, kernel $(uname -r), $RUNS runs each (hyperfine -N), load $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$tmp/r.json" <<'PY'
 import json, sys
 r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
@@ -71,4 +80,7 @@ p = (r["runc run, hook + proxy"]["median"] - r["runc run, no hook"]["median"]) *
 print(f"  the hook adds {d:.2f} ms to runc run (target <= 15 ms); the pair of hook calls alone:"
       f" {r['the hook pair alone (sh)']['median']*1e3:.2f} ms including one sh")
 print(f"  with network: proxy (veth, detached proxy, stopped at poststop) it adds {p:.2f} ms")
+if "runc run, hook + proxy (before)" in r:
+    b = (r["runc run, hook + proxy (before)"]["median"] - r["runc run, no hook"]["median"]) * 1e3
+    print(f"  ... and {b:.2f} ms with AGENTRUN_BEFORE's hook")
 PY

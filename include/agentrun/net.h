@@ -30,7 +30,6 @@
 #define AR_NET_STATE_ROOT    "/run/agentrun"
 #define AR_NET_SANDBOX_IF    "eth0"
 #define AR_NET_PROXY_IF	     "veth0"
-#define AR_NET_PROXY_UID     65534 /* the proxy's unprivileged uid and gid */
 
 /* ---- The address plan of one sandbox (pure, src/net/plan.c). ---- */
 
@@ -113,6 +112,8 @@ struct ar_cgroup;
 struct ar_net_proxy {
 	pid_t pid;
 	struct ar_cgroup *cg; /* its own cgroup, or NULL */
+	bool cg_by_child;     /* v1: cg is a plan the child made and joined itself */
+	bool termed;	      /* SIGTERM sent */
 	uint64_t start;
 	int report; /* read end: "ok" or an error message once confined and serving */
 	int chan;   /* the listener goes through here (ar_net_proxy_give_listener) */
@@ -130,7 +131,8 @@ struct ar_net_proxy_opts {
 };
 
 /* Fork the proxy: it dies with this process (PDEATHSIG), moves into its own small
- * cgroup, sees only resolv.conf/hosts, drops to AR_NET_PROXY_UID with no
+ * cgroup, sees only resolv.conf/hosts, drops to a dynamic uid of its own (leased
+ * from the sandbox's allocator for its lifetime, src/net/uid.c) with no
  * capabilities, sets no_new_privs, installs seccomp/proxy.json and serves. */
 int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *px, ar_error_t *err);
 /* Hand the child its listener (made in the proxy netns while the child set itself up);
@@ -146,6 +148,12 @@ int ar_net_proxy_ready(struct ar_net_proxy *px, ar_error_t *err);
 bool ar_net_proxy_exited(struct ar_net_proxy *px);
 /* SIGTERM, wait up to a second, then SIGKILL. Idempotent. */
 void ar_net_proxy_stop(struct ar_net_proxy *px);
+/* SIGTERM, without waiting (ar_net_proxy_stop waits): its exit runs beside other
+ * teardown. */
+void ar_net_proxy_term(struct ar_net_proxy *px);
+/* Remove the proxy's cgroup (once it has exited; up to `tries` rmdirs 2 ms apart while
+ * it is not reaped yet) and free the handle. */
+void ar_net_proxy_remove_cgroup(struct ar_net_proxy *px, int tries);
 
 /* ---- State, gc, ps (src/net/state.c). ---- */
 
@@ -164,8 +172,9 @@ struct ar_net_state {
 	int64_t net_index; /* -1: none */
 	char audit[256];
 	char policy[256]; /* the policy file run was given, or "" */
-	char cgroup[256]; /* the sandbox cgroup directory, or "" */
-	char proxy_cgroup[256];
+	char
+	    cgroup[1024]; /* the sandbox's cgroup directories (v1: one per hierarchy), ':'-joined */
+	char proxy_cgroup[1024]; /* the proxy's, the same way */
 };
 
 /* AR_NET_STATE_ROOT/NAME, made (0700) and written; errors name the path. */
@@ -218,7 +227,6 @@ struct ar_net {
 	struct ar_net_plan plan; /* network: proxy */
 	struct ar_net_topology topo;
 	struct ar_net_proxy proxy;
-	struct ar_capture_listeners cap; /* transparent capture: handed to the proxy */
 	int resolv_fd; /* the sandbox's /etc/resolv.conf (a sealed memfd), or -1 */
 };
 

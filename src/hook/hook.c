@@ -99,6 +99,21 @@ static bool record_stale(const char *path)
 	return kill(pid, 0) == -1 && errno == ESRCH;
 }
 
+/* Without fsync: the record is as volatile as the container it names (/run is a tmpfs
+ * on most hosts; where it is not, as here, an fsync cost the runtime's wait
+ * milliseconds), and a reboot ends both. */
+static int write_record(const char *path, const struct ar_buf *b, ar_error_t *err)
+{
+	ar_autoclose int fd =
+	    open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd == -1 || ar_write_all(fd, b->data, b->len) == -1) {
+		int e = errno;
+		unlink(path);
+		return ar_error_make(err, e, "write `%s`", path);
+	}
+	return 0;
+}
+
 int ar_hook_record_create(const char *dir, const struct ar_oci_state *s, const char *policy_path,
 			  const struct ar_policy *p, ar_error_t *err)
 {
@@ -110,7 +125,7 @@ int ar_hook_record_create(const char *dir, const struct ar_oci_state *s, const c
 	record_text(&b, s, policy_path, p);
 	/* written whole under a temporary name, then link(2)ed: exclusive like O_EXCL, and
 	 * no reader ever sees half a record */
-	if (ar_write_file(tmp, b.data, b.len, err) < 0)
+	if (write_record(tmp, &b, err) < 0)
 		return -1;
 	int rc = link(tmp, path);
 	int e = errno;

@@ -25,39 +25,42 @@
 
 #define CGROUP_ROOT "/sys/fs/cgroup"
 
-/* One line of /proc/PID/cgroup ("ID:CONTROLLERS:PATH") as its directory, when it is
- * an agentrun cgroup and exists. */
-static bool cgroup_dir(char *line, char *dir, size_t size)
+/* The directory `base` would have in the hierarchy of one line of /proc/self/cgroup
+ * ("ID:CONTROLLERS:PATH"), when it exists. */
+static bool cgroup_dir(char *line, const char *base, char *dir, size_t size)
 {
 	char *c = strchr(line, ':'), *path = c ? strchr(c + 1, ':') : NULL;
 	struct stat st;
-	if (path == NULL || strstr(path, "/agentrun-") == NULL || strstr(path, "..") != NULL)
+	if (path == NULL)
 		return false;
 	*path++ = '\0';
-	const char *ctl = c + 1;
+	const char *ctl = c + 1, *sep = strcmp(path, "/") == 0 ? "" : "/";
 	if (strncmp(ctl, "name=", 5) == 0)
 		return false;
 	if (*ctl == '\0') { /* v2: a hybrid host mounts it at unified/ */
-		snprintf(dir, size, CGROUP_ROOT "/unified%s", path);
+		snprintf(dir, size, CGROUP_ROOT "/unified%s%s%s", path, sep, base);
 		if (stat(dir, &st) == 0)
 			return true;
 	}
-	snprintf(dir, size, CGROUP_ROOT "%s%s%s", *ctl ? "/" : "", ctl, path);
+	snprintf(dir, size, CGROUP_ROOT "%s%s%s%s%s", *ctl ? "/" : "", ctl, path, sep, base);
 	return stat(dir, &st) == 0;
 }
 
-/* Every cgroup directory of the proxy (v1: one per controller, each under this
- * process's own cgroup in that hierarchy, which differ), ':'-joined; what does not
- * fit is left to ar_cgroup_sweep. */
-static void proxy_cgroups(pid_t pid, char *out, size_t size)
+void net_cgroup_dirs(const char *any_dir, char *out, size_t size)
 {
-	char path[64], line[512], dir[sizeof(line) + 32];
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	FILE *f = fopen(path, "re");
+	char line[512], dir[sizeof(line) + 300];
+	const char *base = strrchr(any_dir, '/') ? strrchr(any_dir, '/') + 1 : any_dir;
+	FILE *f = fopen("/proc/self/cgroup", "re");
 	size_t len = 0;
+	out[0] = '\0';
+	if (strncmp(base, "agentrun-", 9) != 0 || strlen(base) > 256) {
+		if (f != NULL)
+			fclose(f);
+		return;
+	}
 	while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
 		line[strcspn(line, "\n")] = '\0';
-		if (!cgroup_dir(line, dir, sizeof(dir)) || len + strlen(dir) + 2 > size)
+		if (!cgroup_dir(line, base, dir, sizeof(dir)) || len + strlen(dir) + 2 > size)
 			continue;
 		len += (size_t)snprintf(out + len, size - len, "%s%s", len ? ":" : "", dir);
 	}
@@ -116,16 +119,14 @@ static int start(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_
 		return -1;
 	s->proxy_pid = px->pid;
 	s->proxy_start = px->start;
-	if (px->cg != NULL) /* until the proxy is in them: its directories come after */
-		snprintf(s->proxy_cgroup, sizeof(s->proxy_cgroup), "%s", ar_cgroup_path(px->cg));
-	if (ar_net_topology_open(t, o->plan, err) == -1 ||
-	    ar_net_proxy_give_listener(px, t->listener, err) == -1 ||
-	    ar_net_topology_wire(t, ns_fd, err) == -1)
+	/* the same path as `run`'s, transparent capture included */
+	if (ar_net_topology_open(t, o->plan, err) == -1 || net_hand_over(o->p, t, px, err) == -1 ||
+	    ar_net_topology_wire(t, ns_fd, err) == -1 || net_capture_routes(o->p, t, err) == -1)
 		return -1;
 	if (ar_net_proxy_ready(px, err) == -1)
 		return ar_error_wrap(err, "proxy");
-	if (px->cg != NULL)
-		proxy_cgroups(px->pid, s->proxy_cgroup, sizeof(s->proxy_cgroup));
+	if (px->cg != NULL) /* they exist now (v1: the child made them) */
+		net_cgroup_dirs(ar_cgroup_path(px->cg), s->proxy_cgroup, sizeof(s->proxy_cgroup));
 	if (o->owner == 0) { /* net up: the proxy's end is the netns' end */
 		s->owner = px->pid;
 		s->owner_start = px->start;

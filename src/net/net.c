@@ -127,37 +127,37 @@ static int capture_ports(const struct ar_policy *p, int explicit_port, uint16_t 
 	return 0;
 }
 
-/* In the proxy netns, while privileged (IP_TRANSPARENT): the listeners of the capture,
- * then every socket to the proxy in one message. */
-static int hand_over(struct ar_net *n, ar_error_t *err)
+int net_hand_over(const struct ar_policy *p, struct ar_net_topology *t, struct ar_net_proxy *px,
+		  ar_error_t *err)
 {
-	int fds[AR_PROXY_MAX_CAPTURE + 3] = {n->topo.listener};
+	struct ar_capture_listeners cap = {.dns_udp = -1, .dns_tcp = -1};
+	int fds[AR_PROXY_MAX_CAPTURE + 3] = {t->listener};
 	size_t nf = 1;
-	if (n->p->proxy.transparent) {
+	if (p->proxy.transparent) {
 		ar_autofree uint16_t *ports = NULL;
 		size_t np = 0;
-		if (capture_ports(n->p, n->plan.port, &ports, &np, err) == -1 ||
-		    ar_capture_listen(n->topo.proxy_ns, ports, np, &n->cap, err) == -1)
+		if (capture_ports(p, t->plan.port, &ports, &np, err) == -1 ||
+		    ar_capture_listen(t->proxy_ns, ports, np, &cap, err) == -1) {
+			ar_capture_listeners_close(&cap);
 			return ar_error_wrap(err, "transparent capture");
-		fds[nf++] = n->cap.dns_udp;
-		fds[nf++] = n->cap.dns_tcp;
-		for (size_t i = 0; i < n->cap.n_tcp; i++)
-			fds[nf++] = n->cap.tcp[i];
+		}
+		fds[nf++] = cap.dns_udp;
+		fds[nf++] = cap.dns_tcp;
+		for (size_t i = 0; i < cap.n_tcp; i++)
+			fds[nf++] = cap.tcp[i];
 	}
-	int r = ar_net_proxy_give_listeners(&n->proxy, fds, nf, err);
-	ar_capture_listeners_close(&n->cap); /* the proxy has them now */
+	int r = ar_net_proxy_give_listeners(px, fds, nf, err);
+	ar_capture_listeners_close(&cap); /* the proxy has them now */
 	return r;
 }
 
-/* After the veth: every packet from the sandbox is local to the proxy netns, and the
- * sandbox routes everything there. */
-static int capture_routes(struct ar_net *n, ar_error_t *err)
+int net_capture_routes(const struct ar_policy *p, struct ar_net_topology *t, ar_error_t *err)
 {
-	if (!n->p->proxy.transparent)
+	if (!p->proxy.transparent)
 		return 0;
-	const char *pool = n->p->proxy.dns_pool ? n->p->proxy.dns_pool : AR_DNS_POOL_DEFAULT;
-	if (ar_capture_setup_proxy_netns(n->topo.proxy_ns, AR_NET_PROXY_IF, 0, pool, err) == -1 ||
-	    ar_capture_setup_sandbox_route(n->topo.sandbox_ns, n->plan.proxy, err) == -1)
+	const char *pool = p->proxy.dns_pool ? p->proxy.dns_pool : AR_DNS_POOL_DEFAULT;
+	if (ar_capture_setup_proxy_netns(t->proxy_ns, AR_NET_PROXY_IF, 0, pool, err) == -1 ||
+	    ar_capture_setup_sandbox_route(t->sandbox_ns, t->plan.proxy, err) == -1)
 		return ar_error_wrap(err, "transparent capture");
 	return 0;
 }
@@ -177,9 +177,6 @@ static int start_proxy(struct ar_net *n, ar_error_t *err)
 		return -1;
 	n->state.proxy_pid = n->proxy.pid;
 	n->state.proxy_start = n->proxy.start;
-	if (n->proxy.cg != NULL)
-		snprintf(n->state.proxy_cgroup, sizeof(n->state.proxy_cgroup), "%s",
-			 ar_cgroup_path(n->proxy.cg));
 	return 0;
 }
 
@@ -191,7 +188,6 @@ int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_ne
 			     .proxy = {.pid = -1, .report = -1, .chan = -1},
 			     .audit_fd = -1,
 			     .log_fd = -1,
-			     .cap = {.dns_udp = -1, .dns_tcp = -1},
 			     .resolv_fd = -1,
 			     .no_cgroups = o->no_cgroups};
 	n->state.net_index = -1;
@@ -231,11 +227,12 @@ int ar_net_attach(struct ar_net *n, pid_t sandbox_pid, ar_error_t *err)
 		return -1;
 	close_fd(&n->audit_fd); /* the proxy has its copies now */
 	close_fd(&n->log_fd);
-	if (ar_net_topology_open(&n->topo, &n->plan, err) == -1 || hand_over(n, err) == -1)
+	if (ar_net_topology_open(&n->topo, &n->plan, err) == -1 ||
+	    net_hand_over(n->p, &n->topo, &n->proxy, err) == -1)
 		return -1;
 	if (ar_net_topology_wire(&n->topo, fd, err) == -1)
 		return -1;
-	return capture_routes(n, err);
+	return net_capture_routes(n->p, &n->topo, err);
 }
 
 int ar_net_ready(struct ar_net *n, const char *cgroup_dir, ar_error_t *err)
@@ -246,8 +243,12 @@ int ar_net_ready(struct ar_net *n, const char *cgroup_dir, ar_error_t *err)
 		return 0;
 	if (ar_net_proxy_ready(&n->proxy, err) == -1)
 		return ar_error_wrap(err, "proxy");
+	/* every hierarchy's directory, so gc removes them all (v1: memory, pids, cpu) */
 	if (cgroup_dir != NULL)
-		snprintf(n->state.cgroup, sizeof(n->state.cgroup), "%s", cgroup_dir);
+		net_cgroup_dirs(cgroup_dir, n->state.cgroup, sizeof(n->state.cgroup));
+	if (n->proxy.cg != NULL)
+		net_cgroup_dirs(ar_cgroup_path(n->proxy.cg), n->state.proxy_cgroup,
+				sizeof(n->state.proxy_cgroup));
 	n->state_written = true;
 	return ar_net_state_write(&n->state, err);
 }
@@ -271,15 +272,16 @@ void ar_net_stop(struct ar_net *n)
 {
 	if (n->p == NULL)
 		return; /* never started */
-	ar_net_proxy_stop(&n->proxy);
+	/* the proxy exits (flushing its audit) while the rest goes */
+	ar_net_proxy_term(&n->proxy);
 	ar_net_topology_close(&n->topo);
 	close_fd(&n->audit_fd);
 	close_fd(&n->log_fd);
 	close_fd(&n->resolv_fd);
-	ar_capture_listeners_close(&n->cap);
 	if (n->allocated)
 		ar_net_release(&n->plan);
 	n->allocated = false;
+	ar_net_proxy_stop(&n->proxy);
 	/* an audit without a single request (a failed start, no traffic) says nothing */
 	struct stat st;
 	if (n->audit_default && stat(n->state.audit, &st) == 0 && st.st_size == 0)

@@ -13,6 +13,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -28,6 +30,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <seccomp.h>
 
 #include "agentrun/cgroup.h"
 #include "agentrun/net.h"
@@ -47,11 +51,14 @@ struct child {
 	int listener;			   /* received */
 	int fds[AR_PROXY_MAX_CAPTURE + 3]; /* received: the listener, then the capture's */
 	size_t n_fds;
-	int report; /* write */
-	const struct ar_cgroup *cg;
+	int report;		    /* write */
+	const struct ar_cgroup *cg; /* planned by the parent */
+	bool cg_by_child;	    /* v1: made and joined here */
 	int cg_self[4];
 	size_t n_cg_self;
 	struct ar_proxy *px;
+	uid_t uid;     /* leased: its own, dynamic */
+	int uid_lease; /* held until the proxy exits */
 	struct ar_seccomp *seccomp;
 };
 
@@ -116,11 +123,30 @@ static int close_inherited(struct child *c, ar_error_t *err)
 	return 0;
 }
 
+/* Its own small limits: memory and pids (DESIGN §7); no cpu hierarchy, which would
+ * cost a directory, two writes, a join and a removal on every start. */
+static void proxy_limits(const struct ar_net_proxy_opts *o, struct ar_policy *lim)
+{
+	*lim = (struct ar_policy){.origin = "proxy", .name = o->policy->name};
+	lim->limits = (struct ar_limits){.pids = 16, .memory = 64 << 20, .memory_str = "64m"};
+}
+
+/* v1: made and joined here, beside agentrun's own work on the start path (its
+ * directories in every hierarchy are removed by agentrun from their names,
+ * net_cgroup_dirs); v2: made by agentrun before the fork, which moves us in. */
 static int enter_cgroup(struct child *c, ar_error_t *err)
 {
-	int r = 0;
-	if (c->n_cg_self > 0) /* else (v2) the parent moves us, without making us wait */
-		r = ar_cgroup_enter_self(c->cg, c->cg_self, c->n_cg_self, err);
+	struct ar_policy lim;
+	if (c->cg == NULL || !c->cg_by_child)
+		return 0;
+	proxy_limits(c->o, &lim);
+	if (ar_cgroup_make((struct ar_cgroup *)c->cg, &lim, err) == -1)
+		return ar_error_wrap(err, "proxy cgroup");
+	int n = ar_cgroup_open_self(c->cg, c->cg_self, AR_ARRAY_SIZE(c->cg_self), err);
+	if (n == -1)
+		return -1;
+	c->n_cg_self = (size_t)n;
+	int r = ar_cgroup_enter_self(c->cg, c->cg_self, c->n_cg_self, err);
 	for (size_t i = 0; i < c->n_cg_self; i++)
 		close(c->cg_self[i]);
 	c->n_cg_self = 0;
@@ -209,10 +235,18 @@ static void free_cap(cap_t *c)
 		cap_free(*c);
 }
 
+/* Before the view: the allocator reads the account databases and the leases under
+ * /run/agentrun, which the view hides. */
+static int lease_uid(struct child *c, ar_error_t *err)
+{
+	c->uid_lease = net_proxy_uid_lease(&c->uid, err);
+	return c->uid_lease == -1 ? -1 : 0;
+}
+
 static int drop_privileges(struct child *c, ar_error_t *err)
 {
-	const gid_t g = AR_NET_PROXY_UID;
-	const uid_t u = AR_NET_PROXY_UID;
+	const gid_t g = (gid_t)c->uid;
+	const uid_t u = c->uid;
 
 	/* the bounding set first: dropping it needs CAP_SETPCAP, which the uid change ends */
 	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
@@ -220,7 +254,7 @@ static int drop_privileges(struct child *c, ar_error_t *err)
 			return ar_error_make(err, errno, "proxy: drop the bounding set");
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) == -1 ||
 	    setgroups(1, &g) == -1 || setresgid(g, g, g) == -1 || setresuid(u, u, u) == -1)
-		return ar_error_make(err, errno, "proxy: drop to uid %d", AR_NET_PROXY_UID);
+		return ar_error_make(err, errno, "proxy: drop to uid %u", (unsigned)u);
 	/* permitted and effective went with the uid change; inheritable did not */
 	__attribute__((cleanup(free_cap))) cap_t none = cap_init();
 	if (none == NULL || cap_set_proc(none) == -1)
@@ -248,19 +282,37 @@ static int receive_listener(struct child *c, ar_error_t *err)
 	return 0;
 }
 
-/* Compiled here, not in agentrun: the proxy's start is on the sandbox's critical path,
- * and this side runs beside the sandbox's own setup. */
+/* The program precompiled at build time (cmake/seccomp_bpfgen.c), valid with the
+ * libseccomp it was made with; else compiled here, not in agentrun: the proxy's start
+ * is on the sandbox's critical path, and this side runs beside the sandbox's setup. */
+bool ar_net_proxy_seccomp_precompiled(void)
+{
+	const struct scmp_version *v = seccomp_version();
+	return ar_seccomp_proxy_bpf_len > 0 && v != NULL &&
+	       v->major == ar_seccomp_proxy_bpf_libseccomp[0] &&
+	       v->minor == ar_seccomp_proxy_bpf_libseccomp[1] &&
+	       v->micro == ar_seccomp_proxy_bpf_libseccomp[2];
+}
+
 static int compile_seccomp(struct child *c, ar_error_t *err)
 {
+	if (ar_net_proxy_seccomp_precompiled())
+		return 0;
 	return ar_seccomp_parse(ar_seccomp_proxy_json, ar_seccomp_proxy_json_len,
 				"seccomp/proxy.json", &c->seccomp, err);
 }
 
 static int confine_syscalls(struct child *c, ar_error_t *err)
 {
+	struct sock_fprog prog = {.len = (unsigned short)ar_seccomp_proxy_bpf_len,
+				  .filter = (struct sock_filter *)ar_seccomp_proxy_bpf};
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 		return ar_error_make(err, errno, "proxy: no_new_privs");
-	return ar_seccomp_install(c->seccomp, err);
+	if (c->seccomp != NULL)
+		return ar_seccomp_install(c->seccomp, err);
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, ar_seccomp_proxy_bpf_flags, &prog) == -1)
+		return ar_error_make(err, errno, "proxy: install seccomp/proxy.json");
+	return 0;
 }
 
 static const struct {
@@ -268,12 +320,13 @@ static const struct {
 } steps[] = {
     {die_with_parent},	/* PDEATHSIG: a SIGKILLed agentrun takes its proxy along */
     {close_inherited},	/* none of agentrun's namespace fds or sockets */
+    {lease_uid},	/* a dynamic uid of its own, leased for its lifetime */
     {enter_cgroup},	/* its own small memory/pids limit */
     {mount_view},	/* nothing of the host's files but the resolver's */
     {compile_seccomp},	/* the embedded profile */
     {receive_listener}, /* the setup above ran while agentrun made the proxy netns */
     {build_proxy},	/* while the resolver's files are still readable by uid 0 */
-    {drop_privileges},	/* uid 65534, no capabilities in any set */
+    {drop_privileges},	/* its leased uid, no capabilities in any set */
     {die_with_parent},	/* again: the uid change cleared PDEATHSIG */
     {confine_syscalls}, /* no_new_privs, seccomp/proxy.json, last */
 };
@@ -296,30 +349,23 @@ __attribute__((noreturn)) static void child_main(struct child *c)
 	_exit(ar_proxy_run(c->px, &err) == -1 ? 1 : 0);
 }
 
-/* The cgroup: made before the fork, entered by the child itself where the manager
- * allows it (v1: no RCU grace period), else by this side. */
+/* The cgroup: planned before the fork; on v1 the child makes and joins it (no RCU
+ * grace period, and off agentrun's path), on v2 this side makes it and moves the
+ * child in. */
 static int proxy_cgroup(const struct ar_net_proxy_opts *o, struct ar_net_proxy *px, struct child *c,
 			ar_error_t *err)
 {
-	struct ar_policy lim = {.origin = "proxy", .name = o->policy->name};
+	struct ar_policy lim;
 
 	if (o->cgroup_name == NULL)
 		return 0;
-	lim.limits = (struct ar_limits){.pids = 16,
-					.memory = 64 << 20,
-					.cpus_milli = 1000,
-					.memory_str = "64m",
-					.cpus_str = "1"};
-	if (ar_cgroup_plan(&lim, o->cgroup_name, &px->cg, err) == -1 ||
-	    ar_cgroup_make(px->cg, &lim, err) == -1)
+	proxy_limits(o, &lim);
+	if (ar_cgroup_plan(&lim, o->cgroup_name, &px->cg, err) == -1)
 		return ar_error_wrap(err, "proxy cgroup");
 	c->cg = px->cg;
-	if (ar_cgroup_self_entry(px->cg)) {
-		int n = ar_cgroup_open_self(px->cg, c->cg_self, AR_ARRAY_SIZE(c->cg_self), err);
-		if (n == -1)
-			return -1;
-		c->n_cg_self = (size_t)n;
-	}
+	px->cg_by_child = c->cg_by_child = ar_cgroup_self_entry(px->cg);
+	if (!px->cg_by_child && ar_cgroup_make(px->cg, &lim, err) == -1)
+		return ar_error_wrap(err, "proxy cgroup");
 	return 0;
 }
 
@@ -332,7 +378,8 @@ static void close_child_fds(struct child *c)
 
 int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *px, ar_error_t *err)
 {
-	struct child c = {.o = o, .parent = getpid(), .chan = -1, .listener = -1, .report = -1};
+	struct child c = {
+	    .o = o, .parent = getpid(), .chan = -1, .listener = -1, .report = -1, .uid_lease = -1};
 	int go[2] = {-1, -1}, rep[2] = {-1, -1};
 
 	*px = (struct ar_net_proxy){.pid = -1, .report = -1, .chan = -1};
@@ -355,7 +402,7 @@ int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *p
 	px->start = ar_net_proc_start(px->pid);
 	px->report = steal_fd(&rep[0]);
 	px->chan = steal_fd(&go[1]);
-	if (px->cg != NULL && c.n_cg_self == 0 && ar_cgroup_enter(px->cg, px->pid, err) == -1)
+	if (px->cg != NULL && !px->cg_by_child && ar_cgroup_enter(px->cg, px->pid, err) == -1)
 		goto fail;
 	close(go[0]);
 	close(rep[1]);
@@ -433,18 +480,23 @@ bool ar_net_proxy_exited(struct ar_net_proxy *px)
 	return px->reaped;
 }
 
-void ar_net_proxy_stop(struct ar_net_proxy *px)
+void ar_net_proxy_term(struct ar_net_proxy *px)
 {
-	ar_auto_error ar_error_t err = NULL;
-
 	if (px->chan >= 0) /* a child still waiting for its listener exits at once */
 		close(px->chan);
 	px->chan = -1;
+	if (px->pid > 0 && !px->reaped && !px->termed)
+		kill(px->pid, SIGTERM);
+	px->termed = true;
+}
+
+void ar_net_proxy_stop(struct ar_net_proxy *px)
+{
 	if (px->pid > 0 && !px->reaped) {
 		/* a pidfd turns "exited" into a poll with a timeout, without a sleep loop */
 		ar_autoclose int pfd = (int)syscall(SYS_pidfd_open, px->pid, 0);
-		kill(px->pid, SIGTERM);
-		if (pfd >= 0) {
+		ar_net_proxy_term(px);
+		if (pfd >= 0 && !ar_net_proxy_exited(px)) {
 			struct pollfd p = {.fd = pfd, .events = POLLIN};
 			TEMP_FAILURE_RETRY(poll(&p, 1, 1000));
 		}
@@ -454,10 +506,26 @@ void ar_net_proxy_stop(struct ar_net_proxy *px)
 				px->reaped = true;
 		}
 	}
+	ar_net_proxy_term(px);
 	if (px->report >= 0)
 		close(px->report);
 	px->report = -1;
-	if (px->cg != NULL && ar_cgroup_destroy(px->cg, &err) == -1)
+	ar_net_proxy_remove_cgroup(px, 50);
+}
+
+void ar_net_proxy_remove_cgroup(struct ar_net_proxy *px, int tries)
+{
+	ar_auto_error ar_error_t err = NULL;
+	char dirs[1024];
+
+	if (px->cg == NULL)
+		return;
+	/* made by the child: this handle is a plan, its directories go by name */
+	if (px->cg_by_child) {
+		net_cgroup_dirs(ar_cgroup_path(px->cg), dirs, sizeof(dirs));
+		net_remove_cgroups(dirs, tries);
+	}
+	if (ar_cgroup_destroy(px->cg, &err) == -1)
 		ar_error_release(&err);
 	px->cg = NULL;
 }

@@ -242,7 +242,7 @@ static int gc_one(const struct ar_net_state *s, void *data)
 	/* PDEATHSIG killed them already; a start time that matches says it is still them */
 	kill_if(s->proxy_pid, s->proxy_start);
 	if (s->cgroup[0])
-		rmdir(s->cgroup);
+		net_remove_cgroups(s->cgroup, 1);
 	if (s->proxy_cgroup[0])
 		net_remove_cgroups(s->proxy_cgroup, 1); /* run's start: no waiting */
 	if (s->net_index >= 0) {

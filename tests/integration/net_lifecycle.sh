@@ -128,6 +128,43 @@ expect_match "gc removed it" "removed [1-9][0-9]* dead sandbox" "$(cat "$AR_TMP/
 gone "kill -9 + gc" "$ST"
 NETNS=
 
+# --- kill -9 of agentrun started in a cgroup of the test's own (each v1 hierarchy):
+# gc's sweep of its own cgroup cannot reach there, so only what the state recorded
+# (every hierarchy's directory of the sandbox and of the proxy) is removed ---
+CG_NEST="agentrun-nest-$AR_TAG"
+nested=()
+for h in memory pids cpu; do
+	own=$(awk -F: -v h="$h" '{n = split($2, c, ","); for (i = 1; i <= n; i++) if (c[i] == h) print $3}' /proc/self/cgroup)
+	d="/sys/fs/cgroup/$h${own%/}/$CG_NEST"
+	if [ -n "$own" ] && mkdir "$d" 2>/dev/null; then
+		nested+=("$d")
+		on_exit "rmdir $d"
+	fi
+done
+[ "${#nested[@]}" -gt 0 ] || fail "no v1 cgroup hierarchy to nest in"
+# shellcheck disable=SC2016 # expanded by the inner sh
+sh -c 'p=$1; shift; for d; do echo $$ >"$d/cgroup.procs" || exit 1; done; exec "$0" run --policy "$p" -- sleep 30' \
+	"$AGENTRUN" "$POLICY" "${nested[@]}" >"$AR_TMP/bg.out" 2>"$AR_TMP/bg.err" &
+BG=$!
+on_exit "kill -9 $BG"
+ST=$(state_of "$BG") || fail "no state for $BG: $(cat "$AR_TMP/bg.err")"
+NETNS=$(readlink "/proc/$(field "$ST" pid)/ns/net")
+want=$(grep -c "/agentrun-$NAME-proxy-$BG\$" "/proc/$(field "$ST" proxy_pid)/cgroup")
+got=$(field "$ST" proxy_cgroup | tr ':' '\n' | grep -c .)
+expect_eq "the state names every cgroup of the proxy (memory, pids)" "$want" "$got"
+expect_eq "the proxy's own cgroups: memory and pids" 2 "$want"
+want=$(grep -c "/agentrun-$NAME-$BG\$" "/proc/$(field "$ST" pid)/cgroup")
+got=$(field "$ST" cgroup | tr ':' '\n' | grep -c .)
+expect_eq "the state names every cgroup of the sandbox" "$want" "$got"
+kill -9 "$BG"
+{ wait "$BG"; } 2>/dev/null || true
+sleep 0.2
+"$AGENTRUN" gc >"$AR_TMP/gc.out"
+expect_eq "kill -9 + gc: no cgroup left in any hierarchy" "" \
+	"$(find "${nested[@]}" -mindepth 1 -type d)"
+gone "kill -9 + gc (nested cgroups)" "$ST"
+NETNS=
+
 # --- failed starts ---
 before=$(states)
 expect_status "bad mount source: 125" 125 "$AGENTRUN" run --policy "$POLICY" \

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # agentrun net up/down without a runtime: bad input (exit 2, the flag named), a policy
-# with network none, a proxy that fails midway (nothing left: no mount, file, state,
+# with network none, a proxy.dns_pool over the /30, a proxy that fails midway (nothing left: no mount, file, state,
 # proxy cgroup), down of an unknown name; a good one: the path printed, lo and eth0
-# 10.254.0.2/30 with no default route, the proxy's listener answering from inside,
+# 10.254.0.2/30 with the default route to the proxy (transparent capture, the
+# default) and none with "transparent": false, the proxy's listener answering from inside,
 # ps listing it, down leaving nothing. (runsc in it: oci_runsc.sh.)
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
@@ -38,6 +39,11 @@ expect_status "the proxy fails midway" 1 "$AGENTRUN" net up --policy "$AR_TMP/fa
 expect_eq "the proxy fails: message" "agentrun: net: proxy: proxy.allow_private: more than 32 ranges" "$(cat "$AR_TMP/err")"
 sleep 0.2
 expect_eq "the proxy fails: nothing left" "" "$(left "$nn" "nuf$$")"
+printf '{"name": "nu%s", "allowed_hosts": ["a.example"], "proxy": {"dns_pool": "10.254.0.0/24"}}' "$$" >"$AR_TMP/pool.json"
+# the hook's /30 is always in the default range, which the policy check itself guards
+expect_status "a dns_pool over the hook's /30" 2 "$AGENTRUN" net up --policy "$AR_TMP/pool.json" --name "$nn"
+expect_match "dns_pool: message" "^agentrun: net: .*pool\.json: proxy\.dns_pool: \"10\.254\.0\.0/24\" overlaps 10\.254\.0\.0/16" "$(cat "$AR_TMP/err")"
+expect_eq "dns_pool: nothing left" "" "$(left "$nn" "nu$$")"
 expect_status "down of an unknown name" 1 "$AGENTRUN" net down --name "$nn"
 expect_match "unknown name: message" "^agentrun: net: no netns \`$nn\`" "$(cat "$AR_TMP/err")"
 
@@ -45,7 +51,7 @@ expect_eq "up prints the path" "/run/agentrun/netns/$nn" "$("$AGENTRUN" net up -
 ns=(nsenter --net="/run/agentrun/netns/$nn")
 expect_eq "lo and eth0" "eth0 lo" "$("${ns[@]}" ip -o link | cut -d: -f2 | sed 's/@.*//' | tr -d ' ' | sort | tr '\n' ' ' | sed 's/ $//')"
 expect_eq "eth0: the rendered config's /30" "10.254.0.2/30" "$("${ns[@]}" ip -4 -o addr show eth0 | awk '{print $4}')"
-expect_eq "no default route" "" "$("${ns[@]}" ip route show default)"
+expect_match "transparent capture: the default route goes to the proxy" "^default via 10\.254\.0\.1 dev eth0" "$("${ns[@]}" ip route show default)"
 expect_eq "the proxy's listener answers" "open" "$("${ns[@]}" bash -c 'exec 3<>/dev/tcp/10.254.0.1/3128 && echo open' 2>&1)"
 expect_match "ps lists it" "^netns-$nn " "$("$AGENTRUN" ps)"
 cg=$(sed -n 's/^proxy_cgroup=//p' "/run/agentrun/netns-$nn/state")
@@ -53,4 +59,8 @@ expect_status "down" 0 "$AGENTRUN" net down --name "$nn"
 sleep 0.2
 expect_eq "down left nothing" "" "$(left "$nn" "nu$$")"
 expect_eq "down: the proxy's cgroups are gone" "" "$(for d in ${cg//:/ }; do [ -d "$d" ] && echo "$d"; done)"
+printf '{"name": "nu%s", "allowed_hosts": ["a.example"], "proxy": {"transparent": false}}' "$$" >"$AR_TMP/explicit.json"
+"$AGENTRUN" net up --policy "$AR_TMP/explicit.json" --name "$nn" >/dev/null || fail "net up (explicit): $(cat "$AR_TMP/err" 2>/dev/null)"
+expect_eq "transparent: false: no default route" "" "$("${ns[@]}" ip route show default)"
+expect_status "down (explicit)" 0 "$AGENTRUN" net down --name "$nn"
 finish

@@ -111,10 +111,10 @@ on_exit rm -f "/run/agentrun/hooks/$id" "/run/agentrun/audit/$name.jsonl"
 expect_status "network proxy: create-runtime" 0 hook create-runtime "$(state "$id" "$wired")" --policy "$triage"
 expect_match "network proxy: the record" '"network": "proxy"' "$(cat "/run/agentrun/hooks/$id")"
 expect_eq "network proxy: eth0 with the rendered config's /30" "10.254.0.2/30" "$(nsenter -t "$wired" -n ip -4 -o addr show eth0 | awk '{print $4}')"
-expect_eq "network proxy: no default route" "" "$(nsenter -t "$wired" -n ip route show default)"
+expect_match "network proxy: transparent capture routes everything to the proxy" "^default via 10\.254\.0\.1 dev eth0" "$(nsenter -t "$wired" -n ip route show default)"
 proxy=$(sed -n 's/^proxy_pid=//p' "/run/agentrun/$name/state")
 expect_eq "network proxy: detached (a session of its own)" "$proxy" "$(ps -o sid= -p "$proxy" | tr -d ' ')"
-expect_eq "network proxy: confined" "65534 0000000000000000 1 2" "$(awk '/^Uid:/{u=$2} /^CapEff:/{c=$2} /^NoNewPrivs:/{n=$2} /^Seccomp:/{s=$2} END{print u, c, n, s}' "/proc/$proxy/status")"
+expect_match "network proxy: confined (a dynamic uid)" "^6[1-5][0-9]{3} 0000000000000000 1 2$" "$(awk '/^Uid:/{u=$2} /^CapEff:/{c=$2} /^NoNewPrivs:/{n=$2} /^Seccomp:/{s=$2} END{print u, c, n, s}' "/proc/$proxy/status")"
 expect_eq "network proxy: the listener answers in the container's netns" "open" "$(nsenter -t "$wired" -n bash -c 'exec 3<>/dev/tcp/10.254.0.1/3128 && echo open' 2>&1)"
 expect_status "network proxy: poststop" 0 hook poststop "$(state "$id" 0)" --policy "$triage"
 sleep 0.3

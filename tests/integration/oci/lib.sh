@@ -87,11 +87,12 @@ oci_probe_lines() {
 # first (its /etc/hosts names api.test.example and denied.test.example as 127.0.0.1).
 
 # oci_proxy_policy OUT NAME ORIGIN_PORT [MORE]: a proxy policy allowing
-# api.test.example:PORT, a private origin (proxy.allow_private 127.0.0.1), uid 1000;
+# api.test.example:PORT, a private origin (proxy.allow_private 127.0.0.1), uid 1000,
+# the explicit path only (transparent capture: net_oci_capture.sh);
 # MORE: more members (", \"limits\": ...").
 oci_proxy_policy() {
 	printf '{"name": "%s", "allowed_hosts": ["api.test.example:%s"], "user": "1000",
- "proxy": {"allow_private": ["127.0.0.1"]}%s}' "$2" "$3" "${4:-}" >"$1"
+ "proxy": {"allow_private": ["127.0.0.1"], "transparent": false}%s}' "$2" "$3" "${4:-}" >"$1"
 }
 
 # The container's side, one key=value line per check (busybox sh, the probe's http
