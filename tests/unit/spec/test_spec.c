@@ -84,12 +84,12 @@ static void test_triage(void **state)
 		const char *source, *target, *field;
 		bool ro;
 	} mounts[] = {
-	    {AR_SPEC_MNT_TMPFS, NULL, "/tmp", "tmpfs[0]", false},
-	    {AR_SPEC_MNT_TMPFS, NULL, "/work", "tmpfs[1]", false},
-	    {AR_SPEC_MNT_BIND, "/srv/logs", "/logs", "mounts[0]", true},
-	    {AR_SPEC_MNT_BIND, "/srv/out", "/out", "mounts[1]", false},
+	    {AR_SPEC_MNT_TMPFS, NULL, "/tmp", "p.json: tmpfs[0]", false},
+	    {AR_SPEC_MNT_TMPFS, NULL, "/work", "p.json: tmpfs[1]", false},
+	    {AR_SPEC_MNT_BIND, "/srv/logs", "/logs", "p.json: mounts[0]", true},
+	    {AR_SPEC_MNT_BIND, "/srv/out", "/out", "p.json: mounts[1]", false},
 	    {AR_SPEC_MNT_BIND, "/home/me/.kube/agent-config", "/home/agent/.kube/config",
-	     "kubeconfig", true},
+	     "p.json: kubeconfig", true},
 	};
 	assert_int_equal(s->n_mounts, AR_ARRAY_SIZE(mounts));
 	for (size_t i = 0; i < AR_ARRAY_SIZE(mounts); i++) {
@@ -157,6 +157,25 @@ static void test_seccomp_text(void **state)
 	assert_string_equal(origin, "seccomp/default.json");
 }
 
+/* a mount a --mount override added is named by its flag, as run's mount plan names it
+ * (ar_policy_mount_origin); the policy's own by its field */
+static void test_mount_origin(void **state)
+{
+	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	struct ar_run_opts o = {0};
+	ar_auto_error ar_error_t err = NULL;
+	assert_int_equal(ar_override_apply(p, &o, "--mount", "/srv/x:/x:rw", &err), 0);
+	ar_autospec struct ar_spec *s = build(p, NULL);
+	assert_string_equal(s->mounts[4].field, "--mount /srv/x:/x:rw");
+	assert_string_equal(s->mounts[2].field, "p.json: mounts[0]");
+
+	assert_int_equal(ar_override_apply(p, &o, "--mount", "/srv/y:/", &err), 0);
+	struct ar_spec *bad = NULL;
+	assert_int_equal(ar_spec_build(p, NULL, &bad, &err), -1);
+	assert_null(bad);
+	assert_string_equal(err->msg, "--mount /srv/y:/: target must be an absolute path below /");
+}
+
 /* run's mount plan masks and protects exactly the spec's table, nothing else */
 static void test_mount_plan_reads_table(void **state)
 {
@@ -204,7 +223,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_triage),	 cmocka_unit_test(test_proxy_url_and_none),
 	    cmocka_unit_test(test_seccomp_text), cmocka_unit_test(test_mount_plan_reads_table),
-	    cmocka_unit_test(test_tables),
+	    cmocka_unit_test(test_tables),	 cmocka_unit_test(test_mount_origin),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
