@@ -374,6 +374,20 @@ static void test_errors(void **state)
 		    ar_check_bundle(sp, cases[i].json, strlen(cases[i].json), &o, &f, &err), -1);
 		assert_string_equal(err->msg, cases[i].msg);
 	}
+	/* cJSON would cut a path at a NUL: "/logs\u0000/../etc" must not read as "/logs" */
+	static const char nul[] = "{\"process\": {\"cwd\": \"/\0\"}}";
+	static const char esc[] = "{\"process\": {},\n\"mounts\": [{\"destination\": "
+				  "\"/logs\\u0000/../etc\"}]}";
+	ar_auto_error ar_error_t e1 = NULL;
+	ar_autofindings struct ar_findings f1 = {0};
+	assert_int_equal(ar_check_bundle(sp, nul, sizeof(nul) - 1, &o, &f1, &e1), -1);
+	assert_string_equal(e1->msg, "b/config.json: invalid JSON near line 1: a NUL byte");
+	ar_error_release(&e1);
+	assert_int_equal(ar_check_bundle(sp, esc, sizeof(esc) - 1, &o, &f1, &e1), -1);
+	assert_string_equal(
+	    e1->msg,
+	    "b/config.json: invalid JSON near line 2: \\u0000 in a string is not supported");
+	assert_int_equal(f1.n, 0);
 	/* a hostile bundle: wrong types everywhere is drift, not a crash */
 	const char *odd = "{\"process\": {\"user\": 5, \"env\": [1, \"X\"], \"capabilities\": "
 			  "{\"bounding\": [\"CAP_X\"]}}, \"mounts\": {\"a\": 1}, \"linux\": "
