@@ -127,7 +127,7 @@ rc=0
 expect_eq "proxy: runsc --network=sandbox run (stderr: $(head -c 300 "$AR_TMP/px.err"))" 0 "$rc"
 expect_eq "proxy: the host's /proc/sys/net/core untouched" "yes" "$([ -f /proc/sys/net/core/rmem_default ] && echo yes)"
 expect_eq "proxy: the netns' /proc/sys/net/core untouched outside runsc" "yes" "$(nsenter --net="/run/agentrun/netns/$nn" sh -c '[ -f /proc/sys/net/core/rmem_default ] && echo yes')"
-oci_proxy_expect "proxy (runsc)" "$AR_TMP/px.out" "$ORIG" "/run/agentrun/audit/netns-$nn.jsonl" EHOSTUNREACH
+OCI_GVISOR=1 oci_proxy_expect "proxy (runsc)" "$AR_TMP/px.out" "$ORIG" "/run/agentrun/audit/netns-$nn.jsonl" EHOSTUNREACH
 expect_status "net down" 0 "$AGENTRUN" net down --name "$nn"
 expect_eq "net down: nothing is left" "" "$(oci_proxy_gone "netns-$nn" "$proxy" "$cg")"
 expect_eq "net down: no netns" "no" "$([ -e "/run/agentrun/netns/$nn" ] && echo yes || echo no)"

@@ -101,6 +101,7 @@ oci_proxy_policy() {
 # shellcheck disable=SC2034 # used by the tests that source this
 OCI_PROXY_INSIDE='o=$1
 echo "proxy=$http_proxy"
+echo "status=$(grep -E "^(CapEff|NoNewPrivs|Seccomp):" /proc/self/status | tr "\t\n" " ;")"
 echo "routes=$(ip route | tr "\n" ";")"
 px=${http_proxy#http://}; px=${px%/}
 ar-probe http get "${px%:*}" "${px##*:}" "http://api.test.example:$o/hello"
@@ -118,6 +119,10 @@ oci_proxy_expect() {
 	[ -n "${AR_VERBOSE:-}" ] && printf "%s\n" "$out" >&2
 	val() { printf '%s\n' "$out" | sed -n "s/^$1=//p"; }
 	expect_eq "$l: the proxy variable names the hook's /30" "http://10.254.0.1:3128" "$(val proxy)"
+	# (gVisor's /proc/self/status has no NoNewPrivs line: OCI_GVISOR=1)
+	local nnp='NoNewPrivs: 1;'
+	[ "${OCI_GVISOR:-}" = 1 ] && nnp='(NoNewPrivs: 1;)?'
+	expect_match "$l: the agent: CapEff 0, NoNewPrivs 1, Seccomp 2" "^CapEff: 0{16};${nnp}Seccomp: 2;$" "$(val status)"
 	# (local and broadcast: gVisor's hostinet; lo's own: gVisor's netstack)
 	expect_match "$l: one route, the /30, no default" '^10\.254\.0\.0/30 dev eth0 [^;]*;$' \
 		"$(val routes | sed 's/\(local\|broadcast\) [^;]*;//g; s/[^;]* dev lo [^;]*;//g')"
