@@ -128,6 +128,9 @@ struct ar_net_proxy_opts {
 	const char *cgroup_name; /* its own cgroup ("agentrun-NAME-proxy-PID"), or NULL */
 	bool detached;		 /* no PDEATHSIG: a session of its own, stdio on /dev/null, outlives
 				  * its parent (the OCI hook, `net up`); stopped by pid + start time */
+	pid_t stop_with;	 /* > 0: the proxy exits when this process does (the container's
+				  * init, through a pidfd), so a runtime that waits for all its
+				  * children (crun run, a subreaper) is not kept waiting */
 };
 
 /* Fork the proxy: it dies with this process (PDEATHSIG), moves into its own small

@@ -92,7 +92,9 @@ struct ar_proxy_config {
 	int keepalive_timeout_ms; /* idle client connections, 0 = 60000 */
 	bool dns_files_only;	  /* resolve from /etc/hosts only (tests) */
 	bool handle_signals;	  /* SIGTERM/SIGINT stop, SIGHUP reloads (signalfd) */
-	bool pass_forwarded;	  /* keep a client's Forwarded / X-Forwarded-For */
+	int stop_fd; /* readable stops the proxy (a pidfd: the container it serves has exited);
+		      * -1: none; ownership passes to the proxy */
+	bool pass_forwarded; /* keep a client's Forwarded / X-Forwarded-For */
 	/* Transparent capture (docs/network.md): listening sockets made in the proxy netns
 	 * with IP_TRANSPARENT (ownership passes to the proxy; -1: none), and the synthetic
 	 * range the DNS stub hands out (NULL: AR_DNS_POOL_DEFAULT). */

@@ -72,7 +72,9 @@ struct ar_spec_mount {
 	const char *source; /* host path (bind), NULL (tmpfs) */
 	const char *target;
 	bool readonly;
-	char *field; /* the policy field it comes from: "tmpfs[0]", "mounts[1]", "kubeconfig" */
+	/* where it comes from, as run's mount plan names it: "p.json: tmpfs[0]", "p.json:
+	 * mounts[1]" or the override's flag ("--mount SRC:DST"), "p.json: kubeconfig" */
+	char *field;
 };
 
 struct ar_spec_limits {

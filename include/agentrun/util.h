@@ -96,6 +96,9 @@ void ar_shell_quote(struct ar_buf *out, const char *s);
 char *ar_printable(const char *s, size_t max);
 /* JSON string literal with quotes; control characters and invalid UTF-8 bytes escaped. */
 void ar_json_quote(struct ar_buf *out, const char *s);
+/* -1 with "ORIGIN: invalid JSON near line N: ..." when json holds a raw NUL byte or a
+ * \u0000 escape in a string (cJSON would cut the C string there), else 0. */
+int ar_json_refuse_nul(const char *json, size_t len, const char *origin, ar_error_t *err);
 
 /* Sizes and numbers, strict: "256m", "1g", "1048576", "512k" (binary units, as docker).
  * Return 0 or -1 without touching err; callers name the field. */

@@ -381,6 +381,8 @@ static int expected_config(const struct ar_spec *sp, const cJSON *have,
 int ar_check_bundle(const struct ar_spec *sp, const char *json, size_t len,
 		    const struct ar_check_bundle_opts *o, struct ar_findings *out, ar_error_t *err)
 {
+	if (ar_json_refuse_nul(json, len, o->origin, err) < 0)
+		return -1;
 	autocjson cJSON *have = cJSON_ParseWithLength(json, len);
 	if (have == NULL)
 		return ar_error_make(err, 0, "%s: not valid JSON", o->origin);

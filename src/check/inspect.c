@@ -430,6 +430,8 @@ static int read_network(const cJSON *o, struct ar_docker_facts *d, const char *o
 int ar_check_inspect_add_networks(const char *json, size_t len, const char *origin,
 				  struct ar_docker_facts *d, ar_error_t *err)
 {
+	if (ar_json_refuse_nul(json, len, origin, err) < 0)
+		return -1;
 	autocjson cJSON *doc = cJSON_ParseWithLength(json, len);
 	if (doc == NULL)
 		return ar_error_make(err, 0, "%s: invalid JSON near line %d", origin,
@@ -457,6 +459,8 @@ const struct ar_docker_network *ar_check_docker_network(const struct ar_docker_f
 int ar_check_inspect_parse(const char *json, size_t len, const char *origin,
 			   struct ar_docker_facts **out, ar_error_t *err)
 {
+	if (ar_json_refuse_nul(json, len, origin, err) < 0)
+		return -1;
 	autocjson cJSON *doc = cJSON_ParseWithLength(json, len);
 	const cJSON *root = doc;
 	if (doc == NULL)

@@ -106,6 +106,8 @@ static int read_fields(const cJSON *root, struct ar_oci_state *s, ar_error_t *er
 int ar_oci_state_parse(const char *json, size_t len, struct ar_oci_state **out, ar_error_t *err)
 {
 	*out = NULL;
+	if (ar_json_refuse_nul(json, len, "state", err) < 0)
+		return -1;
 	autocjson cJSON *root = cJSON_ParseWithLength(json, len);
 	if (root == NULL)
 		return ar_error_make(err, 0, "state: not valid JSON");

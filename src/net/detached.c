@@ -114,7 +114,8 @@ static int start(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_
 				       .audit_fd = audit_fd,
 				       .log_fd = -1,
 				       .cgroup_name = o->no_cgroups ? NULL : cgname,
-				       .detached = true};
+				       .detached = true,
+				       .stop_with = o->owner};
 	if (ar_net_proxy_start(&po, px, err) == -1)
 		return -1;
 	s->proxy_pid = px->pid;
@@ -184,8 +185,13 @@ void ar_net_unwire(const struct ar_net_state *s)
 {
 	struct stat st;
 	stop_proxy(s->proxy_pid, s->proxy_start);
+	/* The exited proxy (reparented when the hook or net up exited) stays in its cgroup
+	 * until its reaper reaps it: wait up to 2 s for that, which a loaded machine's init
+	 * may need, but not when the reaper is the runtime running this poststop (crun run
+	 * is a child subreaper): it reaps only after we return, and gc removes the rest. */
+	pid_t reaper = net_proc_parent(s->proxy_pid, s->proxy_start);
 	if (s->proxy_cgroup[0])
-		net_remove_cgroups(s->proxy_cgroup, 50);
+		net_remove_cgroups(s->proxy_cgroup, reaper > 0 && reaper == getppid() ? 1 : 1000);
 	/* an audit without a single request says nothing */
 	if (s->audit[0] && stat(s->audit, &st) == 0 && st.st_size == 0)
 		unlink(s->audit);

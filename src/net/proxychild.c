@@ -52,6 +52,7 @@ struct child {
 	int fds[AR_PROXY_MAX_CAPTURE + 3]; /* received: the listener, then the capture's */
 	size_t n_fds;
 	int report;		    /* write */
+	int stop_fd;		    /* a pidfd of o->stop_with, or -1 */
 	const struct ar_cgroup *cg; /* planned by the parent */
 	bool cg_by_child;	    /* v1: made and joined here */
 	int cg_self[4];
@@ -99,11 +100,11 @@ static int die_with_parent(struct child *c, ar_error_t *err)
  * pipes of the sandbox must not reach it. */
 static int close_inherited(struct child *c, ar_error_t *err)
 {
-	int keep[9] = {c->chan, c->o->audit_fd, c->o->log_fd, c->report};
-	size_t n = 4;
+	int keep[10] = {c->chan, c->o->audit_fd, c->o->log_fd, c->report, c->stop_fd};
+	size_t n = 5;
 	for (size_t i = 0; i < c->n_cg_self; i++)
 		keep[n++] = c->cg_self[i];
-	for (size_t i = 1; i < n; i++) /* insertion sort, n <= 9 */
+	for (size_t i = 1; i < n; i++) /* insertion sort, n <= 10 */
 		for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
 			int t = keep[j];
 			keep[j] = keep[j - 1];
@@ -226,6 +227,8 @@ static int build_proxy(struct child *c, ar_error_t *err)
 	cfg.allow_private = priv;
 	cfg.n_allow_private = p->proxy.n_allow_private;
 	cfg.handle_signals = true;
+	cfg.stop_fd = c->stop_fd;
+	c->stop_fd = -1; /* the proxy's now */
 	return ar_proxy_create(&cfg, &c->px, err);
 }
 
@@ -371,6 +374,9 @@ static int proxy_cgroup(const struct ar_net_proxy_opts *o, struct ar_net_proxy *
 
 static void close_child_fds(struct child *c)
 {
+	if (c->stop_fd >= 0)
+		close(c->stop_fd);
+	c->stop_fd = -1;
 	for (size_t i = 0; i < c->n_cg_self; i++)
 		close(c->cg_self[i]);
 	c->n_cg_self = 0;
@@ -378,11 +384,20 @@ static void close_child_fds(struct child *c)
 
 int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *px, ar_error_t *err)
 {
-	struct child c = {
-	    .o = o, .parent = getpid(), .chan = -1, .listener = -1, .report = -1, .uid_lease = -1};
+	struct child c = {.o = o,
+			  .parent = getpid(),
+			  .chan = -1,
+			  .listener = -1,
+			  .report = -1,
+			  .stop_fd = -1,
+			  .uid_lease = -1};
 	int go[2] = {-1, -1}, rep[2] = {-1, -1};
 
 	*px = (struct ar_net_proxy){.pid = -1, .report = -1, .chan = -1};
+	if (o->stop_with > 0 && (c.stop_fd = (int)syscall(SYS_pidfd_open, o->stop_with, 0)) == -1) {
+		ar_error_make(err, errno, "proxy: pidfd of process %d", (int)o->stop_with);
+		goto fail;
+	}
 	if (proxy_cgroup(o, px, &c, err) == -1)
 		goto fail;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, go) == -1 ||

@@ -687,24 +687,6 @@ static int line_of(const char *json, size_t len, const char *at)
 	return line;
 }
 
-/* cJSON decodes "\u0000" into a NUL that silently truncates the string: refuse it,
- * so "/srv/logs\u0000/../x" cannot mean something other than what it says. */
-static const char *find_nul_escape(const char *json, size_t len)
-{
-	bool in_string = false;
-	for (size_t i = 0; i < len; i++) {
-		if (json[i] == '"') {
-			in_string = !in_string;
-		} else if (in_string && json[i] == '\\' && i + 1 < len) {
-			if (json[i + 1] == 'u' && i + 6 <= len &&
-			    memcmp(json + i + 2, "0000", 4) == 0)
-				return json + i;
-			i++;
-		}
-	}
-	return NULL;
-}
-
 static int parse_json(const char *json, size_t len, const char *origin, cJSON **out,
 		      ar_error_t *err)
 {
@@ -723,13 +705,11 @@ static int parse_json(const char *json, size_t len, const char *origin, cJSON **
 		return ar_error_make(err, 0, "%s: invalid JSON near line %d", origin,
 				     line_of(json, len, p));
 	}
-	const char *nul = find_nul_escape(json, len);
-	if (nul != NULL) {
+	/* cJSON would cut a string at a NUL: "/srv/logs\u0000/../x" must not read as
+	 * "/srv/logs" */
+	if (ar_json_refuse_nul(json, len, origin, err) == -1) {
 		cJSON_Delete(root);
-		return ar_error_make(err, 0,
-				     "%s: invalid JSON near line %d: \\u0000 in a string is not "
-				     "supported",
-				     origin, line_of(json, len, nul));
+		return -1;
 	}
 	*out = root;
 	return 0;

@@ -235,6 +235,8 @@ struct ar_proxy {
 	struct ar_proxy_config cfg;
 	struct ev_loop loop;
 	int sigfd;
+	int stopfd; /* cfg.stop_fd: readable stops the loop */
+	struct ev_io stop_io;
 	struct ev_io sig_io;
 	struct ev_timer house;	/* idle upstream expiry, once a second */
 	struct ev_timer resume; /* accept again after running out of descriptors */

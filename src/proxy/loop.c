@@ -33,6 +33,7 @@ void ar_proxy_config_init(struct ar_proxy_config *cfg)
 	cfg->audit_fd = -1;
 	cfg->log_fd = -1;
 	cfg->dns_udp_fd = cfg->dns_tcp_fd = -1;
+	cfg->stop_fd = -1;
 }
 
 /* Out of descriptors: said through the log queue (never a blocking write), at most
@@ -108,10 +109,20 @@ static void housekeeping(void *arg)
 static void read_signals(void *arg, uint32_t events);
 static void take_pending(void *arg, uint32_t events);
 
+static void stop_now(void *arg, uint32_t events)
+{
+	struct ar_proxy *px = arg;
+	(void)events;
+	atomic_store(&px->stop, true);
+}
+
 static int setup_signals(struct ar_proxy *px, ar_error_t *err)
 {
 	px->loop.on_wake = take_pending;
 	px->loop.wake_arg = px;
+	px->stop_io = (struct ev_io){stop_now, px};
+	if (px->stopfd >= 0 && ev_add(&px->loop, px->stopfd, EPOLLIN, &px->stop_io) == -1)
+		return ar_error_make(err, errno, "proxy: watch the stop descriptor");
 	if (!px->cfg.handle_signals)
 		return 0;
 	sigset_t set;
@@ -438,6 +449,7 @@ int ar_proxy_create(const struct ar_proxy_config *cfg, struct ar_proxy **out, ar
 	px->loop.epfd = px->loop.wakefd = px->sigfd = px->audit_fd = -1;
 	px->dns_udp = px->dns_tcp = -1;
 	px->log.fd = px->audit.fd = -1;
+	px->stopfd = cfg->stop_fd;
 	copy_config(px, cfg);
 	logq_open(&px->log, cfg->log_fd);
 	raise_nofile();
@@ -543,7 +555,7 @@ void ar_proxy_free(struct ar_proxy *px)
 		close(px->listeners[i].fd);
 	capture_free(px);
 	ev_free(&px->loop);
-	int fds[] = {px->sigfd, px->audit_fd};
+	int fds[] = {px->sigfd, px->audit_fd, px->stopfd};
 	for (size_t i = 0; i < AR_ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);

@@ -27,12 +27,10 @@ static void add_mount(struct ar_spec *s, enum ar_spec_mount_kind kind, const cha
 	    .kind = kind, .source = source, .target = target, .readonly = readonly, .field = field};
 }
 
-static int check_target(const struct ar_policy *p, const char *field, const char *target,
-			ar_error_t *err)
+static int check_target(const char *field, const char *target, ar_error_t *err)
 {
 	if (target == NULL || target[0] != '/' || strcmp(target, "/") == 0)
-		return ar_error_make(err, 0, "%s: %s: target must be an absolute path below /",
-				     p->origin, field);
+		return ar_error_make(err, 0, "%s: target must be an absolute path below /", field);
 	return 0;
 }
 
@@ -41,17 +39,17 @@ static int build_mounts(struct ar_spec *s, ar_error_t *err)
 	const struct ar_policy *p = s->p;
 	for (size_t i = 0; i < p->n_tmpfs; i++)
 		add_mount(s, AR_SPEC_MNT_TMPFS, NULL, p->tmpfs[i], false,
-			  ar_xasprintf("tmpfs[%zu]", i));
+			  ar_xasprintf("%s: tmpfs[%zu]", p->origin, i));
 	for (size_t i = 0; i < p->n_mounts; i++)
 		add_mount(s, AR_SPEC_MNT_BIND, p->mounts[i].source, p->mounts[i].target,
-			  p->mounts[i].readonly, ar_xasprintf("mounts[%zu]", i));
+			  p->mounts[i].readonly, ar_policy_mount_origin(p, i));
 	if (p->kubeconfig != NULL)
 		add_mount(s, AR_SPEC_MNT_BIND, p->kubeconfig,
 			  p->kubeconfig_target ? p->kubeconfig_target
 					       : AR_DEFAULT_KUBECONFIG_TARGET,
-			  true, ar_xstrdup("kubeconfig"));
+			  true, ar_xasprintf("%s: kubeconfig", p->origin));
 	for (size_t i = 0; i < s->n_mounts; i++)
-		if (check_target(p, s->mounts[i].field, s->mounts[i].target, err) < 0)
+		if (check_target(s->mounts[i].field, s->mounts[i].target, err) < 0)
 			return -1;
 	return 0;
 }

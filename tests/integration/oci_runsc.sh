@@ -6,8 +6,11 @@
 # pids and cpu limits in runsc's cgroups; the hook called at createRuntime and
 # poststop (runsc's poststop state says pid -1); nothing left after delete. network:
 # proxy through a netns `agentrun net up` prepared and runsc adopts (--network=sandbox,
-# render --netns): the allowed origin through the proxy, a denied host 403, no route
-# past the /30; `net down` leaves nothing, and `gc` removes one whose proxy died.
+# render --netns; gVisor's netstack gets eth0 and its /30): the allowed origin through
+# the proxy, a denied host 403, no route past the /30 (netstack: EHOSTUNREACH); Debian's
+# runsc refuses the prepared netns on this kernel (its exact error is checked and
+# printed) unless its root-netns test file is covered, see below and docs/oci.md;
+# `net down` leaves nothing, and `gc` removes one whose proxy died.
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/integration/oci/lib.sh
@@ -94,14 +97,37 @@ b="$AR_TMP/b-px"
 "$AGENTRUN" render --policy "$AR_TMP/px.json" --format oci --rootfs "$rootfs" --bundle "$b" --netns "$nn" \
 	-- /bin/sh -c "$OCI_PROXY_INSIDE" _ "$ORIG" || fail "proxy: render"
 on_exit runsc --root "$AR_TMP/runsc" delete -force "$id"
+# Debian's runsc (20221219) takes the prepared netns for the host's: it tests "root
+# netns" by /proc/sys/net/core/rmem_default existing, which Linux (6.x) has in every
+# netns. Its exact refusal, captured once:
 rc=0
-# Debian's runsc (20221219) takes any netns for the root one on this kernel (its test,
-# /proc/sys/net/core/rmem_default, exists in every netns since Linux 6.x) and refuses
-# --network=sandbox: it runs inside the prepared netns with --network=host instead,
-# whose sockets are that netns' (eth0 and its /30, no default route)
-(cd "$b" && timeout 120 nsenter --net="/run/agentrun/netns/$nn" runsc --root "$AR_TMP/runsc" --network=host --oci-seccomp run "$id" </dev/null >"$AR_TMP/px.out" 2>"$AR_TMP/px.err") || rc=$?
-expect_eq "proxy: runsc run (stderr: $(head -c 300 "$AR_TMP/px.err"))" 0 "$rc"
-oci_proxy_expect "proxy (runsc)" "$AR_TMP/px.out" "$ORIG" "/run/agentrun/audit/netns-$nn.jsonl"
+(cd "$b" && timeout 120 runsc --root "$AR_TMP/runsc" --network=sandbox --oci-seccomp run "$id" </dev/null >/dev/null 2>"$AR_TMP/plain.err") || rc=$?
+runsc --root "$AR_TMP/runsc" delete -force "$id" 2>/dev/null
+if [ "$rc" != 0 ]; then
+	echo "runsc --network=sandbox as such: $(grep -v '^[IWD][0-9]' "$AR_TMP/plain.err" | head -n 1)"
+	expect_match "runsc as such: its root-netns test" "cannot run with network enabled in root network namespace" "$(cat "$AR_TMP/plain.err")"
+fi
+# ... so runsc runs in a private mount namespace where the prepared netns' own
+# /proc/sys/net/core is covered by an empty tmpfs (a sysctl directory is per netns:
+# the mount covers it for whoever looks from that netns, the sandbox's runsc after its
+# setns, and for nobody else); --network=sandbox then copies eth0, its /30 and routes
+# into gVisor's netstack, as the issue asks
+cat >"$AR_TMP/runsc-sandbox" <<'SH'
+#!/bin/sh
+# runsc-sandbox NETNS_PATH RUNSC_ARGS...
+ns=$1
+shift
+exec unshare --mount --propagation slave sh -c \
+	'nsenter --net="$0" mount -t tmpfs -o ro,size=4k agentrun-runsc /proc/sys/net/core && exec runsc "$@"' \
+	"$ns" "$@"
+SH
+chmod +x "$AR_TMP/runsc-sandbox"
+rc=0
+(cd "$b" && timeout 120 "$AR_TMP/runsc-sandbox" "/run/agentrun/netns/$nn" --root "$AR_TMP/runsc" --network=sandbox --oci-seccomp run "$id" </dev/null >"$AR_TMP/px.out" 2>"$AR_TMP/px.err") || rc=$?
+expect_eq "proxy: runsc --network=sandbox run (stderr: $(head -c 300 "$AR_TMP/px.err"))" 0 "$rc"
+expect_eq "proxy: the host's /proc/sys/net/core untouched" "yes" "$([ -f /proc/sys/net/core/rmem_default ] && echo yes)"
+expect_eq "proxy: the netns' /proc/sys/net/core untouched outside runsc" "yes" "$(nsenter --net="/run/agentrun/netns/$nn" sh -c '[ -f /proc/sys/net/core/rmem_default ] && echo yes')"
+OCI_GVISOR=1 oci_proxy_expect "proxy (runsc)" "$AR_TMP/px.out" "$ORIG" "/run/agentrun/audit/netns-$nn.jsonl" EHOSTUNREACH
 expect_status "net down" 0 "$AGENTRUN" net down --name "$nn"
 expect_eq "net down: nothing is left" "" "$(oci_proxy_gone "netns-$nn" "$proxy" "$cg")"
 expect_eq "net down: no netns" "no" "$([ -e "/run/agentrun/netns/$nn" ] && echo yes || echo no)"

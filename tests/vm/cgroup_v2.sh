@@ -14,31 +14,16 @@
 #          nothing left after the run nor after kill -9 + gc
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
-need_root
-need_cmd linux.uml
+# shellcheck source=tests/vm/lib.sh
+. "$(dirname "$0")/lib.sh"
 LIVE=$AR_BUILD_DIR/tests/test_cgroup_live
-[ -x "$AGENTRUN" ] || skip "no agentrun binary at $AGENTRUN"
+uml_need
 [ -x "$LIVE" ] || skip "no $LIVE (build the test_cgroup_live target)"
-# ASan's shadow memory range collides with User-Mode Linux's address space layout.
-if grep -aq __asan_init "$AGENTRUN"; then
-	skip "AddressSanitizer builds cannot run under User-Mode Linux"
-fi
-mkdir -p "$AR_TMP/uml"
 
 {
-	echo '#!/bin/sh'
+	uml_guest_head
 	printf 'A=%q\nLIVE=%q\n' "$AGENTRUN" "$LIVE"
 	cat <<'GUEST'
-# Runs as PID 1 inside User-Mode Linux. Scratch lives on a tmpfs at /run (the host
-# root is read-only; /tmp stays the host's so a build tree under /tmp is still
-# visible); results go to the console as `@@ key|value`.
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin
-mount -t proc proc /proc
-mount -t sysfs sys /sys
-mount -t cgroup2 cgroup2 /sys/fs/cgroup
-mount -t tmpfs tmpfs /run
-CG=/sys/fs/cgroup
-r() { echo "@@ $1|$2"; }
 leftovers() { find $CG -name 'agentrun*' -type d | tr '\n' ' '; }
 r controllers "$(cat $CG/cgroup.controllers)"
 r self "$(cat /proc/self/cgroup)"
@@ -137,12 +122,7 @@ rmdir $CG/crowd
 echo "-memory -pids -cpu" >$CG/cgroup.subtree_control
 
 # --- net: network: proxy on pure v2 (veth is a module of this kernel)
-# (no kmod on these hosts: finit_module(2), 313 on x86_64, through python's ctypes)
-python3 -c 'import ctypes, os, sys
-fd = os.open(sys.argv[1], os.O_RDONLY)
-libc = ctypes.CDLL(None, use_errno=True)
-if libc.syscall(313, fd, b"", 0) != 0 and ctypes.get_errno() != 17:
-    sys.exit(os.strerror(ctypes.get_errno()))' "/usr/lib/uml/modules/$(uname -r)/kernel/drivers/net/veth.ko"
+uml_load_veth
 r net_veth "$(grep -c '^veth ' /proc/modules)"
 echo "+memory +pids +cpu" >$CG/cgroup.subtree_control
 ip link set lo up # the guest's own loopback, where the origin listens
@@ -171,31 +151,13 @@ r net_gc_left "$(leftovers)$(ls /run/agentrun | grep vmnet)$(ls /run/agentrun/ne
 kill $opid
 echo "-memory -pids -cpu" >$CG/cgroup.subtree_control
 
-r end ok
-echo o >/proc/sysrq-trigger
-sleep 10
 GUEST
+	uml_guest_tail
 } >"$AR_TMP/init.sh"
 chmod +x "$AR_TMP/init.sh"
 
-start=$(date +%s)
-TMPDIR=$AR_TMP/uml timeout 120 linux.uml mem=1G root=/dev/root rootfstype=hostfs rootflags=/ ro \
-	init="$AR_TMP/init.sh" cgroup_no_v1=all con0=null,fd:1 con=null quiet \
-	</dev/null >"$AR_TMP/console" 2>&1 || true
-echo "UML run took $(($(date +%s) - start)) s"
-
-# v KEY: the value the guest reported for KEY (one line).
-v() { grep -a "^@@ $1|" "$AR_TMP/console" | head -n 1 | cut -d'|' -f2- | tr -d '\r'; }
-
-show_console() {
-	echo "--- UML console:"
-	cat "$AR_TMP/console"
-}
-if [ "$(v end)" != ok ]; then
-	fail "the VM did not finish its script"
-	show_console
-	finish
-fi
+uml_boot "$AR_TMP/init.sh" 1G || finish
+v() { uml_v "$@"; }
 expect_match "pure v2: controllers" "memory" "$(v controllers)"
 expect_eq "pure v2: we start in the root cgroup" "0::/" "$(v self)"
 
@@ -265,5 +227,5 @@ expect_match "net: HTTP_PROXY is the /30's first address" '^http://10\.254\.[0-9
 expect_eq "net: a GET through the veth and the proxy" 200 "$(v net_get)"
 expect_eq "net: nothing left" "" "$(v net_left)"
 expect_eq "net: kill -9 + gc: nothing left" "" "$(v net_gc_left)"
-if [ "$AR_FAILED" != 0 ]; then show_console; fi
+if [ "$AR_FAILED" != 0 ]; then uml_show_console; fi
 finish

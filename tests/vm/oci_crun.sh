@@ -1,26 +1,21 @@
 #!/usr/bin/env bash
-# crun (which refuses this hybrid-cgroup host) runs an agentrun-rendered bundle on a pure
-# cgroup v2 kernel: User-Mode Linux boots once (host root as read-only hostfs,
-# cgroup_no_v1=all) and its init runs crun on bundles this side prepared, printing
-# `@@ key|value` lines on the console: CapEff 0, NoNewPrivs 1, Seccomp 2, the policy's
-# pids/memory/cpu limits in crun's cgroup, the hook called at createRuntime and
-# poststop, its record gone after delete; a network-proxy policy refused (this UML
-# kernel has no veth driver: the hook fails creating the pair), nothing left (record,
-# container, cgroups, net state).
+# crun on a pure cgroup v2 kernel (User-Mode Linux, tests/vm/lib.sh): its init runs
+# crun on bundles this side rendered and reports `@@ key|value` lines: CapEff 0,
+# NoNewPrivs 1, Seccomp 2, the policy's pids/memory/cpu limits in crun's cgroup v2,
+# the hook called at createRuntime and poststop, its record gone after delete; then
+# network: proxy wired by the hook (veth loaded: a module of this kernel): the allowed
+# origin on the guest's loopback through the proxy, a denied host 403 with its reason,
+# no route past the /30, the proxy's cgroup v2 under crun's; nothing left (record,
+# container, cgroups, net state). (crun on the hybrid host: tests/integration/oci_crun.sh.)
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/vm/lib.sh
+. "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/integration/oci/lib.sh
 . "$(dirname "$0")/../integration/oci/lib.sh"
-need_root
-need_cmd linux.uml
+uml_need
 need_cmd crun
 oci_need_rootfs_tools
-[ -x "$AGENTRUN" ] || skip "no agentrun binary at $AGENTRUN"
-# ASan's shadow memory range collides with User-Mode Linux's address space layout.
-if grep -aq __asan_init "$AGENTRUN"; then
-	skip "AddressSanitizer builds cannot run under User-Mode Linux"
-fi
-mkdir -p "$AR_TMP/uml"
 
 rootfs="$AR_TMP/rootfs"
 oci_rootfs "$rootfs"
@@ -36,25 +31,22 @@ oci_policy "$AR_SOURCE_DIR/profiles/offline.json" "$AR_TMP/offline.json"
 show='id -u; grep -E "^(CapEff|NoNewPrivs|Seccomp):" /proc/self/status; sleep 2'
 oci_bundle "$AR_TMP/offline.json" "$AR_TMP/b-off" "$rootfs" "ar-crun" /bin/sh -c "$show" ||
 	fail "render offline"
-printf '{"name": "px", "allowed_hosts": ["api.example.com"], "user": "1000"}' >"$AR_TMP/px.json"
-oci_bundle "$AR_TMP/px.json" "$AR_TMP/b-px" "$rootfs" "ar-crun-px" /bin/true || fail "render proxy"
+ORIG=18091
+oci_proxy_policy "$AR_TMP/px.json" "vmpx" "$ORIG"
+oci_bundle "$AR_TMP/px.json" "$AR_TMP/b-px" "$rootfs" "ar-crun-px" /bin/sh -c "$OCI_PROXY_INSIDE" _ "$ORIG" ||
+	fail "render proxy"
+printf '127.0.0.1 localhost\n127.0.0.1 api.test.example denied.test.example\n' >"$AR_TMP/hosts"
+mkdir -p "$AR_TMP/out"
 
 {
-	echo '#!/bin/sh'
-	printf 'T=%q\n' "$AR_TMP"
+	uml_guest_head
+	printf 'T=%q\nA=%q\nORIGIN=%q\n' "$AR_TMP" "$AGENTRUN" "$AR_SOURCE_DIR/tests/integration/proxy/origin.py"
 	cat <<'GUEST'
-# PID 1 inside User-Mode Linux: scratch on a tmpfs at /run, results as `@@ key|value`.
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin
-mount -t proc proc /proc
-mount -t sysfs sys /sys
-mount -t cgroup2 cgroup2 /sys/fs/cgroup
-mount -t tmpfs tmpfs /run
-r() { echo "@@ $1|$2"; }
 C="crun --root /run/crun"
 r crun_version "$(crun --version | head -n 1)"
 (cd "$T/b-off" && $C run ar-off >/run/off.out 2>/run/off.err) &
 sleep 1
-d=$(find /sys/fs/cgroup -name ar-crun -type d | head -n 1)
+d=$(find $CG -name ar-crun -type d | head -n 1)
 for f in pids.max memory.max memory.swap.max cpu.max; do r "off_$f" "$(cat "$d/$f" 2>&1)"; done
 r off_record "$(ls /run/agentrun/hooks 2>&1)"
 wait
@@ -63,32 +55,49 @@ r off_out "$(tr '\n\t' '  ' </run/off.out)"
 r off_err "$(head -c 300 /run/off.err)"
 r off_hooks "$(tr '\n' ' ' </run/hook.log)"
 r off_hook_err "$(tr '\n' ' ' </run/hook.err)"
-r off_left "$(ls /run/agentrun/hooks) $($C list -q) $(find /sys/fs/cgroup -name 'ar-crun*')"
+r off_left "$(ls /run/agentrun/hooks) $($C list -q) $(find $CG -name 'ar-crun*')"
 : >/run/hook.log
 : >/run/hook.err
-(cd "$T/b-px" && $C run ar-px >/run/px.out 2>/run/px.err)
+
+# network: proxy: the origin and the test names on the guest's own loopback; the
+# container's output to a host directory mounted read-write
+uml_load_veth
+r px_veth "$(grep -c '^veth ' /proc/modules)"
+ip link set lo up
+mount --bind "$T/hosts" /etc/hosts
+mount -t hostfs -o "$T/out" none /mnt
+python3 "$ORIGIN" 18091 >/run/origin.log 2>&1 &
+opid=$!
+for _ in $(seq 100); do grep -q ready /run/origin.log && break; sleep 0.1; done
+# create / start / delete, then `crun run` (crun waits for all its children: the proxy
+# exits with the container)
+(cd "$T/b-px" && timeout 40 $C create ar-px >/mnt/px.out 2>/run/px.err)
 r px_rc $?
+r px_proxy_cg "$(find $CG -name 'agentrun-vmpx-proxy-*' -type d | sed "s|^$CG||")"
+$C start ar-px 2>>/run/px.err
+for _ in $(seq 300); do $C state ar-px 2>/dev/null | grep -q '"stopped"' && break; sleep 0.1; done
+$C delete ar-px 2>>/run/px.err
+r px_delete_rc $?
 r px_err "$(cat /run/px.err /run/hook.err | tr '\n' ' ')"
-r px_left "$(ls /run/agentrun/hooks) $($C list -q) $(find /sys/fs/cgroup -name 'ar-crun*' -o -name 'agentrun-px-*')$(ls -d /run/agentrun/px-* 2>/dev/null)"
-r end ok
-echo o >/proc/sysrq-trigger
-sleep 10
+r px_out "$(tr '\n' ';' </mnt/px.out)"
+r px_hooks "$(tr '\n' ' ' </run/hook.log)"
+cp /run/agentrun/audit/vmpx-*.jsonl /mnt/audit.jsonl 2>/dev/null
+r px_left "$(ls /run/agentrun/hooks) $($C list -q) $(find $CG -name 'ar-crun*' -o -name 'agentrun-vmpx-*')$(ls -d /run/agentrun/vmpx-* 2>/dev/null)"
+: >/run/hook.log
+(cd "$T/b-px" && timeout 40 $C run ar-pxr </dev/null >/mnt/pxr.out 2>/run/pxr.err)
+r pxr_rc $?
+r pxr_err "$(cat /run/pxr.err /run/hook.err | tr '\n' ' ')"
+r pxr_hooks "$(tr '\n' ' ' </run/hook.log)"
+cp "$(ls -t /run/agentrun/audit/vmpx-*.jsonl | head -n 1)" /mnt/audit-run.jsonl 2>/dev/null
+r pxr_left "$(ls /run/agentrun/hooks) $($C list -q) $(find $CG -name 'ar-crun*' -o -name 'agentrun-vmpx-*')$(ls -d /run/agentrun/vmpx-* 2>/dev/null)"
+kill $opid
+umount /mnt
 GUEST
+	uml_guest_tail
 } >"$AR_TMP/init.sh"
-chmod +x "$AR_TMP/init.sh"
 
-start=$(date +%s)
-TMPDIR=$AR_TMP/uml timeout 120 linux.uml mem=512M root=/dev/root rootfstype=hostfs rootflags=/ ro \
-	init="$AR_TMP/init.sh" cgroup_no_v1=all con0=null,fd:1 con=null quiet \
-	</dev/null >"$AR_TMP/console" 2>&1 || true
-echo "UML run took $(($(date +%s) - start)) s"
-
-v() { grep -a "^@@ $1|" "$AR_TMP/console" | head -n 1 | cut -d'|' -f2- | tr -d '\r'; }
-if [ "$(v end)" != ok ]; then
-	fail "the VM did not finish its script"
-	cat "$AR_TMP/console"
-	finish
-fi
+uml_boot "$AR_TMP/init.sh" 512M || finish
+v() { uml_v "$@"; }
 echo "guest: $(v crun_version)"
 expect_eq "crun run (stderr: $(v off_err))" 0 "$(v off_rc)"
 expect_eq "confinement" "1000 CapEff: 0000000000000000 NoNewPrivs: 1 Seccomp: 2 " "$(v off_out)"
@@ -100,9 +109,17 @@ expect_eq "recorded while running" "ar-off" "$(v off_record)"
 expect_eq "hook stages" "create-runtime poststop " "$(v off_hooks)"
 expect_eq "the hook said nothing" "" "$(v off_hook_err)"
 expect_eq "nothing left (record, container, cgroup)" "  " "$(v off_left)"
-expect_eq "network proxy: crun fails" "yes" "$([ "$(v px_rc)" != 0 ] && echo yes)"
-expect_match "network proxy: the hook's message" \
-	"agentrun: hook: network: create the veth pair eth0/veth0: Operation not supported" "$(v px_err)"
+
+expect_eq "network proxy: veth loaded" 1 "$(v px_veth)"
+expect_eq "network proxy: crun create (stderr: $(v px_err))" 0 "$(v px_rc)"
+expect_eq "network proxy: crun delete" 0 "$(v px_delete_rc)"
+expect_match "network proxy: the proxy's own cgroup v2" "^/agentrun-vmpx-proxy-[0-9]+$" "$(v px_proxy_cg)"
+oci_proxy_expect "network proxy" "$AR_TMP/out/px.out" "$ORIG" "$AR_TMP/out/audit.jsonl"
+expect_eq "network proxy: hook stages" "create-runtime poststop " "$(v px_hooks)"
 expect_eq "network proxy: nothing left" "  " "$(v px_left)"
-if [ "$AR_FAILED" != 0 ]; then cat "$AR_TMP/console"; fi
+expect_eq "network proxy: crun run (stderr: $(v pxr_err))" 0 "$(v pxr_rc)"
+oci_proxy_expect "network proxy, crun run" "$AR_TMP/out/pxr.out" "$ORIG" "$AR_TMP/out/audit-run.jsonl"
+expect_eq "network proxy, crun run: hook stages" "create-runtime poststop " "$(v pxr_hooks)"
+expect_eq "network proxy, crun run: nothing left" "  " "$(v pxr_left)"
+if [ "$AR_FAILED" != 0 ]; then uml_show_console; fi
 finish

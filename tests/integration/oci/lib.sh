@@ -102,6 +102,7 @@ oci_proxy_policy() {
 # shellcheck disable=SC2034 # used by the tests that source this
 OCI_PROXY_INSIDE='o=$1
 echo "proxy=$http_proxy"
+echo "status=$(grep -E "^(CapEff|NoNewPrivs|Seccomp):" /proc/self/status | tr "\t\n" " ;")"
 echo "routes=$(ip route | tr "\n" ";")"
 px=${http_proxy#http://}; px=${px%/}
 ar-probe http get "${px%:*}" "${px##*:}" "http://api.test.example:$o/hello"
@@ -110,20 +111,27 @@ ar-probe connect direct_far 10.254.0.6 "$o"
 ar-probe connect direct_loopback 127.0.0.1 "$o"
 '
 
-# oci_proxy_expect LABEL OUT PORT AUDIT: the lines OCI_PROXY_INSIDE wrote, and the
-# proxy's audit, checked.
+# oci_proxy_expect LABEL OUT PORT AUDIT [NOROUTE]: the lines OCI_PROXY_INSIDE wrote, and
+# the proxy's audit, checked; NOROUTE: the errno a connect past the /30 gets (the
+# kernel's ENETUNREACH; gVisor's netstack says EHOSTUNREACH).
 oci_proxy_expect() {
 	local l=$1 out
 	out=$(cat "$2")
 	[ -n "${AR_VERBOSE:-}" ] && printf "%s\n" "$out" >&2
 	val() { printf '%s\n' "$out" | sed -n "s/^$1=//p"; }
 	expect_eq "$l: the proxy variable names the hook's /30" "http://10.254.0.1:3128" "$(val proxy)"
-	expect_match "$l: one route, the /30, no default" '^10\.254\.0\.0/30 dev eth0 [^;]*;$' "$(val routes | sed 's/\(local\|broadcast\) [^;]*;//g')"
+	# (gVisor's /proc/self/status has no NoNewPrivs line: OCI_GVISOR=1)
+	local nnp='NoNewPrivs: 1;'
+	[ "${OCI_GVISOR:-}" = 1 ] && nnp='(NoNewPrivs: 1;)?'
+	expect_match "$l: the agent: CapEff 0, NoNewPrivs 1, Seccomp 2" "^CapEff: 0{16};${nnp}Seccomp: 2;$" "$(val status)"
+	# (local and broadcast: gVisor's hostinet; lo's own: gVisor's netstack)
+	expect_match "$l: one route, the /30, no default" '^10\.254\.0\.0/30 dev eth0 [^;]*;$' \
+		"$(val routes | sed 's/\(local\|broadcast\) [^;]*;//g; s/[^;]* dev lo [^;]*;//g')"
 	expect_eq "$l: allowed origin through the proxy" "200 hello from origin" "$(val get) $(val get_body)"
 	expect_eq "$l: denied host: 403" 403 "$(val denied)"
 	expect_match "$l: denied host: the reason" "denied.test.example:$3 is not in the allow-list" "$(val denied_reason)"
 	expect_match "$l: the audit has both" "\"status\":200,.*\"status\":403,\"reason\":\"denied.test.example:$3 is not in the allow-list" "$(tr -d '\n' <"$4")"
-	expect_match "$l: no route past the /30" "ENETUNREACH" "$(val direct_far)"
+	expect_match "$l: no route past the /30" "${5:-ENETUNREACH}" "$(val direct_far)"
 	expect_match "$l: the host's loopback is not the container's" "ECONNREFUSED" "$(val direct_loopback)"
 }
 
@@ -157,4 +165,123 @@ oci_proxy_gone() {
 		sleep 0.1
 	done
 	printf '%s' "$left"
+}
+
+# ---- bodies shared by the runtimes that take runc's command line (runc, crun): the
+# caller sets RT=(runtime --root DIR ...) and has called oci_rootfs and oci_hook_wrapper.
+
+# oci_rt_pid ID: the container's pid from `state`.
+oci_rt_pid() {
+	"${RT[@]}" state "$1" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])'
+}
+
+# oci_rt_wait_stopped ID: until `state` says stopped (at most 10 s).
+oci_rt_wait_stopped() {
+	local _
+	for _ in $(seq 100); do
+		"${RT[@]}" state "$1" 2>/dev/null | grep -q '"stopped"' && return
+		sleep 0.1
+	done
+}
+
+# oci_rt_profiles LABEL ROOTFS [CGROUP]: `run` of a bundle rendered from the
+# network-none variant of each shipped profile (offline, triage) running the probe: the
+# confinement, the hook called at createRuntime and poststop, nothing left.
+# CGROUP "": the bundle's cgroupsPath is the container id.
+oci_rt_profiles() {
+	local l=$1 rootfs=$2 prof id b rc
+	for prof in offline triage; do
+		oci_policy "$AR_SOURCE_DIR/profiles/$prof.json" "$AR_TMP/$prof.json"
+		id="$l-$prof-$AR_TAG"
+		b="$AR_TMP/b-$l-$prof"
+		oci_bundle "$AR_TMP/$prof.json" "$b" "$rootfs" "${3-$id}" /bin/ar-probe || fail "$l $prof: render"
+		on_exit "${RT[*]}" delete -f "$id"
+		: >"$AR_TMP/hook.log"
+		rc=0
+		(cd "$b" && timeout 60 "${RT[@]}" run "$id" </dev/null >"$AR_TMP/$l-$prof.out" 2>"$AR_TMP/$l-$prof.err") || rc=$?
+		expect_eq "$l $prof: run (stderr: $(head -c 300 "$AR_TMP/$l-$prof.err"))" 0 "$rc"
+		expect_eq "$l $prof: confinement" "uid=1000
+cap_inh=0000000000000000
+cap_prm=0000000000000000
+cap_eff=0000000000000000
+cap_bnd=0000000000000000
+cap_amb=0000000000000000
+no_new_privs=1
+seccomp=2
+root_ro=1
+net_ifaces=lo
+mount=EPERM
+unshare_user=EPERM" "$(oci_probe_lines "$AR_TMP/$l-$prof.out" uid cap_inh cap_prm cap_eff cap_bnd cap_amb no_new_privs seccomp root_ro net_ifaces mount unshare_user)"
+		expect_eq "$l $prof: hook stages" "create-runtime $id
+poststop $id" "$(cat "$AR_TMP/hook.log")"
+		expect_eq "$l $prof: no record left" "no" "$([ -e "/run/agentrun/hooks/$id" ] && echo yes || echo no)"
+		expect_eq "$l $prof: the runtime forgot it" "" "$("${RT[@]}" list -q)"
+	done
+}
+
+# oci_rt_life LABEL ROOTFS [CGROUP]: create / start / kill / delete: the hook's record
+# lives exactly as long as the container and names its pid.
+oci_rt_life() {
+	local l=$1 id="$1-life-$AR_TAG" b="$AR_TMP/b-$1-life" pid
+	oci_bundle "$AR_TMP/offline.json" "$b" "$2" "${3-$id}" /bin/sleep 30 || fail "$l life: render"
+	on_exit "${RT[*]}" delete -f "$id"
+	on_exit rm -f "/run/agentrun/hooks/$id"
+	: >"$AR_TMP/hook.log"
+	(cd "$b" && "${RT[@]}" create "$id" </dev/null >/dev/null 2>"$AR_TMP/$l-life.err") ||
+		fail "$l life: create: $(cat "$AR_TMP/$l-life.err")"
+	expect_eq "$l life: after create: recorded" "yes" "$([ -f "/run/agentrun/hooks/$id" ] && echo yes)"
+	pid=$(oci_rt_pid "$id")
+	expect_match "$l life: the record names the container's pid" "\"pid\": $pid," "$(cat "/run/agentrun/hooks/$id")"
+	"${RT[@]}" start "$id"
+	"${RT[@]}" kill "$id" KILL
+	oci_rt_wait_stopped "$id"
+	expect_eq "$l life: until delete: still recorded" "yes" "$([ -f "/run/agentrun/hooks/$id" ] && echo yes)"
+	"${RT[@]}" delete "$id"
+	expect_eq "$l life: after delete: record gone" "no" "$([ -e "/run/agentrun/hooks/$id" ] && echo yes || echo no)"
+	expect_eq "$l life: hook stages" "create-runtime $id
+poststop $id" "$(cat "$AR_TMP/hook.log")"
+}
+
+# oci_rt_proxy LABEL ROOTFS POLICY_NAME ORIGIN_PORT [CGROUP]: network: proxy, wired by
+# the hook, through create / start / delete: from inside, the allowed loopback origin
+# answers through the proxy, a denied host gets 403 with its reason, nothing is routed
+# past the /30; while the container lives its proxy runs detached and confined and `ps`
+# lists it; after delete nothing is left (state, proxy, cgroups, record, container).
+# oci_proc_gone PID: "gone" once PID has exited (reaped, or a zombie) within 5 s.
+oci_proc_gone() {
+	local st
+	for _ in $(seq 50); do
+		st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)
+		case $st in "" | Z | X) echo gone && return ;; esac
+		sleep 0.1
+	done
+	echo "alive ($st)"
+}
+
+oci_rt_proxy() {
+	local l=$1 rootfs=$2 pol=$3 orig=$4 id="$1-px-$AR_TAG" b="$AR_TMP/b-$1-px" pid name proxy cg
+	oci_proxy_policy "$AR_TMP/$l-px.json" "$pol" "$orig"
+	oci_bundle "$AR_TMP/$l-px.json" "$b" "$rootfs" "${5-$id}" /bin/sh -c "$OCI_PROXY_INSIDE" _ "$orig" ||
+		fail "$l proxy: render"
+	on_exit "${RT[*]}" delete -f "$id"
+	: >"$AR_TMP/hook.log"
+	(cd "$b" && timeout 60 "${RT[@]}" create "$id" </dev/null >"$AR_TMP/$l-px.out" 2>"$AR_TMP/$l-px.err") ||
+		fail "$l proxy: create: $(cat "$AR_TMP/$l-px.err")"
+	pid=$(oci_rt_pid "$id")
+	name="$pol-$pid"
+	on_exit rm -f "/run/agentrun/audit/$name.jsonl"
+	expect_match "$l proxy: the proxy runs detached and confined (a dynamic uid)" "^Uid: (6[1-5][0-9]{3}) \\1 \\1 \\1;CapEff: 0000000000000000;NoNewPrivs: 1;Seccomp: 2;$" "$(oci_proxy_state "$name")"
+	proxy=$(oci_proxy_field "$name" proxy_pid)
+	cg=$(oci_proxy_field "$name" proxy_cgroup)
+	expect_match "$l proxy: ps lists the container" "^$name +$pid .*10\.254\.0\.2 via 10\.254\.0\.1:3128" "$("$AGENTRUN" ps)"
+	"${RT[@]}" start "$id"
+	oci_rt_wait_stopped "$id"
+	expect_eq "$l proxy: the proxy exits with the container, before delete" "gone" "$(oci_proc_gone "$proxy")"
+	"${RT[@]}" delete "$id"
+	oci_proxy_expect "$l proxy" "$AR_TMP/$l-px.out" "$orig" "/run/agentrun/audit/$name.jsonl"
+	expect_eq "$l proxy: hook stages" "create-runtime $id
+poststop $id" "$(cat "$AR_TMP/hook.log")"
+	expect_eq "$l proxy: after delete nothing is left" "" "$(oci_proxy_gone "$name" "$proxy" "$cg")"
+	expect_eq "$l proxy: no record" "no" "$([ -e "/run/agentrun/hooks/$id" ] && echo yes || echo no)"
+	expect_eq "$l proxy: no container" "" "$("${RT[@]}" list -q)"
 }

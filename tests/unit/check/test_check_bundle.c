@@ -1,22 +1,12 @@
 /* Unit tests for check --bundle: a config.json rendered from the policy has no drift;
  * each field drifted on its own gives exactly one finding naming it. */
 #define _GNU_SOURCE
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include <cmocka.h>
 #include <cjson/cJSON.h>
 
+#include "../spec_fixture.h"
+
 #include "agentrun/check.h"
-#include "agentrun/policy.h"
 #include "agentrun/render.h"
-#include "agentrun/spec.h"
-#include "agentrun/util.h"
 
 #define POLICY_PATH "/etc/agentrun/triage.json"
 
@@ -29,15 +19,6 @@ static const char triage_json[] =
 
 static const char profile[] = "{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"syscalls\": [{\"names\":"
 			      " [\"read\"], \"action\": \"SCMP_ACT_ALLOW\"}]}";
-
-static struct ar_policy *parse(const char *json)
-{
-	ar_auto_error ar_error_t err = NULL;
-	struct ar_policy *p = NULL;
-	if (ar_policy_parse(json, strlen(json), "p.json", &p, &err) < 0)
-		fail_msg("policy: %s", err->msg);
-	return p;
-}
 
 static char *render(const struct ar_spec *sp, const char *netns)
 {
@@ -278,7 +259,7 @@ static const struct {
 
 static void test_each_drift(void **state)
 {
-	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
 	ar_autospec struct ar_spec *sp = NULL;
 	ar_auto_error ar_error_t err = NULL;
 	assert_int_equal(ar_spec_build(p, NULL, &sp, &err), 0);
@@ -303,7 +284,7 @@ static void test_each_drift(void **state)
 
 static void test_details(void **state)
 {
-	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
 	ar_autospec struct ar_spec *sp = NULL;
 	ar_auto_error ar_error_t err = NULL;
 	assert_int_equal(ar_spec_build(p, NULL, &sp, &err), 0);
@@ -327,7 +308,7 @@ static void test_details(void **state)
 
 static void test_prepared_netns_and_none(void **state)
 {
-	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
 	ar_autospec struct ar_spec *sp = NULL;
 	ar_auto_error ar_error_t err = NULL;
 	assert_int_equal(ar_spec_build(p, NULL, &sp, &err), 0);
@@ -338,7 +319,8 @@ static void test_prepared_netns_and_none(void **state)
 	assert_int_equal(f.n, 0);
 
 	/* network none: a proxy variable is drift */
-	ar_autopolicy struct ar_policy *off = parse("{\"name\": \"off\", \"network\": \"none\"}");
+	ar_autopolicy struct ar_policy *off =
+	    ar_test_policy("{\"name\": \"off\", \"network\": \"none\"}");
 	ar_autospec struct ar_spec *osp = NULL;
 	assert_int_equal(ar_spec_build(off, NULL, &osp, &err), 0);
 	ar_autofree char *clean = render(osp, NULL);
@@ -355,7 +337,7 @@ static void test_prepared_netns_and_none(void **state)
 
 static void test_errors(void **state)
 {
-	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
 	ar_autospec struct ar_spec *sp = NULL;
 	ar_auto_error ar_error_t e0 = NULL;
 	assert_int_equal(ar_spec_build(p, NULL, &sp, &e0), 0);
@@ -374,6 +356,20 @@ static void test_errors(void **state)
 		    ar_check_bundle(sp, cases[i].json, strlen(cases[i].json), &o, &f, &err), -1);
 		assert_string_equal(err->msg, cases[i].msg);
 	}
+	/* cJSON would cut a path at a NUL: "/logs\u0000/../etc" must not read as "/logs" */
+	static const char nul[] = "{\"process\": {\"cwd\": \"/\0\"}}";
+	static const char esc[] = "{\"process\": {},\n\"mounts\": [{\"destination\": "
+				  "\"/logs\\u0000/../etc\"}]}";
+	ar_auto_error ar_error_t e1 = NULL;
+	ar_autofindings struct ar_findings f1 = {0};
+	assert_int_equal(ar_check_bundle(sp, nul, sizeof(nul) - 1, &o, &f1, &e1), -1);
+	assert_string_equal(e1->msg, "b/config.json: invalid JSON near line 1: a NUL byte");
+	ar_error_release(&e1);
+	assert_int_equal(ar_check_bundle(sp, esc, sizeof(esc) - 1, &o, &f1, &e1), -1);
+	assert_string_equal(
+	    e1->msg,
+	    "b/config.json: invalid JSON near line 2: \\u0000 in a string is not supported");
+	assert_int_equal(f1.n, 0);
 	/* a hostile bundle: wrong types everywhere is drift, not a crash */
 	const char *odd = "{\"process\": {\"user\": 5, \"env\": [1, \"X\"], \"capabilities\": "
 			  "{\"bounding\": [\"CAP_X\"]}}, \"mounts\": {\"a\": 1}, \"linux\": "

@@ -675,6 +675,34 @@ static void expect_parse_error(const char *json, const char *msg)
 		fail_msg("error [%s], expected [%s]", err->msg, msg);
 }
 
+/* cJSON would cut a string at a NUL: a raw NUL byte or \u0000 is refused, with its line */
+static void test_nul(void **state)
+{
+	(void)state;
+	static const char raw[] = "{\"HostConfig\": {},\n\"Name\": \"/a\0b\"}";
+	static const char esc[] = "{\"HostConfig\": {},\n\n\"Name\": \"/a\\u0000b\"}";
+	static const char ok[] = "{\"HostConfig\": {}, \"Name\": \"/a\\\\u0000b\"}";
+	ar_auto_error ar_error_t err = NULL;
+	struct ar_docker_facts *d = NULL;
+	assert_int_equal(ar_check_inspect_parse(raw, sizeof(raw) - 1, "x.json", &d, &err), -1);
+	assert_null(d);
+	assert_string_equal(err->msg, "x.json: invalid JSON near line 2: a NUL byte");
+	ar_error_release(&err);
+	assert_int_equal(ar_check_inspect_parse(esc, sizeof(esc) - 1, "x.json", &d, &err), -1);
+	assert_string_equal(
+	    err->msg, "x.json: invalid JSON near line 3: \\u0000 in a string is not supported");
+	ar_error_release(&err);
+	/* an escaped backslash before u0000 is text, not a NUL */
+	ar_autodocker_facts struct ar_docker_facts *good = NULL;
+	assert_int_equal(ar_check_inspect_parse(ok, sizeof(ok) - 1, "x.json", &good, &err), 0);
+	/* docker network inspect: the same reader's rule */
+	static const char net[] = "[{\"Name\": \"n\\u0000x\", \"IPAM\": {}}]";
+	assert_int_equal(ar_check_inspect_add_networks(net, sizeof(net) - 1, "n.json", good, &err),
+			 -1);
+	assert_string_equal(
+	    err->msg, "n.json: invalid JSON near line 1: \\u0000 in a string is not supported");
+}
+
 static void test_bad_input(void **state)
 {
 	(void)state;
@@ -1010,8 +1038,8 @@ static void test_agent_network(void **state)
 	assert_non_null(n);
 	assert_false(n->internal);
 	assert_string_equal(n->gateway, "172.18.0.1");
-	assert_int_equal(
-	    ar_check_inspect_add_networks("[{\"Name\": 1, \"IPAM\": {}}]", 28, "n", d, &err), -1);
+	static const char bad[] = "[{\"Name\": 1, \"IPAM\": {}}]";
+	assert_int_equal(ar_check_inspect_add_networks(bad, sizeof(bad) - 1, "n", d, &err), -1);
 	assert_string_equal(err->msg, "n: network: Name: expected a string");
 }
 
@@ -1150,6 +1178,7 @@ int main(void)
 	    cmocka_unit_test(test_tmpfs_forms),
 	    cmocka_unit_test(test_mounts),
 	    cmocka_unit_test(test_bad_input),
+	    cmocka_unit_test(test_nul),
 	    cmocka_unit_test(test_hostile_strings),
 	    cmocka_unit_test(test_huge_numbers),
 	    cmocka_unit_test(test_minimal_object),

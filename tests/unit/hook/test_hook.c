@@ -56,6 +56,25 @@ static void test_state(void **st)
 	assert_int_equal(m->pid, 0);
 }
 
+/* a NUL would cut the id or the bundle path cJSON hands over: refused */
+static void test_state_nul(void **st)
+{
+	static const char raw[] = "{\"ociVersion\": \"1\", \"id\": \"a\0b\", \"status\": \"s\","
+				  " \"bundle\": \"/b\"}";
+	static const char esc[] = "{\"ociVersion\": \"1\", \"id\": \"a\", \"status\": \"s\","
+				  " \"bundle\": \"/b\\u0000/../etc\"}";
+	ar_auto_error ar_error_t err = NULL;
+	struct ar_oci_state *s = NULL;
+	assert_int_equal(ar_oci_state_parse(raw, sizeof(raw) - 1, &s, &err), -1);
+	assert_null(s);
+	assert_string_equal(err->msg, "state: invalid JSON near line 1: a NUL byte");
+	ar_error_release(&err);
+	assert_int_equal(ar_oci_state_parse(esc, sizeof(esc) - 1, &s, &err), -1);
+	assert_null(s);
+	assert_string_equal(
+	    err->msg, "state: invalid JSON near line 1: \\u0000 in a string is not supported");
+}
+
 static void test_state_errors(void **st)
 {
 	static const struct {
@@ -228,9 +247,13 @@ static void test_plan(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_state),   cmocka_unit_test(test_state_errors),
-	    cmocka_unit_test(test_records), cmocka_unit_test(test_create_runtime_refusals),
-	    cmocka_unit_test(test_wire),    cmocka_unit_test(test_plan),
+	    cmocka_unit_test(test_state),
+	    cmocka_unit_test(test_state_errors),
+	    cmocka_unit_test(test_state_nul),
+	    cmocka_unit_test(test_records),
+	    cmocka_unit_test(test_create_runtime_refusals),
+	    cmocka_unit_test(test_wire),
+	    cmocka_unit_test(test_plan),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -558,6 +558,11 @@ static void test_invalid_json(void **state)
 	assert_int_equal(ar_policy_parse("{}\0{}", 5, "b.json", &p, &err), -1);
 	assert_string_equal(err->msg, "b.json: invalid JSON near line 1");
 	ar_error_release(&err);
+	/* a raw NUL byte inside a string: cJSON would keep "/a" (util's ar_json_refuse_nul) */
+	assert_int_equal(ar_policy_parse("{\"name\": \"a\0b\"}", 15, "b.json", &p, &err), -1);
+	assert_null(p);
+	assert_string_equal(err->msg, "b.json: invalid JSON near line 1: a NUL byte");
+	ar_error_release(&err);
 	/* an escaped backslash before u0000 is not a NUL escape */
 	ar_autopolicy struct ar_policy *q = parse_ok("{\"env\": {\"A\": \"\\\\u0000\"}}");
 	assert_string_equal(ar_policy_getenv(q, "A"), "\\u0000");

@@ -1,47 +1,13 @@
 /* Unit tests for the OCI config (render --format oci) read from the agent spec. Policies are built
  * with ar_policy_parse from JSON strings; JSON outputs are read back with cJSON. */
 #define _GNU_SOURCE
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include <cmocka.h>
 #include <cjson/cJSON.h>
 
-#include "agentrun/policy.h"
+#include "../spec_fixture.h"
+
 #include "agentrun/render.h"
-#include "agentrun/spec.h"
-#include "agentrun/util.h"
 
-/* DESIGN §3's example, with a second env key to pin the sort. */
-static const char triage_json[] =
-    "{\"name\": \"triage\", \"image\": \"python:3.12-alpine\", \"rootfs\": null,"
-    " \"allowed_hosts\": [\"api.anthropic.com\", \"*.github.com:443\","
-    " \"cc-lab-control-plane:6443\"],"
-    " \"kubeconfig\": \"/home/me/.kube/agent-config\","
-    " \"mounts\": [{\"source\": \"/srv/logs\", \"target\": \"/logs\", \"readonly\": true},"
-    " {\"source\": \"/srv/out\", \"target\": \"/out\", \"readonly\": false}],"
-    " \"tmpfs\": [\"/tmp\"], \"limits\": {\"pids\": 64, \"memory\": \"256m\", \"cpus\": \"1\"},"
-    " \"user\": \"1000\","
-    " \"env\": {\"ANTHROPIC_BASE_URL\": \"https://api.anthropic.com\", \"AB_FIRST\": \"x y\"},"
-    " \"seccomp\": \"default\", \"network\": \"proxy\","
-    " \"proxy\": {\"port\": 3128, \"max_bytes_out\": {\"api.anthropic.com\": 2000000},"
-    " \"sni\": \"require\"}}";
-
-static char *const triage_cmd[] = {"sh", "-c", "echo 'hi' $HOME"};
-
-static struct ar_policy *parse(const char *json)
-{
-	ar_auto_error ar_error_t err = NULL;
-	struct ar_policy *p = NULL;
-	if (ar_policy_parse(json, strlen(json), "p.json", &p, &err) < 0)
-		fail_msg("policy: %s", err->msg);
-	return p;
-}
+static const char triage_json[] = AR_TEST_TRIAGE_JSON("");
 
 static const char simple_profile[] =
     "{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"defaultErrnoRet\": 1,"
@@ -55,8 +21,8 @@ static cJSON *render_oci_with(const struct ar_policy *p, const char *seccomp,
 			      const struct ar_render_options *opts)
 {
 	struct ar_render_options o = *opts;
-	o.cmd = triage_cmd;
-	o.n_cmd = AR_ARRAY_SIZE(triage_cmd);
+	o.cmd = ar_test_triage_cmd;
+	o.n_cmd = AR_ARRAY_SIZE(ar_test_triage_cmd);
 	ar_autobuf struct ar_buf out = {0};
 	ar_auto_error ar_error_t err = NULL;
 	ar_autospec struct ar_spec *sp = NULL;
@@ -145,7 +111,7 @@ static void test_oci_process(const cJSON *root)
 
 static void test_oci(void **state)
 {
-	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
 	cJSON *root = render_oci(p, simple_profile);
 
 	assert_string_equal(cJSON_GetObjectItem(root, "ociVersion")->valuestring, "1.0.2");
@@ -218,8 +184,8 @@ static void test_oci(void **state)
 static void test_oci_no_proxy_no_seccomp(void **state)
 {
 	ar_autopolicy struct ar_policy *p =
-	    parse("{\"name\": \"off\", \"network\": \"none\", \"user\": \"7:8\","
-		  " \"rootfs\": \"/srv/rootfs\", \"limits\": {\"cpus\": \"0.5\"}}");
+	    ar_test_policy("{\"name\": \"off\", \"network\": \"none\", \"user\": \"7:8\","
+			   " \"rootfs\": \"/srv/rootfs\", \"limits\": {\"cpus\": \"0.5\"}}");
 	cJSON *root = render_oci(p, NULL);
 	const cJSON *env = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "process"), "env");
 	assert_int_equal(cJSON_GetArraySize(env), 2);
@@ -238,7 +204,7 @@ static void test_oci_no_proxy_no_seccomp(void **state)
 
 static void test_oci_docker_profile(void **state)
 {
-	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
 	cJSON *root =
 	    render_oci(p, "{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"archMap\": [{\"architecture\":"
 			  " \"SCMP_ARCH_X86_64\", \"subArchitectures\": [\"SCMP_ARCH_X86\"]}],"
@@ -256,7 +222,7 @@ static void test_oci_docker_profile(void **state)
 static void expect_oci_error(const struct ar_policy *p, size_t n_cmd, const char *seccomp,
 			     const char *msg)
 {
-	struct ar_render_options o = {.cmd = triage_cmd, .n_cmd = n_cmd};
+	struct ar_render_options o = {.cmd = ar_test_triage_cmd, .n_cmd = n_cmd};
 	ar_autobuf struct ar_buf out = {0};
 	ar_auto_error ar_error_t err = NULL;
 	ar_autospec struct ar_spec *sp = NULL;
@@ -268,7 +234,7 @@ static void expect_oci_error(const struct ar_policy *p, size_t n_cmd, const char
 
 static void test_oci_errors(void **state)
 {
-	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
 	expect_oci_error(p, 0, NULL,
 			 "--format oci needs the command after `--`: an OCI bundle has no image "
 			 "default command");
@@ -292,7 +258,7 @@ static void test_oci_errors(void **state)
 static void test_oci_default_profile_file(void **state)
 {
 	/* the repository's own default profile must convert (it is what the CLI embeds) */
-	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
 	ar_autofree char *json = NULL;
 	ar_auto_error ar_error_t err = NULL;
 	ar_autofree char *path = ar_xasprintf("%s/seccomp/default.json", AR_SOURCE_DIR);
@@ -311,7 +277,7 @@ static void test_oci_default_profile_file(void **state)
 
 static void test_oci_hooks_rootfs_netns(void **state)
 {
-	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
 	struct ar_render_options o = {.hook_path = "/usr/bin/agentrun",
 				      .policy_path = "/etc/agentrun/triage.json",
 				      .rootfs = "/srv/root"};

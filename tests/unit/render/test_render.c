@@ -1,35 +1,14 @@
 /* Unit tests for the docker plan and its printers (the OCI config: test_oci.c). Policies are built
  * with ar_policy_parse from JSON strings; JSON outputs are read back with cJSON. */
 #define _GNU_SOURCE
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include <cmocka.h>
 #include <cjson/cJSON.h>
 
-#include "agentrun/policy.h"
-#include "agentrun/render.h"
-#include "agentrun/util.h"
+#include "../spec_fixture.h"
 
-/* DESIGN §3's example, with a second env key to pin the sort. */
+#include "agentrun/render.h"
+
 static const char triage_json[] =
-    "{\"name\": \"triage\", \"image\": \"python:3.12-alpine\", \"rootfs\": null,"
-    " \"allowed_hosts\": [\"api.anthropic.com\", \"*.github.com:443\","
-    " \"cc-lab-control-plane:6443\"],"
-    " \"kubeconfig\": \"/home/me/.kube/agent-config\","
-    " \"mounts\": [{\"source\": \"/srv/logs\", \"target\": \"/logs\", \"readonly\": true},"
-    " {\"source\": \"/srv/out\", \"target\": \"/out\", \"readonly\": false}],"
-    " \"tmpfs\": [\"/tmp\"], \"limits\": {\"pids\": 64, \"memory\": \"256m\", \"cpus\": \"1\"},"
-    " \"user\": \"1000\","
-    " \"env\": {\"ANTHROPIC_BASE_URL\": \"https://api.anthropic.com\", \"AB_FIRST\": \"x y\"},"
-    " \"seccomp\": \"default\", \"network\": \"proxy\","
-    " \"proxy\": {\"port\": 3128, \"max_bytes_out\": {\"api.anthropic.com\": 2000000},"
-    " \"sni\": \"require\", \"allow_private\": [\"172.16.0.0/12\", \"fd00::/8\"]}}";
+    AR_TEST_TRIAGE_JSON(", \"allow_private\": [\"172.16.0.0/12\", \"fd00::/8\"]");
 
 static const char *const triage_steps[][80] = {
     {"docker", "network", "create", "--internal", "-o",
@@ -161,16 +140,6 @@ static const enum ar_render_phase triage_phases[] = {
     AR_RENDER_UP,   AR_RENDER_UP,   AR_RENDER_UP,   AR_RENDER_UP,   AR_RENDER_RUN,
     AR_RENDER_DOWN, AR_RENDER_DOWN, AR_RENDER_DOWN, AR_RENDER_DOWN, AR_RENDER_AUDIT,
 };
-static char *const triage_cmd[] = {"sh", "-c", "echo 'hi' $HOME"};
-
-static struct ar_policy *parse(const char *json)
-{
-	ar_auto_error ar_error_t err = NULL;
-	struct ar_policy *p = NULL;
-	if (ar_policy_parse(json, strlen(json), "p.json", &p, &err) < 0)
-		fail_msg("policy: %s", err->msg);
-	return p;
-}
 
 static struct ar_render_plan *build(const struct ar_policy *p, const struct ar_render_options *o)
 {
@@ -197,8 +166,9 @@ static void assert_argv(const struct ar_render_step *s, const char *const *want)
 
 static void test_triage_plan(void **state)
 {
-	ar_autopolicy struct ar_policy *p = parse(triage_json);
-	struct ar_render_options o = {.cmd = triage_cmd, .n_cmd = AR_ARRAY_SIZE(triage_cmd)};
+	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
+	struct ar_render_options o = {.cmd = ar_test_triage_cmd,
+				      .n_cmd = AR_ARRAY_SIZE(ar_test_triage_cmd)};
 	ar_autoplan struct ar_render_plan *plan = build(p, &o);
 
 	assert_int_equal(plan->n_steps, AR_ARRAY_SIZE(triage_steps));
@@ -213,7 +183,7 @@ static void test_triage_plan(void **state)
 
 static void test_image_flags(void **state)
 {
-	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
 	struct ar_render_options o = {.image = "alpine:3.20", .proxy_image = "reg/agentrun:dev"};
 	ar_autoplan struct ar_render_plan *plan = build(p, &o);
 	const struct ar_render_step *proxy = &plan->steps[2], *agent = &plan->steps[4];
@@ -234,7 +204,7 @@ static void test_sni_modes(void **state)
 		    "{\"name\": \"s\", \"image\": \"alpine\", \"allowed_hosts\": [\"a.example\"], "
 		    "\"proxy\": {\"sni\": \"%s\"}}",
 		    modes[m]);
-		ar_autopolicy struct ar_policy *p = parse(json);
+		ar_autopolicy struct ar_policy *p = ar_test_policy(json);
 		struct ar_render_options o = {0};
 		ar_autoplan struct ar_render_plan *plan = build(p, &o);
 		const struct ar_render_step *proxy = &plan->steps[2];
@@ -249,7 +219,7 @@ static void test_sni_modes(void **state)
 static void test_missing_image(void **state)
 {
 	ar_autopolicy struct ar_policy *p =
-	    parse("{\"name\": \"noimg\", \"allowed_hosts\": [\"example.com\"]}");
+	    ar_test_policy("{\"name\": \"noimg\", \"allowed_hosts\": [\"example.com\"]}");
 	struct ar_render_options o = {0};
 	struct ar_render_plan *plan = NULL;
 	ar_auto_error ar_error_t err = NULL;
@@ -275,7 +245,7 @@ static void test_image_refs(void **state)
 	static const char *const bad[] = {"--privileged", "UPPER", "a:b:c",	     ":x",  "a/",
 					  "a..b",	  "-x",	   "a:-tag",	     "a b", "",
 					  "a@sha256:12",  "a//b",  "reg.example:/x", "x_:1"};
-	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
 	(void)state;
 	for (size_t i = 0; i < AR_ARRAY_SIZE(good); i++) {
 		ar_auto_error ar_error_t err = NULL;
@@ -297,7 +267,8 @@ static void test_image_refs(void **state)
 	     "p.json: image: \"Alpine:3\" is not a docker image reference"},
 	};
 	for (size_t i = 0; i < AR_ARRAY_SIZE(cases); i++) {
-		ar_autopolicy struct ar_policy *q = cases[i].json ? parse(cases[i].json) : NULL;
+		ar_autopolicy struct ar_policy *q =
+		    cases[i].json ? ar_test_policy(cases[i].json) : NULL;
 		struct ar_render_options o = {.image = cases[i].image,
 					      .proxy_image = cases[i].proxy_image};
 		struct ar_render_plan *plan = NULL;
@@ -347,7 +318,7 @@ static void test_network_none(void **state)
 					    "busybox:1",
 					    NULL};
 	static const char *const down[] = {"docker", "rm", "-f", "offline-agent", NULL};
-	ar_autopolicy struct ar_policy *p = parse(
+	ar_autopolicy struct ar_policy *p = ar_test_policy(
 	    "{\"name\": \"offline\", \"image\": \"busybox:1\", \"network\": \"none\","
 	    " \"tmpfs\": [\"/tmp\", \"/work\"], \"user\": \"1234:5678\", \"env\": {\"Z\": \"1\"},"
 	    " \"seccomp\": \"/etc/agentrun/strict.json\","
@@ -372,10 +343,10 @@ static bool has_arg_prefix(const struct ar_render_step *s, const char *prefix)
 
 static void test_no_kubeconfig_and_formats(void **state)
 {
-	ar_autopolicy struct ar_policy *p =
-	    parse("{\"name\": \"k\", \"image\": \"i\", \"allowed_hosts\": [\"example.com\"],"
-		  " \"limits\": {\"memory\": \"7340033\", \"cpus\": \"1.25\"},"
-		  " \"seccomp\": \"unconfined\"}");
+	ar_autopolicy struct ar_policy *p = ar_test_policy(
+	    "{\"name\": \"k\", \"image\": \"i\", \"allowed_hosts\": [\"example.com\"],"
+	    " \"limits\": {\"memory\": \"7340033\", \"cpus\": \"1.25\"},"
+	    " \"seccomp\": \"unconfined\"}");
 	struct ar_render_options o = {0};
 	ar_autoplan struct ar_render_plan *plan = build(p, &o);
 	const struct ar_render_step *agent = &plan->steps[4];
@@ -422,8 +393,9 @@ static char *join_continuations(const char *text)
 
 static void test_text(void **state)
 {
-	ar_autopolicy struct ar_policy *p = parse(triage_json);
-	struct ar_render_options o = {.cmd = triage_cmd, .n_cmd = AR_ARRAY_SIZE(triage_cmd)};
+	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
+	struct ar_render_options o = {.cmd = ar_test_triage_cmd,
+				      .n_cmd = AR_ARRAY_SIZE(ar_test_triage_cmd)};
 	ar_autoplan struct ar_render_plan *plan = build(p, &o);
 	ar_autobuf struct ar_buf out = {0};
 	ar_render_print_text(plan, &out);
@@ -483,7 +455,7 @@ static void assert_json_steps(const cJSON *list, const struct ar_render_plan *pl
 
 static void test_json(void **state)
 {
-	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
 	char *cmd[] = {"printf", "%s\n", "tab\there", "quote\"back\\slash", "ünï"};
 	struct ar_render_options o = {.cmd = cmd, .n_cmd = AR_ARRAY_SIZE(cmd)};
 	ar_autoplan struct ar_render_plan *plan = build(p, &o);
@@ -504,8 +476,9 @@ static void test_json(void **state)
 
 static void test_sh(void **state)
 {
-	ar_autopolicy struct ar_policy *p = parse(triage_json);
-	struct ar_render_options o = {.cmd = triage_cmd, .n_cmd = AR_ARRAY_SIZE(triage_cmd)};
+	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
+	struct ar_render_options o = {.cmd = ar_test_triage_cmd,
+				      .n_cmd = AR_ARRAY_SIZE(ar_test_triage_cmd)};
 	ar_autoplan struct ar_render_plan *plan = build(p, &o);
 	ar_autobuf struct ar_buf out = {0};
 	ar_render_print_sh(p, plan, &out);

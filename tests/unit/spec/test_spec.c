@@ -1,20 +1,9 @@
 /* Unit tests for the agent spec: what it derives from a policy, and that run's mount
  * plan masks exactly the spec's table. */
 #define _GNU_SOURCE
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "../spec_fixture.h"
 
-#include <cmocka.h>
-
-#include "agentrun/policy.h"
 #include "agentrun/sandbox.h"
-#include "agentrun/spec.h"
-#include "agentrun/util.h"
 
 static const char triage_json[] =
     "{\"name\": \"triage\", \"allowed_hosts\": [\"api.anthropic.com\"],"
@@ -25,28 +14,10 @@ static const char triage_json[] =
     " \"cpus\": \"0.5\"}, \"user\": \"1000:1001\", \"env\": {\"B\": \"2\", \"A\": \"1\"},"
     " \"network\": \"proxy\", \"proxy\": {\"port\": 8080}}";
 
-static struct ar_policy *parse(const char *json)
-{
-	ar_auto_error ar_error_t err = NULL;
-	struct ar_policy *p = NULL;
-	if (ar_policy_parse(json, strlen(json), "p.json", &p, &err) < 0)
-		fail_msg("policy: %s", err->msg);
-	return p;
-}
-
-static struct ar_spec *build(const struct ar_policy *p, const struct ar_spec_opts *o)
-{
-	ar_auto_error ar_error_t err = NULL;
-	struct ar_spec *s = NULL;
-	if (ar_spec_build(p, o, &s, &err) < 0)
-		fail_msg("spec: %s", err->msg);
-	return s;
-}
-
 static void test_triage(void **state)
 {
-	ar_autopolicy struct ar_policy *p = parse(triage_json);
-	ar_autospec struct ar_spec *s = build(p, NULL);
+	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
+	ar_autospec struct ar_spec *s = ar_test_spec(p, NULL);
 	assert_int_equal(s->uid, 1000);
 	assert_int_equal(s->gid, 1001);
 	assert_true(s->readonly_root && s->no_new_privs && s->no_capabilities);
@@ -84,12 +55,12 @@ static void test_triage(void **state)
 		const char *source, *target, *field;
 		bool ro;
 	} mounts[] = {
-	    {AR_SPEC_MNT_TMPFS, NULL, "/tmp", "tmpfs[0]", false},
-	    {AR_SPEC_MNT_TMPFS, NULL, "/work", "tmpfs[1]", false},
-	    {AR_SPEC_MNT_BIND, "/srv/logs", "/logs", "mounts[0]", true},
-	    {AR_SPEC_MNT_BIND, "/srv/out", "/out", "mounts[1]", false},
+	    {AR_SPEC_MNT_TMPFS, NULL, "/tmp", "p.json: tmpfs[0]", false},
+	    {AR_SPEC_MNT_TMPFS, NULL, "/work", "p.json: tmpfs[1]", false},
+	    {AR_SPEC_MNT_BIND, "/srv/logs", "/logs", "p.json: mounts[0]", true},
+	    {AR_SPEC_MNT_BIND, "/srv/out", "/out", "p.json: mounts[1]", false},
 	    {AR_SPEC_MNT_BIND, "/home/me/.kube/agent-config", "/home/agent/.kube/config",
-	     "kubeconfig", true},
+	     "p.json: kubeconfig", true},
 	};
 	assert_int_equal(s->n_mounts, AR_ARRAY_SIZE(mounts));
 	for (size_t i = 0; i < AR_ARRAY_SIZE(mounts); i++) {
@@ -113,16 +84,16 @@ static void test_triage(void **state)
 
 static void test_proxy_url_and_none(void **state)
 {
-	ar_autopolicy struct ar_policy *p = parse(triage_json);
+	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
 	struct ar_spec_opts o = {.proxy_url = "http://10.254.7.1:8080"};
-	ar_autospec struct ar_spec *s = build(p, &o);
+	ar_autospec struct ar_spec *s = ar_test_spec(p, &o);
 	assert_string_equal(ar_spec_getenv(s, "https_proxy"), "http://10.254.7.1:8080");
 
-	ar_autopolicy struct ar_policy *off =
-	    parse("{\"name\": \"off\", \"network\": \"none\", \"seccomp\": \"unconfined\"}");
+	ar_autopolicy struct ar_policy *off = ar_test_policy(
+	    "{\"name\": \"off\", \"network\": \"none\", \"seccomp\": \"unconfined\"}");
 	struct ar_run_opts run = {.term = "xterm"};
 	o.run = &run;
-	ar_autospec struct ar_spec *n = build(off, &o);
+	ar_autospec struct ar_spec *n = ar_test_spec(off, &o);
 	assert_int_equal(n->net.mode, AR_NETWORK_NONE);
 	assert_null(n->net.proxy_url);
 	assert_null(ar_spec_getenv(n, "HTTP_PROXY"));
@@ -138,9 +109,9 @@ static void test_proxy_url_and_none(void **state)
 
 static void test_seccomp_text(void **state)
 {
-	ar_autopolicy struct ar_policy *p =
-	    parse("{\"name\": \"x\", \"network\": \"none\", \"seccomp\": \"/nonexistent/p.json\"}");
-	ar_autospec struct ar_spec *s = build(p, NULL);
+	ar_autopolicy struct ar_policy *p = ar_test_policy(
+	    "{\"name\": \"x\", \"network\": \"none\", \"seccomp\": \"/nonexistent/p.json\"}");
+	ar_autospec struct ar_spec *s = ar_test_spec(p, NULL);
 	ar_autofree char *owned = NULL;
 	const char *text, *origin;
 	ar_auto_error ar_error_t err = NULL;
@@ -148,8 +119,9 @@ static void test_seccomp_text(void **state)
 	assert_non_null(strstr(err->msg, "p.json: seccomp"));
 	assert_non_null(strstr(err->msg, "/nonexistent/p.json"));
 
-	ar_autopolicy struct ar_policy *d = parse("{\"name\": \"x\", \"network\": \"none\"}");
-	ar_autospec struct ar_spec *ds = build(d, NULL);
+	ar_autopolicy struct ar_policy *d =
+	    ar_test_policy("{\"name\": \"x\", \"network\": \"none\"}");
+	ar_autospec struct ar_spec *ds = ar_test_spec(d, NULL);
 	ar_auto_error ar_error_t err2 = NULL;
 	ar_autofree char *owned2 = NULL;
 	assert_int_equal(ar_spec_seccomp_text(ds, &owned2, &text, &origin, &err2), 0);
@@ -157,10 +129,30 @@ static void test_seccomp_text(void **state)
 	assert_string_equal(origin, "seccomp/default.json");
 }
 
+/* a mount a --mount override added is named by its flag, as run's mount plan names it
+ * (ar_policy_mount_origin); the policy's own by its field */
+static void test_mount_origin(void **state)
+{
+	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
+	struct ar_run_opts o = {0};
+	ar_auto_error ar_error_t err = NULL;
+	assert_int_equal(ar_override_apply(p, &o, "--mount", "/srv/x:/x:rw", &err), 0);
+	ar_autospec struct ar_spec *s = ar_test_spec(p, NULL);
+	assert_string_equal(s->mounts[4].field, "--mount /srv/x:/x:rw");
+	assert_string_equal(s->mounts[2].field, "p.json: mounts[0]");
+
+	assert_int_equal(ar_override_apply(p, &o, "--mount", "/srv/y:/", &err), 0);
+	struct ar_spec *bad = NULL;
+	assert_int_equal(ar_spec_build(p, NULL, &bad, &err), -1);
+	assert_null(bad);
+	assert_string_equal(err->msg, "--mount /srv/y:/: target must be an absolute path below /");
+}
+
 /* run's mount plan masks and protects exactly the spec's table, nothing else */
 static void test_mount_plan_reads_table(void **state)
 {
-	ar_autopolicy struct ar_policy *p = parse("{\"name\": \"x\", \"network\": \"none\"}");
+	ar_autopolicy struct ar_policy *p =
+	    ar_test_policy("{\"name\": \"x\", \"network\": \"none\"}");
 	struct ar_mount_plan plan;
 	ar_auto_error ar_error_t err = NULL;
 	assert_int_equal(ar_mount_plan_build(p, NULL, &plan, &err), 0);
@@ -204,7 +196,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_triage),	 cmocka_unit_test(test_proxy_url_and_none),
 	    cmocka_unit_test(test_seccomp_text), cmocka_unit_test(test_mount_plan_reads_table),
-	    cmocka_unit_test(test_tables),
+	    cmocka_unit_test(test_tables),	 cmocka_unit_test(test_mount_origin),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -131,6 +131,37 @@ static void test_buf(void **state)
 	assert_memory_equal(b.data, "0,1,2,", 6);
 }
 
+/* ar_json_refuse_nul: raw NUL anywhere, \u0000 only inside a string (an escaped quote
+ * does not end it, an escaped backslash is not an escape of u) */
+static void test_json_refuse_nul(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *json;
+		size_t len;
+		const char *msg;
+	} cases[] = {
+	    {"{\"a\": \"x\"}", 10, NULL},
+	    {"{\"a\": \"x\"}\0", 11, "o: invalid JSON near line 1: a NUL byte"},
+	    {"{\"a\": \"\\\"\\u0000\"}", 17,
+	     "o: invalid JSON near line 1: \\u0000 in a string is not supported"},
+	    {"{\"a\": \"\\\\u0000\"}", 16, NULL},
+	    {"{\"a\":\n \"\\u00000\"}", 17,
+	     "o: invalid JSON near line 2: \\u0000 in a string is not supported"},
+	    {"{\"a\": \"\\u0001\"}", 15, NULL},
+	};
+	for (size_t i = 0; i < AR_ARRAY_SIZE(cases); i++) {
+		ar_auto_error ar_error_t err = NULL;
+		int r = ar_json_refuse_nul(cases[i].json, cases[i].len, "o", &err);
+		if (cases[i].msg == NULL) {
+			assert_int_equal(r, 0);
+			continue;
+		}
+		assert_int_equal(r, -1);
+		assert_string_equal(err->msg, cases[i].msg);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -142,6 +173,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_cpus),
 	    cmocka_unit_test(test_buf),
 	    cmocka_unit_test(test_mountinfo_unescape),
+	    cmocka_unit_test(test_json_refuse_nul),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
