@@ -12,20 +12,29 @@
 need python3 command -v python3
 A=$AGENTRUN
 cp "$AR_BUILD_DIR/tests/ar-probe" "$AR_TMP/bin/ar-probe" 2>/dev/null || true
-# term.py AGENTRUN-ARGS...: run agentrun on a fresh pty (the "caller's terminal",
-# 30x100), feed it the actions of $ACTIONS, then print what came out, the caller's
-# terminal flags afterwards, anything left in its input queue, and the exit status.
+# ptyrun.spawn(argv): argv on a fresh pty (the "caller's terminal", 30x100), as its
+# session leader with the pty as controlling terminal; returns pid, master, slave.
+cat >"$AR_TMP/ptyrun.py" <<'PY'
+import fcntl, os, struct, termios
+def spawn(argv):
+    master, slave = os.openpty()
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+        for fd in (0, 1, 2):
+            os.dup2(slave, fd)
+        os.execv(argv[0], argv)
+    return pid, master, slave
+PY
+# term.py AGENTRUN-ARGS...: run agentrun on a fresh pty, feed it the actions of
+# $ACTIONS, then print what came out, the caller's terminal flags afterwards, anything
+# left in its input queue, and the exit status.
 cat >"$AR_TMP/term.py" <<'PY'
 import fcntl, os, select, struct, sys, termios, time
-master, slave = os.openpty()
-fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-pid = os.fork()
-if pid == 0:
-    os.setsid()
-    fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
-    for fd in (0, 1, 2):
-        os.dup2(slave, fd)
-    os.execv(sys.argv[1], sys.argv[1:])
+from ptyrun import spawn
+pid, master, slave = spawn(sys.argv[1:])
 out, start, acts, status = b"", time.time(), os.environ.get("ACTIONS", ""), None
 acts = [a.split("@") for a in acts.split(",") if a]
 while time.time() - start < 20:
@@ -110,16 +119,10 @@ expect_match "stdin a terminal, stdout the caller's terminal: both the pty" "in-
 # still gets its input, and one that reads no input (its pty's input queue full)
 # still gets its output through.
 cat >"$AR_TMP/relay.py" <<'PY'
-import fcntl, os, select, signal, struct, sys, termios, time
-mode, argv = sys.argv[1], sys.argv[2:]
-master, slave = os.openpty()
-pid = os.fork()
-if pid == 0:
-    os.setsid()
-    fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
-    for fd in (0, 1, 2):
-        os.dup2(slave, fd)
-    os.execv(argv[0], argv)
+import os, select, signal, sys, termios, time
+from ptyrun import spawn
+mode = sys.argv[1]
+pid, master, slave = spawn(sys.argv[2:])
 def flags():
     l = termios.tcgetattr(slave)[3]
     return ("echo" if l & termios.ECHO else "noecho") + " " + ("icanon" if l & termios.ICANON else "raw")
