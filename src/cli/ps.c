@@ -1,6 +1,7 @@
-/* agentrun ps [--all]: the sandboxes this machine runs, from their state under
- * /run/agentrun (docs/network.md): name, PID, uptime, network, and the proxy's
- * allowed/denied counts so far (read from the audit). */
+/* agentrun ps [--all]: the sandboxes this machine runs: network: proxy ones from their
+ * state under /run/agentrun (docs/network.md), with the proxy's allowed/denied counts
+ * so far (read from the audit); the others from the record in their uid lease
+ * (docs/sandbox.md). Name, PID, uptime, network. */
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include "agentrun/audit.h"
 #include "agentrun/cli.h"
 #include "agentrun/net.h"
+#include "agentrun/sandbox.h"
 #include "agentrun/util.h"
 
 struct ps_ctx {
@@ -62,9 +64,27 @@ static int row(const struct ar_net_state *s, void *data)
 	else
 		snprintf(net, sizeof(net), "%s", s->network);
 	counts(s->audit, &allowed, &denied);
-	printf("%-24s %-8d %-8s %-30s %7" PRIu64 " %7" PRIu64 "%s\n", s->name, (int)s->pid, up, net,
-	       allowed, denied, c->all ? (live ? "  live" : "  dead (agentrun gc)") : "");
+	if (strcmp(s->network, "none") == 0) /* no proxy: nothing to count */
+		printf("%-24s %-8d %-8s %-30s %7s %7s%s\n", s->name, (int)s->pid, up, net, "-", "-",
+		       c->all ? "  live" : "");
+	else
+		printf("%-24s %-8d %-8s %-30s %7" PRIu64 " %7" PRIu64 "%s\n", s->name, (int)s->pid,
+		       up, net, allowed, denied,
+		       c->all ? (live ? "  live" : "  dead (agentrun gc)") : "");
 	return 0;
+}
+
+/* A sandbox without a proxy: its lease record (a proxy one is listed from its state). */
+static int record_row(const struct ar_sandbox_record *r, void *data)
+{
+	struct ar_net_state s = {
+	    .owner = r->owner, .owner_start = r->owner_start, .pid = r->pid, .started = r->started};
+
+	if (strcmp(r->network, "proxy") == 0)
+		return 0;
+	snprintf(s.name, sizeof(s.name), "%s", r->name);
+	snprintf(s.network, sizeof(s.network), "%s", r->network);
+	return row(&s, data);
 }
 
 int ar_cmd_ps(int argc, char **argv)
@@ -78,8 +98,9 @@ int ar_cmd_ps(int argc, char **argv)
 			    "List the live sandboxes: name (as `agentrun audit NAME` and `agentrun "
 			    "check\n--name NAME` take it), PID of the sandbox's init, uptime, "
 			    "network "
-			    "(the sandbox's\naddress and the proxy listener), and the proxy's "
-			    "allowed and denied requests.\n\n"
+			    "(none, or the\nsandbox's address and the proxy listener), and the "
+			    "proxy's allowed and denied\nrequests. Sandboxes started by root "
+			    "only (a user's run keeps no record).\n\n"
 			    "  --all   also what dead sandboxes left (removed by `agentrun gc`)\n");
 			return AR_EXIT_OK;
 		}
@@ -89,6 +110,7 @@ int ar_cmd_ps(int argc, char **argv)
 		c.all = true;
 	}
 	ar_net_state_foreach(row, &c);
+	ar_sandbox_record_foreach(record_row, &c);
 	if (c.rows == 0)
 		printf("no sandboxes\n");
 	return AR_EXIT_OK;

@@ -357,6 +357,7 @@ int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char 
 		goto fail;
 	if (spawn(&sb, err) == -1)
 		goto fail;
+	sandbox_uid_record(&sb);
 	sandbox_uid_release(&sb); /* the init holds the dynamic uid's lease now */
 	if (sandbox_pty_start(&sb, err) == -1)
 		goto fail;

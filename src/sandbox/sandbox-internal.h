@@ -72,6 +72,9 @@ int sandbox_preflight(struct sandbox *sb, ar_error_t *err);
  * agentrun's own copy of the lease (after the clone, or on a failure; idempotent). */
 int sandbox_uid_alloc(struct sandbox *sb, ar_error_t *err);
 void sandbox_uid_release(struct sandbox *sb);
+/* The sandbox's line in its lease, for `agentrun ps` (after the clone: it names the
+ * init's pid). */
+void sandbox_uid_record(const struct sandbox *sb);
 
 /* pty.c: when stdin is the caller's terminal (and not --no-tty), the command gets a
  * pty of its own: prepare (before clone), attach (the command, after setsid), start

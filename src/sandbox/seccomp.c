@@ -645,6 +645,64 @@ static int json_error(const char *json, size_t len, const char *origin, const ch
 	return ar_error_make(err, 0, "%s:%u:%u: invalid JSON", origin, line, col);
 }
 
+/* A NUL inside a string, raw or as \u0000: cJSON keeps the bytes before it only, so
+ * "read\u0000x" would silently mean "read". The first one, or NULL. */
+static const char *find_nul(const char *json, size_t len)
+{
+	bool in_string = false;
+	for (size_t i = 0; i < len; i++) {
+		if (json[i] == '\0')
+			return json + i;
+		if (json[i] == '"')
+			in_string = !in_string;
+		else if (in_string && json[i] == '\\' && i + 1 < len) {
+			if (json[i + 1] == 'u' && i + 6 <= len &&
+			    memcmp(json + i + 2, "0000", 4) == 0)
+				return json + i;
+			i++;
+		}
+	}
+	return NULL;
+}
+
+/* The member the NUL at `at` belongs to: the last `"KEY" :` before it. */
+static void nul_field(const char *json, const char *at, char *field, size_t size)
+{
+	snprintf(field, size, "?");
+	for (const char *c = at; c > json; c--) {
+		const char *q = c - 1;
+		if (*c != ':')
+			continue;
+		while (q > json && strchr(" \t\r\n", *q) != NULL)
+			q--;
+		if (*q != '"')
+			continue; /* a colon inside a string */
+		const char *open = q - 1;
+		while (open > json && *open != '"')
+			open--;
+		if (*open == '"') {
+			ar_autofree char *key = ar_xasprintf("%.*s", (int)(q - open - 1), open + 1);
+			ar_autofree char *shown = ar_printable(key, 48); /* a key is any bytes */
+			snprintf(field, size, "%s", shown);
+		}
+		return;
+	}
+}
+
+static int nul_error(const char *json, size_t len, const char *origin, const char *at,
+		     ar_error_t *err)
+{
+	char field[64];
+	nul_field(json, at, field, sizeof(field));
+	json_error(json, len, origin, at, err);
+	char *msg = ar_xasprintf("%s: a NUL byte (raw or \\u0000) in a string of `%s` is not "
+				 "allowed",
+				 (*err)->msg, field);
+	free((*err)->msg);
+	(*err)->msg = msg;
+	return -1;
+}
+
 int ar_seccomp_parse_kernel(const char *json, size_t len, const char *origin, unsigned int kernel,
 			    struct ar_seccomp **out, ar_error_t *err)
 {
@@ -660,6 +718,9 @@ int ar_seccomp_parse_kernel(const char *json, size_t len, const char *origin, un
 		end++;
 	if (end != NULL && end < json + len) /* trailing bytes: a second document, a NUL */
 		return json_error(json, len, origin, end, err);
+	const char *nul = find_nul(json, len);
+	if (nul != NULL)
+		return nul_error(json, len, origin, nul, err);
 	if (parse_profile(root, origin, kernel, &s->profile, err) < 0)
 		return -1;
 	if (compile(&s->profile, origin, s, err) < 0)

@@ -13,16 +13,26 @@
  * execs, so the lock lasts exactly as long as the sandbox; agentrun closes its own copy
  * right after the clone (sandbox_uid_release). A candidate is free when it is no host
  * account, not one of systemd's dynamic users, and its lease can be locked; a lease
- * left by a killed sandbox is simply locked again (reclaimed). The files are never
- * unlinked (at most one per uid of the range, a few bytes each): unlinking a leased
- * file races with its next taker, and the unlink and last close of it on the exit
- * path cost ~2 ms of the user's wait. (An allocator that locked a file someone else
- * removed meanwhile sees the inode differ from the path and tries again.) No global
+ * left by a killed sandbox is simply locked again (reclaimed). The walk starts at the
+ * bottom of the range, so the same few files serve every run (creating a file on /run,
+ * which is a disk filesystem on some hosts, costs far more than opening one); a uid is
+ * reused once its sandbox is gone, as systemd reuses its dynamic users.
+ *
+ * The lease is also the sandbox's record for `agentrun ps` (network: none keeps no
+ * state directory): one fixed-size line, written in place after the clone (no
+ * truncate: on ext4 a truncate-then-write is flushed at the last close, on the exit
+ * path), naming agentrun's pid and start time, the init's pid, the start, the network
+ * and the name. A run with an explicit `user` takes a record slot `sN` the same way.
+ * The files are never unlinked (at most one per uid or slot in use at once, a few
+ * hundred bytes each): unlinking a leased file races with its next taker, and the
+ * unlink and last close cost ~2 ms of the user's wait on the exit path. No global
  * lock, no pid bookkeeping. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,11 +48,15 @@
 #define UIDS_PARENT "/run/agentrun"
 #define UIDS_DIR    UIDS_PARENT "/.uids"
 
-#define RANGE_N (AR_DYNAMIC_UID_MAX - AR_DYNAMIC_UID_MIN + 1)
+#define RANGE_N	     (AR_DYNAMIC_UID_MAX - AR_DYNAMIC_UID_MIN + 1)
+#define SLOTS_N	     4096 /* record slots of runs with an explicit `user` */
+#define RECORD_SIZE  256
+#define RECORD_MAGIC "agentrun-sandbox 1"
 
 /* The ids of the range that the account databases name, as a bitmap. */
 struct taken {
-	bool nss; /* other sources than files: ask getpwuid/getgrgid per candidate */
+	bool nss;	  /* other sources than files: ask getpwuid/getgrgid per candidate */
+	bool systemd_dyn; /* /run/systemd/dynamic-uid exists: ask it per candidate */
 	unsigned char bits[(RANGE_N + 7) / 8];
 };
 
@@ -97,6 +111,7 @@ static bool local_only(void)
 static void taken_init(struct taken *t)
 {
 	memset(t, 0, sizeof(*t));
+	t->systemd_dyn = access("/run/systemd/dynamic-uid", F_OK) == 0;
 	t->nss = !local_only();
 	if (t->nss)
 		return;
@@ -112,6 +127,8 @@ static bool host_account(const struct taken *t, uid_t id)
 		return true;
 	if (t->nss && (getpwuid(id) != NULL || getgrgid((gid_t)id) != NULL))
 		return true;
+	if (!t->systemd_dyn)
+		return false;
 	/* systemd keeps its dynamic users' leases here, by number */
 	snprintf(path, sizeof(path), "/run/systemd/dynamic-uid/%u", (unsigned)id);
 	return access(path, F_OK) == 0;
@@ -124,11 +141,9 @@ static bool same_file(int fd, int dirfd, const char *name)
 	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-/* The locked lease of `id`, -1 when another sandbox holds it, -2 on an error. */
-static int try_lease(int dirfd, uid_t id, ar_error_t *err)
+/* The locked lease `name`, -1 when another sandbox holds it, -2 on an error. */
+static int try_lease(int dirfd, const char *name, ar_error_t *err)
 {
-	char name[16];
-	snprintf(name, sizeof(name), "%u", (unsigned)id);
 	for (int tries = 0; tries < 4; tries++) {
 		int fd = openat(dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd == -1)
@@ -137,16 +152,9 @@ static int try_lease(int dirfd, uid_t id, ar_error_t *err)
 			close(fd);
 			return -1;
 		}
-		if (same_file(fd, dirfd, name)) {
-			char pid[16];
-			int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-			/* for people reading the directory; the lock is the lease */
-			if (ftruncate(fd, 0) == -1 || write(fd, pid, (size_t)n) != n) {
-				/* harmless */
-			}
+		if (same_file(fd, dirfd, name))
 			return fd;
-		}
-		close(fd); /* unlinked by its last owner after we opened it */
+		close(fd); /* unlinked by someone after we opened it */
 	}
 	return -1;
 }
@@ -163,32 +171,35 @@ static int open_dir(ar_error_t *err)
 	return fd;
 }
 
-int sandbox_uid_alloc(struct sandbox *sb, ar_error_t *err)
+/* A record slot for a run with an explicit `user` (it needs no uid of its own). */
+static int alloc_slot(struct sandbox *sb, int dirfd, ar_error_t *err)
 {
-	const unsigned n = RANGE_N;
+	for (unsigned i = 0; i < SLOTS_N; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "s%u", i);
+		int fd = try_lease(dirfd, name, err);
+		if (fd == -2)
+			return -1;
+		if (fd >= 0) {
+			sb->uid_lease = fd;
+			return 0;
+		}
+	}
+	return 0; /* no record: ps will not list this run, nothing else depends on it */
+}
+
+static int alloc_uid(struct sandbox *sb, int dirfd, ar_error_t *err)
+{
 	struct taken taken;
 
-	sb->uid = sb->p->uid;
-	sb->gid = sb->p->gid;
-	sb->uid_lease = -1;
-	/* in a user namespace the one mapped id is the caller's: no quota to split */
-	if (sb->p->user_set || sb->userns) {
-		ar_autofree char *warning = sb->userns ? NULL : ar_policy_user_warning(sb->p);
-		if (warning != NULL)
-			ar_warn("%s", warning);
-		return 0;
-	}
-	ar_autoclose int dirfd = open_dir(err);
-	if (dirfd == -1)
-		return -1;
 	taken_init(&taken);
-	/* start where concurrent runs are unlikely to meet, then walk the range */
-	unsigned start = ((unsigned)getpid() * 2654435761u) % n;
-	for (unsigned i = 0; i < n; i++) {
-		uid_t id = AR_DYNAMIC_UID_MIN + (start + i) % n;
+	for (unsigned i = 0; i < RANGE_N; i++) {
+		uid_t id = AR_DYNAMIC_UID_MIN + i;
+		char name[16];
 		if (host_account(&taken, id))
 			continue;
-		int fd = try_lease(dirfd, id, err);
+		snprintf(name, sizeof(name), "%u", (unsigned)id);
+		int fd = try_lease(dirfd, name, err);
 		if (fd == -2)
 			return -1;
 		if (fd >= 0) {
@@ -204,6 +215,46 @@ int sandbox_uid_alloc(struct sandbox *sb, ar_error_t *err)
 			     AR_DYNAMIC_UID_MIN, AR_DYNAMIC_UID_MAX, UIDS_DIR);
 }
 
+int sandbox_uid_alloc(struct sandbox *sb, ar_error_t *err)
+{
+	sb->uid = sb->p->uid;
+	sb->gid = sb->p->gid;
+	sb->uid_lease = -1;
+	/* in a user namespace the one mapped id is the caller's: no quota to split, and
+	 * /run/agentrun is root's (such a run keeps no record) */
+	if (sb->userns)
+		return 0;
+	if (sb->p->user_set) {
+		ar_autofree char *warning = ar_policy_user_warning(sb->p);
+		if (warning != NULL)
+			ar_warn("%s", warning);
+	}
+	ar_autoclose int dirfd = open_dir(err);
+	if (dirfd == -1)
+		return -1;
+	return sb->p->user_set ? alloc_slot(sb, dirfd, err) : alloc_uid(sb, dirfd, err);
+}
+
+/* After the clone, while agentrun still holds its copy of the lease: one line, the
+ * same size every time, written in place. */
+void sandbox_uid_record(const struct sandbox *sb)
+{
+	char rec[RECORD_SIZE];
+	const struct ar_net_state *s = &sb->net.state;
+
+	if (sb->uid_lease < 0)
+		return;
+	int n =
+	    snprintf(rec, sizeof(rec), "%s %d %" PRIu64 " %d %" PRId64 " %s %s\n", RECORD_MAGIC,
+		     (int)s->owner, s->owner_start, (int)sb->pid, s->started, s->network, s->name);
+	if (n < 0 || (size_t)n >= sizeof(rec))
+		return;
+	memset(rec + n, ' ', sizeof(rec) - (size_t)n); /* the rest of an older, longer line */
+	if (pwrite(sb->uid_lease, rec, sizeof(rec), 0) != (ssize_t)sizeof(rec)) {
+		/* ps will not list this run; nothing else reads the record */
+	}
+}
+
 /* Once init holds the lease (after the clone), or on a failure before it. */
 void sandbox_uid_release(struct sandbox *sb)
 {
@@ -211,4 +262,44 @@ void sandbox_uid_release(struct sandbox *sb)
 		return;
 	close(sb->uid_lease);
 	sb->uid_lease = -1;
+}
+
+static bool parse_record(const char *buf, struct ar_sandbox_record *r)
+{
+	int owner = 0, pid = 0;
+	if (strncmp(buf, RECORD_MAGIC " ", sizeof(RECORD_MAGIC)) != 0)
+		return false;
+	if (sscanf(buf + sizeof(RECORD_MAGIC), "%d %" SCNu64 " %d %" SCNd64 " %7s %46s", &owner,
+		   &r->owner_start, &pid, &r->started, r->network, r->name) != 6)
+		return false;
+	r->owner = owner;
+	r->pid = pid;
+	return owner > 0 && pid > 0;
+}
+
+int ar_sandbox_record_foreach(int (*fn)(const struct ar_sandbox_record *r, void *data), void *data)
+{
+	DIR *d = opendir(UIDS_DIR);
+	if (d == NULL)
+		return 0;
+	int ret = 0;
+	for (struct dirent *e; ret == 0 && (e = readdir(d)) != NULL;) {
+		char buf[RECORD_SIZE + 1];
+		struct ar_sandbox_record r = {0};
+		if (e->d_name[0] == '.')
+			continue;
+		int fd =
+		    openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+		if (fd == -1)
+			continue;
+		ssize_t n = pread(fd, buf, RECORD_SIZE, 0);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		if (parse_record(buf, &r) && ar_net_proc_alive(r.owner, r.owner_start))
+			ret = fn(&r, data);
+	}
+	closedir(d);
+	return ret;
 }

@@ -555,6 +555,47 @@ static void test_docker_errors(void **state)
 }
 
 /* Every profile shipped in seccomp/ loads from its path. */
+/* A NUL in a string, raw or escaped, would cut "read\0x" to "read": refused, naming
+ * the file, the place and the member. */
+static void test_parse_nul(void **state)
+{
+	static const char raw[] =
+	    "{\"defaultAction\":\"SCMP_ACT_ERRNO\",\n\"syscalls\":[{\"names\":"
+	    "[\"read\0x\"],\"action\":\"SCMP_ACT_ALLOW\"}]}";
+	static const char esc[] = "{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":"
+				  "[\"read\"],\"action\":\"SCMP_ACT_ALLOW\\u0000\"}]}";
+	static const struct {
+		const char *json;
+		size_t len;
+		const char *msg;
+	} cases[] = {
+	    {raw, sizeof(raw) - 1,
+	     "t.json:2:28: invalid JSON: a NUL byte (raw or \\u0000) in a string of `names` is not "
+	     "allowed"},
+	    {esc, sizeof(esc) - 1,
+	     "t.json:1:89: invalid JSON: a NUL byte (raw or \\u0000) in a string of `action` is "
+	     "not allowed"},
+	};
+	for (size_t i = 0; i < AR_ARRAY_SIZE(cases); i++) {
+		struct ar_seccomp *s = NULL;
+		ar_error_t err = NULL;
+		assert_int_equal(ar_seccomp_parse(cases[i].json, cases[i].len, "t.json", &s, &err),
+				 -1);
+		assert_null(s);
+		assert_non_null(err);
+		assert_string_equal(err->msg, cases[i].msg);
+		ar_error_release(&err);
+	}
+	/* the control: the same profiles without the NUL parse */
+	struct ar_seccomp *s = NULL;
+	ar_error_t err = NULL;
+	const char *ok =
+	    "{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":[\"read\"],"
+	    "\"action\":\"SCMP_ACT_ALLOW\"}]}";
+	assert_int_equal(ar_seccomp_parse(ok, strlen(ok), "t.json", &s, &err), 0);
+	ar_seccomp_free(s);
+}
+
 static void test_shipped_profiles_load(void **state)
 {
 	static const char *const files[] = {"default.json"};
@@ -582,6 +623,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_arches_behaviour),
 	    cmocka_unit_test(test_parse_shadowed_warning),
 	    cmocka_unit_test(test_parse_errors),
+	    cmocka_unit_test(test_parse_nul),
 	    cmocka_unit_test(test_prepare_specs),
 	    cmocka_unit_test(test_install_needs_nnp),
 	    cmocka_unit_test(test_docker_flatten),
