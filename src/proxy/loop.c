@@ -220,6 +220,15 @@ static void do_reload(struct ar_proxy *px)
 {
 	ar_auto_error ar_error_t err = NULL;
 	px->reload = false;
+	if (px->policy_path == NULL) {
+		/* run's and the hook's proxy: the policy came in memory and its file is not in
+		 * the proxy's view; saying "reloaded" would claim a change that did not happen */
+		static const char msg[] =
+		    "agentrun: proxy: SIGHUP ignored: this proxy serves the policy it was "
+		    "started with (no policy file to re-read); the rules are unchanged\n";
+		logq_line(&px->log, msg, sizeof(msg) - 1);
+		return;
+	}
 	if (ar_proxy_reload(px, &err) == -1) {
 		ar_buf_reset(&px->line);
 		ar_buf_printf(&px->line, "agentrun: proxy: %s; keeping the previous rules\n",

@@ -4,7 +4,8 @@
 # its reason, no route past the /30 (curl --noproxy, TCP and UDP sockets:
 # ENETUNREACH), the proxy netns answers on no other port, the host's loopback
 # services and abstract unix sockets are out of reach, the audit holds exactly the
-# attempts made, and the host netns gains nothing while the sandbox runs.
+# attempts made, the host netns gains nothing while the sandbox runs, and a SIGHUP to the
+# proxy is refused in its log (run's proxy has no policy file to re-read).
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/integration/proxy/common.sh
@@ -60,6 +61,8 @@ AUD="$AR_TMP/audit.jsonl"
 RUN=$!
 wait_file_has "$AR_TMP/out" abstract= 400
 host_net >"$AR_TMP/host.during"
+# a SIGHUP to run's proxy: it has no policy file to re-read and says so (not "reloaded")
+kill -HUP "$(sed -n 's/^proxy_pid=//p' "/run/agentrun/$NAME-$RUN/state")" || fail "no proxy_pid in the state"
 wait "$RUN" || fail "run exited $?: $(cat "$AR_TMP/err")"
 out=$(cat "$AR_TMP/out")
 val() { printf '%s\n' "$out" | sed -n "s/^$1=//p"; }
@@ -95,5 +98,7 @@ expect_eq "audit: allowed GET" 200 "$(audit_field "$AUD" 'e["method"]=="GET" and
 expect_eq "audit: allowed CONNECT" 200 "$(audit_field "$AUD" 'e["method"]=="CONNECT"' status)"
 expect_eq "audit: denied" 2 "$(grep -c '"allowed":false' "$AUD" || true)"
 expect_match "proxy log: the decisions" "GET denied.test.example:$ORIG DENY 403" "$(cat "$AR_TMP/proxy.log")"
+expect_match "SIGHUP: ignored, said so" "^agentrun: proxy: SIGHUP ignored: this proxy serves the policy it was started with" "$(grep SIGHUP "$AR_TMP/proxy.log")"
+expect_eq "SIGHUP: no claim of a reload" 0 "$(grep -c 'proxy reloaded' "$AR_TMP/proxy.log" || true)"
 expect_eq "agentrun's stderr has no proxy lines with --proxy-log" "" "$(grep -c 'ALLOW\|DENY' "$AR_TMP/err" | grep -v '^0$' || true)"
 finish
