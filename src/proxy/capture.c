@@ -367,8 +367,10 @@ static int captured_check(struct client *c, int r)
 	struct head_name h;
 	char why[AR_HOST_MAX + 64];
 
-	if (r == AR_SNI_NOT_TLS && captured_wants_more(c))
+	if (r == AR_SNI_NOT_TLS && captured_wants_more(c)) {
+		snprintf(c->method, sizeof(c->method), "HTTP"); /* the audit's, on a timeout */
 		return 1;
+	}
 
 	if (!looks_http(p, n)) {
 		if (r != AR_SNI_NOT_TLS)

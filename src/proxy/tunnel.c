@@ -331,9 +331,10 @@ static enum cstate tunnel_close(struct client *c, enum tunnel_end why)
 	case TUNNEL_SNI_TIMEOUT:
 		c->status = 421;
 		c->allowed = false;
-		snprintf(c->reason, sizeof(c->reason),
-			 "no complete ClientHello for %s%s within %d ms", sni_via(c), c->host,
-			 c->px->egress->header_timeout_ms);
+		snprintf(c->reason, sizeof(c->reason), "no complete %s for %s%s within %d ms",
+			 c->captured && strcmp(c->method, "HTTP") == 0 ? "HTTP request head"
+								       : "ClientHello",
+			 sni_via(c), c->host, c->px->egress->header_timeout_ms);
 		break;
 	default:
 		break;

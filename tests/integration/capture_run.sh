@@ -2,7 +2,8 @@
 # Transparent capture under `run`, the parts net_capture.sh does not reach: a
 # non-default proxy.dns_pool (the stub hands out its addresses, the capture routes
 # it), a bad pool refused with nothing left, the Host check of captured plain HTTP on a
-# request head that arrives in several segments, and the success path of a literal
+# request head that arrives in several segments or stalls (421 at the header timeout,
+# audited as a request head), and the success path of a literal
 # (non-synthetic) address: the SNI or Host it carries names a rule-covered name that
 # resolves to exactly that address. Runs in a network namespace of its own (so the
 # literal origins can live on addresses of its loopback, which the sandbox can only
@@ -78,6 +79,14 @@ chmod 644 "$AR_TMP/bin/segq.py"
 INSIDE='
 o=$1 l=$2 t=$3
 q() { python3 /ar-bin/segq.py "$@"; }
+python3 -c "
+import socket, time
+s = socket.create_connection((\"allowed.example.test\", $o), 5)
+s.sendall(b\"GET /hello HTTP/1.1\\r\\nHost: allowed.exa\")
+t = time.time(); s.settimeout(20)
+d = s.recv(100)
+print(\"stalled=%s after %d s\" % (\"closed\" if not d else d[:12], round(time.time() - t)))
+" >/tmp/stalled 2>&1 &
 echo "pool=$(getent hosts allowed.example.test | cut -d" " -f1)"
 echo "route=$(ip route | tr "\n" ";")"
 h="Host: allowed.example.test:$o\\r\\n"
@@ -93,6 +102,8 @@ echo "lit_http=$(q 10.77.0.9 "$l" "GET /hello HTTP/1.1\\r\\nHost: lit.exa" "mple
 echo "lit_curl=$(curl -sS -m 10 --noproxy "*" -H "Host: lit.example.test:$l" http://10.77.0.9:$l/hello 2>&1)"
 echo "lit_tls=$(curl -sSk -m 10 --noproxy "*" --resolve "lit.example.test:$t:10.77.0.9" https://lit.example.test:$t/ 2>&1 | grep -c -m1 "s_server")"
 echo "lit_elsewhere=$(q 10.77.0.9 "$l" "GET /hello HTTP/1.1\\r\\nHost: elsewhere.example.test:$l\\r\\n\\r\\n")"
+wait
+cat /tmp/stalled
 '
 AUD="$AR_TMP/audit.jsonl"
 "$AGENTRUN" run --policy "$POLICY" --mount "$AR_TMP/bin:/ar-bin" \
@@ -111,6 +122,8 @@ for l in open(sys.argv[1]):
 print(n)" "$AUD" "$@"; }
 
 expect_eq "proxy.dns_pool: the stub hands out its first address" 100.80.0.1 "$(val pool)"
+expect_match "a captured HTTP head that stalls: closed at the header timeout" "^closed after 1[0-2] s$" "$(val stalled)"
+expect_eq "... audited as a request head, not a ClientHello" 1 "$(count "no complete HTTP request head for allowed.example.test within 10000 ms" status=421 method=HTTP)"
 expect_eq "Host split across segments: allowed" "HTTP/1.1 200 OK" "$(val split_host)"
 expect_eq "Host after 60 headers, in later segments: allowed" "HTTP/1.1 200 OK" "$(val late_host)"
 expect_match "absolute-form target agreeing with Host: allowed" "^HTTP/1\.[01] " "$(val absolute)"
