@@ -34,7 +34,9 @@ static bool ids_text(const unsigned int ids[4], unsigned int want, char *buf, si
 }
 
 /* No `user` in the policy: run gives each sandbox a uid/gid of its own from the
- * dynamic range, the same number for both. */
+ * dynamic range, the same number for both; a container rendered from the policy runs
+ * as the rendered default (p->uid:p->gid, 1000:1000), which a renderer must fix in
+ * advance. Either is the policy's; anything else is drift. */
 static void check_dynamic_ids(const struct ctx *c)
 {
 	const unsigned int *u = c->f->status.uid, *g = c->f->status.gid;
@@ -42,10 +44,15 @@ static void check_dynamic_ids(const struct ctx *c)
 	bool all = ids_text(u, u[0], have, sizeof(have)) && ids_text(g, u[0], have, sizeof(have));
 	if (all && u[0] >= AR_DYNAMIC_UID_MIN && u[0] <= AR_DYNAMIC_UID_MAX)
 		return;
+	if (ids_text(u, c->p->uid, have, sizeof(have)) &&
+	    ids_text(g, c->p->gid, have, sizeof(have)))
+		return;
 	snprintf(have, sizeof(have), "uid %u gid %u", u[0], g[0]);
-	ar_autofree char *want =
-	    ar_xasprintf("a dynamic uid = gid in %d-%d", AR_DYNAMIC_UID_MIN, AR_DYNAMIC_UID_MAX);
-	add(c, "user", want, have, "agentrun run (a policy without `user` gets a dynamic uid)");
+	ar_autofree char *want = ar_xasprintf(
+	    "a dynamic uid = gid in %d-%d (agentrun run) or %u:%u (rendered)", AR_DYNAMIC_UID_MIN,
+	    AR_DYNAMIC_UID_MAX, (unsigned)c->p->uid, (unsigned)c->p->gid);
+	add(c, "user", want, have,
+	    "agentrun run (a policy without `user` gets a dynamic uid) or the rendered config");
 }
 
 static void check_ids(const struct ctx *c)

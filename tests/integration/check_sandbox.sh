@@ -44,8 +44,10 @@ cat >"$AR_TMP/strict.json" <<'JSON'
  "limits": {"pids": 16, "memory": "64m", "cpus": "0.5"}, "user": "2000"}
 JSON
 expect_status "agentrun sandbox vs a stricter policy: drift" 1 "$A" check --policy "$AR_TMP/strict.json" --pid "$pid"
-expect_eq "agentrun sandbox vs a stricter policy: the findings" "DRIFT user expected 2000 actual 1000
-DRIFT group expected 2000 actual 1000
+uid=$(awk '/^Uid:/{print $2}' "/proc/$pid/status")
+expect_match "the profile has no user: a dynamic uid" "^6[1-5][0-9]{3}$" "$uid"
+expect_eq "agentrun sandbox vs a stricter policy: the findings" "DRIFT user expected 2000 actual $uid
+DRIFT group expected 2000 actual $uid
 DRIFT tmpfs /var/tmp expected tmpfs:rw actual absent
 DRIFT pids limit expected 16 actual 64
 DRIFT memory limit expected 67108864 actual 268435456
