@@ -213,7 +213,7 @@ struct pipe_pool;
 /* The decision log (logq.c): never blocks; lines that do not fit are counted. */
 struct logq {
 	int fd;
-	bool is_sock, owned;
+	bool is_sock, is_file, owned;
 	bool notes; /* note dropped lines in the queue itself (the log; not the audit) */
 	bool held;  /* logq_hold: lines gather until logq_release */
 	char *buf;

@@ -23,14 +23,16 @@
 #define LOGQ_CAP (64 * 1024)
 
 /* A descriptor of our own for fd that never blocks; -1 when fd is -1. */
-static int nonblocking_fd(int fd, bool *is_sock, bool *owned)
+static int nonblocking_fd(int fd, bool *is_sock, bool *is_file, bool *owned)
 {
 	struct stat st;
-	*is_sock = *owned = false;
+	*is_sock = *is_file = *owned = false;
 	if (fd < 0 || fstat(fd, &st) == -1)
 		return fd;
-	if (S_ISREG(st.st_mode))
+	if (S_ISREG(st.st_mode)) {
+		*is_file = true;
 		return fd; /* a file never makes a writer wait for a reader */
+	}
 	if (S_ISSOCK(st.st_mode)) {
 		*is_sock = true; /* send(MSG_DONTWAIT) leaves the descriptor alone */
 		return fd;
@@ -52,7 +54,7 @@ static int nonblocking_fd(int fd, bool *is_sock, bool *owned)
 void logq_open(struct logq *q, int fd)
 {
 	memset(q, 0, sizeof(*q));
-	q->fd = nonblocking_fd(fd, &q->is_sock, &q->owned);
+	q->fd = nonblocking_fd(fd, &q->is_sock, &q->is_file, &q->owned);
 	q->notes = true;
 }
 
@@ -102,7 +104,7 @@ static void report_dropped(struct logq *q)
  * entirely or not at all, so a reader that stops never finds half a line. */
 static size_t chunk(const struct logq *q)
 {
-	if (q->len <= PIPE_BUF)
+	if (q->len <= PIPE_BUF || q->is_file) /* a file takes a whole write */
 		return q->len;
 	const char *nl = memrchr(q->buf, '\n', PIPE_BUF);
 	return nl ? (size_t)(nl - q->buf) + 1 : PIPE_BUF;
