@@ -76,6 +76,9 @@ void ar_buf_reserve(struct ar_buf *b, size_t extra);
 void ar_buf_append(struct ar_buf *b, const void *data, size_t len);
 void ar_buf_puts(struct ar_buf *b, const char *s);
 void ar_buf_putc(struct ar_buf *b, char c);
+/* Decimal, without printf (the audit's hot path). */
+void ar_buf_put_u64(struct ar_buf *b, uint64_t v);
+void ar_buf_put_i64(struct ar_buf *b, int64_t v);
 void ar_buf_printf(struct ar_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ar_buf_vprintf(struct ar_buf *b, const char *fmt, va_list ap);
 void ar_buf_reset(struct ar_buf *b);

@@ -44,9 +44,6 @@ static void check_dynamic_ids(const struct ctx *c)
 	bool all = ids_text(u, u[0], have, sizeof(have)) && ids_text(g, u[0], have, sizeof(have));
 	if (all && u[0] >= AR_DYNAMIC_UID_MIN && u[0] <= AR_DYNAMIC_UID_MAX)
 		return;
-	if (ids_text(u, c->p->uid, have, sizeof(have)) &&
-	    ids_text(g, c->p->gid, have, sizeof(have)))
-		return;
 	snprintf(have, sizeof(have), "uid %u gid %u", u[0], g[0]);
 	ar_autofree char *want = ar_xasprintf(
 	    "a dynamic uid = gid in %d-%d (agentrun run) or %u:%u (rendered)", AR_DYNAMIC_UID_MIN,
@@ -57,7 +54,9 @@ static void check_dynamic_ids(const struct ctx *c)
 
 static void check_ids(const struct ctx *c)
 {
-	if (!c->p->user_set) {
+	/* without `user`, a process running as the rendered uid is a rendered container:
+	 * its ids are compared one by one with the rendered default, like a given user's */
+	if (!c->p->user_set && c->f->status.uid[0] != c->p->uid) {
 		check_dynamic_ids(c);
 		return;
 	}
@@ -70,7 +69,11 @@ static void check_ids(const struct ctx *c)
 	    {"group", c->f->status.gid, c->p->gid},
 	};
 	ar_autofree char *fix =
-	    ar_xasprintf("policy \"user\": \"%s\" (agentrun run switches to it)", c->p->user);
+	    c->p->user_set
+		? ar_xasprintf("policy \"user\": \"%s\" (agentrun run switches to it)", c->p->user)
+		: ar_xasprintf("the rendered user %u:%u (docker --user, OCI process.user, "
+			       "runAsUser/runAsGroup)",
+			       (unsigned)c->p->uid, (unsigned)c->p->gid);
 	for (size_t i = 0; i < AR_ARRAY_SIZE(rows); i++) {
 		char want[16], have[64];
 		if (ids_text(rows[i].ids, rows[i].want, have, sizeof(have)))

@@ -9,14 +9,29 @@
 
 #include "agentrun/proxy.h"
 
+/* "YYYY-MM-DDTHH:MM:SS.mmmZ", quoted; the second's text is kept from the last call (a
+ * busy proxy formats many records per second, and gmtime_r takes the time-zone lock). */
 static void put_time(struct ar_buf *out, int64_t at_ms)
 {
+	static __thread time_t last = -1;
+	static __thread char text[80];
 	time_t secs = (time_t)(at_ms / 1000);
-	struct tm tm;
-	gmtime_r(&secs, &tm);
-	ar_buf_printf(out, "\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\"", tm.tm_year + 1900,
-		      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-		      (int)(at_ms % 1000));
+	if (secs != last) {
+		struct tm tm;
+		gmtime_r(&secs, &tm);
+		snprintf(text, sizeof(text), "\"%04d-%02d-%02dT%02d:%02d:%02d.", tm.tm_year + 1900,
+			 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+		last = secs;
+	}
+	int ms = (int)(at_ms % 1000);
+	char tail[6] = {(char)('0' + ms / 100),
+			(char)('0' + ms / 10 % 10),
+			(char)('0' + ms % 10),
+			'Z',
+			'"',
+			'\0'};
+	ar_buf_puts(out, text);
+	ar_buf_append(out, tail, 5);
 }
 
 static void put_str_or_null(struct ar_buf *out, const char *s)
@@ -31,25 +46,33 @@ void ar_proxy_audit_format(const struct ar_audit_rec *r, struct ar_buf *out)
 {
 	ar_buf_puts(out, "{\"at\":");
 	put_time(out, r->at_ms);
-	ar_buf_printf(out, ",\"id\":%" PRIu64 ",\"method\":", r->id);
+	ar_buf_puts(out, ",\"id\":");
+	ar_buf_put_u64(out, r->id);
+	ar_buf_puts(out, ",\"method\":");
 	put_str_or_null(out, r->method);
 	ar_buf_puts(out, ",\"host\":");
 	put_str_or_null(out, r->host);
+	ar_buf_puts(out, ",\"port\":");
 	if (r->port > 0)
-		ar_buf_printf(out, ",\"port\":%d,\"addr\":", r->port);
+		ar_buf_put_i64(out, r->port);
 	else
-		ar_buf_puts(out, ",\"port\":null,\"addr\":");
+		ar_buf_puts(out, "null");
+	ar_buf_puts(out, ",\"addr\":");
 	put_str_or_null(out, r->addr);
-	ar_buf_printf(out,
-		      ",\"allowed\":%s,\"status\":%d,\"reason\":", r->allowed ? "true" : "false",
-		      r->status);
+	ar_buf_puts(out, r->allowed ? ",\"allowed\":true,\"status\":"
+				    : ",\"allowed\":false,\"status\":");
+	ar_buf_put_i64(out, r->status);
+	ar_buf_puts(out, ",\"reason\":");
 	put_str_or_null(out, r->reason);
 	ar_buf_puts(out, ",\"rule\":");
 	put_str_or_null(out, r->rule);
-	ar_buf_printf(out,
-		      ",\"bytes_out\":%" PRIu64 ",\"bytes_in\":%" PRIu64 ",\"duration_ms\":%" PRId64
-		      "}\n",
-		      r->bytes_out, r->bytes_in, r->duration_ms < 0 ? 0 : r->duration_ms);
+	ar_buf_puts(out, ",\"bytes_out\":");
+	ar_buf_put_u64(out, r->bytes_out);
+	ar_buf_puts(out, ",\"bytes_in\":");
+	ar_buf_put_u64(out, r->bytes_in);
+	ar_buf_puts(out, ",\"duration_ms\":");
+	ar_buf_put_i64(out, r->duration_ms < 0 ? 0 : r->duration_ms);
+	ar_buf_puts(out, "}\n");
 }
 
 /* Log text is for a terminal: control bytes from a hostile request become '?'. */
@@ -69,13 +92,20 @@ void ar_proxy_log_format(const struct ar_audit_rec *r, struct ar_buf *out)
 		put_safe(out, r->host);
 		if (r->host_is_v6)
 			ar_buf_putc(out, ']');
-		ar_buf_printf(out, ":%d", r->port);
+		ar_buf_putc(out, ':');
+		ar_buf_put_i64(out, r->port);
 	} else {
 		ar_buf_putc(out, '-');
 	}
-	ar_buf_printf(out, " %s %d out=%" PRIu64 " in=%" PRIu64 " %" PRId64 "ms ",
-		      r->allowed ? "ALLOW" : "DENY", r->status, r->bytes_out, r->bytes_in,
-		      r->duration_ms < 0 ? 0 : r->duration_ms);
+	ar_buf_puts(out, r->allowed ? " ALLOW " : " DENY ");
+	ar_buf_put_i64(out, r->status);
+	ar_buf_puts(out, " out=");
+	ar_buf_put_u64(out, r->bytes_out);
+	ar_buf_puts(out, " in=");
+	ar_buf_put_u64(out, r->bytes_in);
+	ar_buf_putc(out, ' ');
+	ar_buf_put_i64(out, r->duration_ms < 0 ? 0 : r->duration_ms);
+	ar_buf_puts(out, "ms ");
 	put_safe(out, r->reason ? r->reason : "-");
 	ar_buf_putc(out, '\n');
 }

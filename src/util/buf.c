@@ -38,16 +38,40 @@ void ar_buf_putc(struct ar_buf *b, char c)
 	ar_buf_append(b, &c, 1);
 }
 
+void ar_buf_put_u64(struct ar_buf *b, uint64_t v)
+{
+	char t[20];
+	size_t i = sizeof(t);
+	do
+		t[--i] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	ar_buf_append(b, t + i, sizeof(t) - i);
+}
+
+void ar_buf_put_i64(struct ar_buf *b, int64_t v)
+{
+	if (v < 0) {
+		ar_buf_putc(b, '-');
+		ar_buf_put_u64(b, (uint64_t)0 - (uint64_t)v);
+		return;
+	}
+	ar_buf_put_u64(b, (uint64_t)v);
+}
+
 void ar_buf_vprintf(struct ar_buf *b, const char *fmt, va_list ap)
 {
+	/* one pass into the room there is; a second only when it did not fit */
 	va_list copy;
 	va_copy(copy, ap);
-	int n = vsnprintf(NULL, 0, fmt, copy);
+	size_t room = b->cap > b->len ? b->cap - b->len : 0;
+	int n = vsnprintf(room ? b->data + b->len : NULL, room, fmt, copy);
 	va_end(copy);
 	if (n < 0)
 		abort();
-	ar_buf_reserve(b, (size_t)n);
-	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	if ((size_t)n >= room) {
+		ar_buf_reserve(b, (size_t)n);
+		vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	}
 	b->len += (size_t)n;
 }
 

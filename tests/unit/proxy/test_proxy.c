@@ -194,6 +194,24 @@ static void test_audit_line(void **state)
 	ar_proxy_log_format(&d, &b);
 	assert_string_equal(b.data, "- - DENY 400 out=0 in=0 0ms bad \"x\"??\n");
 
+	/* the time's text is kept per second: the same second again, then the next one,
+	 * then an earlier one, each with its own milliseconds */
+	const struct {
+		int64_t at;
+		const char *text;
+	} times[] = {
+	    {1767225600999, "{\"at\":\"2026-01-01T00:00:00.999Z\""},
+	    {1767225601005, "{\"at\":\"2026-01-01T00:00:01.005Z\""},
+	    {1767225601050, "{\"at\":\"2026-01-01T00:00:01.050Z\""},
+	    {86399999, "{\"at\":\"1970-01-01T23:59:59.999Z\""},
+	};
+	for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
+		d.at_ms = times[i].at;
+		ar_buf_reset(&b);
+		ar_proxy_audit_format(&d, &b);
+		assert_memory_equal(b.data, times[i].text, strlen(times[i].text));
+	}
+
 	struct ar_audit_rec v6 = {.method = "GET",
 				  .host = "::1",
 				  .host_is_v6 = true,

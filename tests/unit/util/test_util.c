@@ -131,6 +131,32 @@ static void test_buf(void **state)
 	assert_memory_equal(b.data, "0,1,2,", 6);
 }
 
+static void test_buf_ints(void **state)
+{
+	ar_autobuf struct ar_buf b = {0};
+	ar_buf_put_u64(&b, 0);
+	ar_buf_putc(&b, ' ');
+	ar_buf_put_u64(&b, UINT64_MAX);
+	ar_buf_putc(&b, ' ');
+	ar_buf_put_i64(&b, -1);
+	ar_buf_putc(&b, ' ');
+	ar_buf_put_i64(&b, INT64_MIN);
+	ar_buf_putc(&b, ' ');
+	ar_buf_put_i64(&b, 1000);
+	assert_string_equal(b.data, "0 18446744073709551615 -1 -9223372036854775808 1000");
+	/* printf into the room there is, and past it */
+	ar_buf_reset(&b);
+	ar_buf_printf(&b, "%s", "x");
+	size_t cap = b.cap;
+	char big[4096];
+	memset(big, 'y', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	ar_buf_printf(&b, "%s|%d", big, 7);
+	assert_true(b.cap > cap);
+	assert_int_equal(b.len, 1 + 4095 + 2);
+	assert_string_equal(b.data + 4096, "|7");
+}
+
 /* ar_json_refuse_nul: raw NUL anywhere, \u0000 only inside a string (an escaped quote
  * does not end it, an escaped backslash is not an escape of u) */
 static void test_json_refuse_nul(void **state)
@@ -172,6 +198,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_bytes),
 	    cmocka_unit_test(test_parse_cpus),
 	    cmocka_unit_test(test_buf),
+	    cmocka_unit_test(test_buf_ints),
 	    cmocka_unit_test(test_mountinfo_unescape),
 	    cmocka_unit_test(test_json_refuse_nul),
 	};
