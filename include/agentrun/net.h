@@ -239,8 +239,12 @@ struct ar_net {
 int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_net_opts *o,
 		 ar_error_t *err);
 /* After the clone, while the sandbox builds its root: the proxy netns with its listener,
- * the proxy process, the veth into the sandbox's netns (by PID). */
-int ar_net_attach(struct ar_net *n, pid_t sandbox_pid, ar_error_t *err);
+ * the proxy process, the veth into the sandbox's netns (by PID). beside (may be NULL) is
+ * the caller's own work, independent of the network's (run: the v1 cgroups): it runs on
+ * a thread of its own once the proxy is forked, beside the netns and veth work that
+ * waits on the kernel, and its error is the result when the network's succeeded. */
+int ar_net_attach(struct ar_net *n, pid_t sandbox_pid, int (*beside)(void *arg, ar_error_t *err),
+		  void *beside_arg, ar_error_t *err);
 /* Before the command is released (other setup may run between the two, beside the
  * proxy's own start): wait until the proxy serves, and write the state (network:
  * proxy only; cgroup_dir, the sandbox's cgroup, is recorded for gc). */

@@ -3,6 +3,7 @@
  * proxy process, the state; after the clone the veth into the sandbox's netns. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,13 +212,38 @@ fail:
 	return -1;
 }
 
-int ar_net_attach(struct ar_net *n, pid_t sandbox_pid, ar_error_t *err)
+static int attach_network(struct ar_net *n, int ns_fd, ar_error_t *err)
+{
+	if (ar_net_topology_open(&n->topo, &n->plan, err) == -1 ||
+	    net_hand_over(n->p, &n->topo, &n->proxy, err) == -1)
+		return -1;
+	if (ar_net_topology_wire(&n->topo, ns_fd, err) == -1)
+		return -1;
+	return net_capture_routes(n->p, &n->topo, err);
+}
+
+struct beside_job {
+	int (*fn)(void *arg, ar_error_t *err);
+	void *arg;
+	ar_error_t err;
+	int ret;
+};
+
+static void *beside_thread(void *p)
+{
+	struct beside_job *j = p;
+	j->ret = j->fn(j->arg, &j->err);
+	return NULL;
+}
+
+int ar_net_attach(struct ar_net *n, pid_t sandbox_pid, int (*beside)(void *arg, ar_error_t *err),
+		  void *beside_arg, ar_error_t *err)
 {
 	char path[64];
 
 	n->state.pid = sandbox_pid;
 	if (n->p->network != AR_NETWORK_PROXY)
-		return 0;
+		return beside ? beside(beside_arg, err) : 0;
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)sandbox_pid);
 	ar_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd == -1)
@@ -227,12 +253,22 @@ int ar_net_attach(struct ar_net *n, pid_t sandbox_pid, ar_error_t *err)
 		return -1;
 	close_fd(&n->audit_fd); /* the proxy has its copies now */
 	close_fd(&n->log_fd);
-	if (ar_net_topology_open(&n->topo, &n->plan, err) == -1 ||
-	    net_hand_over(n->p, &n->topo, &n->proxy, err) == -1)
-		return -1;
-	if (ar_net_topology_wire(&n->topo, fd, err) == -1)
-		return -1;
-	return net_capture_routes(n->p, &n->topo, err);
+	/* after the fork: no thread of ours is running when the proxy is forked */
+	struct beside_job j = {beside, beside_arg, NULL, 0};
+	pthread_t t;
+	bool threaded = beside != NULL && pthread_create(&t, NULL, beside_thread, &j) == 0;
+	int r = attach_network(n, fd, err);
+	if (threaded)
+		pthread_join(t, NULL);
+	else if (beside != NULL)
+		j.ret = beside(beside_arg, &j.err);
+	if (j.ret == -1 && r == 0) {
+		*err = j.err;
+		j.err = NULL;
+		r = -1;
+	}
+	ar_error_release(&j.err);
+	return r;
 }
 
 int ar_net_ready(struct ar_net *n, const char *cgroup_dir, ar_error_t *err)

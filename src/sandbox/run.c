@@ -4,9 +4,10 @@
  *
  *   preflight -> prepare -> signals blocked -> network (gc, the name, the /30,
  *   audit file) -> environment -> cgroup (v2; v1: only planned) -> clone (child:
- *   child.c) -> uid/gid maps -> release the child's setup -> proxy netns + listener,
- *   proxy process, veth into the child's netns -> v1 cgroup creation, or v2
- *   membership -> the proxy serves, state written -> release the
+ *   child.c) -> uid/gid maps -> release the child's setup -> proxy process, then
+ *   proxy netns + listener and veth into the child's netns with v1 cgroup creation
+ *   beside them on a thread -> v2 membership -> the proxy serves, state written ->
+ *   release the
  *   command -> wait, forwarding signals, watching the proxy -> the child's report ->
  *   teardown
  *
@@ -110,12 +111,21 @@ static int network(struct sandbox *sb, ar_error_t *err)
 	return 0;
 }
 
+static int cgroup_late(struct sandbox *sb, ar_error_t *err);
+
+static int cgroup_late_job(void *arg, ar_error_t *err)
+{
+	return cgroup_late(arg, err);
+}
+
 /* While the child builds its root: the proxy netns and listener, the confined proxy
  * (made after the clone, so the sandbox inherits none of their descriptors), the veth
- * into the child's netns (created in place there). */
+ * into the child's netns (created in place there); beside them, on a thread of its
+ * own, the v1 cgroups (cgroup_late: their directories and limits are independent of
+ * the network, and the netns work mostly waits on the kernel). */
 static int network_attach(struct sandbox *sb, ar_error_t *err)
 {
-	return ar_net_attach(&sb->net, sb->pid, err);
+	return ar_net_attach(&sb->net, sb->pid, cgroup_late_job, sb, err);
 }
 
 /* The proxy's go-ahead, after the cgroup work that ran beside its start: the command
@@ -365,9 +375,7 @@ int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char 
 		goto fail;
 	if (release_setup(&sb, err) == -1)
 		goto fail;
-	if (network_attach(&sb, err) == -1)
-		goto fail;
-	if (cgroup_late(&sb, err) == -1)
+	if (network_attach(&sb, err) == -1) /* and cgroup_late */
 		goto fail;
 	if (enter_cgroup(&sb, err) == -1)
 		goto fail;
