@@ -87,6 +87,19 @@ wait_port() {
 	done
 	return 1
 }
+# net_state NAME-PID: until /run/agentrun/NAME-PID/state names the sandbox's init (10 s
+# at most); prints the state file's path.
+net_state() {
+	local f="/run/agentrun/$1/state" _
+	for _ in $(seq 1 200); do
+		if grep -q '^pid=[1-9]' "$f" 2>/dev/null; then
+			echo "$f"
+			return 0
+		fi
+		sleep 0.05
+	done
+	return 1
+}
 finish() {
 	if [ "$AR_FAILED" = 0 ]; then echo "PASS"; exit 0; fi
 	echo "FAILED" >&2

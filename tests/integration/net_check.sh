@@ -23,10 +23,7 @@ JSON
 RUN=$!
 on_exit "kill -TERM $RUN; wait $RUN"
 SB="$NAME-$RUN"
-for _ in $(seq 1 100); do
-	grep -q '^pid=[1-9]' "/run/agentrun/$SB/state" 2>/dev/null && break
-	sleep 0.05
-done
+net_state "$SB" >/dev/null || fail "no state for $SB"
 INIT=$(sed -n 's/^pid=//p' "/run/agentrun/$SB/state")
 sleep 0.3
 
@@ -90,10 +87,7 @@ JSON
 CRUN=$!
 on_exit "kill -TERM $CRUN; wait $CRUN"
 CSB="$NAME-c-$CRUN"
-for _ in $(seq 1 100); do
-	grep -q '^pid=[1-9]' "/run/agentrun/$CSB/state" 2>/dev/null && break
-	sleep 0.05
-done
+net_state "$CSB" >/dev/null || fail "no state for $CSB"
 CINIT=$(sed -n 's/^pid=//p' "/run/agentrun/$CSB/state")
 CST=$(cat "/run/agentrun/$CSB/state")
 cpip=$(printf '%s\n' "$CST" | sed -n 's/^proxy_ip=//p')

@@ -23,15 +23,8 @@ on_exit "rm -rf $ROOT/$NAME-* $ROOT/audit/$NAME-*"
 
 # state_of OWNER: the state file of the sandbox agentrun OWNER runs (waits for it).
 state_of() {
-	local f="$ROOT/$NAME-$1/state" _
-	for _ in $(seq 1 200); do
-		if grep -q '^pid=[1-9]' "$f" 2>/dev/null; then
-			cat "$f"
-			return 0
-		fi
-		sleep 0.05
-	done
-	return 1
+	local f
+	f=$(net_state "$NAME-$1") && cat "$f"
 }
 # states: how many state directories of this test's policy exist.
 states() {

@@ -17,17 +17,7 @@ on_exit "rm -rf $ROOT/$NAME-* $ROOT/audit/$NAME-*"
 field() { sed -n "s/^$2=//p" "$ROOT/$1/state" 2>/dev/null; }
 uid_of() { awk '/^Uid:/ {print $2 "," $3 "," $4 "," $5}' "/proc/$1/status"; }
 # state_of OWNER: waits for the state of the sandbox agentrun OWNER runs; its name.
-state_of() {
-	local _
-	for _ in $(seq 1 200); do
-		if grep -q '^pid=[1-9]' "$ROOT/$NAME-$1/state" 2>/dev/null; then
-			echo "$NAME-$1"
-			return 0
-		fi
-		sleep 0.05
-	done
-	return 1
-}
+state_of() { net_state "$NAME-$1" >/dev/null && echo "$NAME-$1"; }
 held() { if flock -n "$ROOT/.uids/$1" true; then echo free; else echo held; fi; }
 account() { if cut -d: -f3 /etc/passwd /etc/group | grep -qx "$1"; then echo yes; else echo no; fi; }
 
