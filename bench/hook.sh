@@ -90,7 +90,9 @@ PY
 # runs each command's runs in a block, so a burst of load can land on one of them; here
 # it hits all three alike, and the differences of the medians are the figures to trust.
 python3 - "$RUNS" "$tmp" "$$" <<'PY'
-import os, statistics, sys, time
+import os, sys
+sys.path.insert(0, "bench/tools")
+from interleave import medians
 runs, tmp, tag = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 r = ["runc", "--root", f"{tmp}/runc", "run", "--bundle"]
 cmds = {
@@ -98,19 +100,7 @@ cmds = {
     "hook": r + [f"{tmp}/hook", f"ar-bench-ihook-{tag}"],
     "hook + proxy": r + [f"{tmp}/proxy", f"ar-bench-iproxy-{tag}"],
 }
-null = os.open("/dev/null", os.O_RDWR)
-t = {k: [] for k in cmds}
-for i in range(runs + 3):
-    for k, argv in cmds.items():
-        t0 = time.perf_counter()
-        pid = os.posix_spawnp(argv[0], argv, os.environ,
-                              file_actions=[(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, null, 1)])
-        _, st = os.waitpid(pid, 0)
-        if st != 0:
-            sys.exit(f"bench: {k} failed ({st})")
-        if i >= 3:
-            t[k].append((time.perf_counter() - t0) * 1e3)
-m = {k: statistics.median(v) for k, v in t.items()}
+m = medians(cmds, runs)
 print(f"interleaved, {runs} rounds (load {os.getloadavg()[0]:.1f}): "
       + ", ".join(f"{k} {v:.2f} ms" for k, v in m.items()))
 print(f"  the hook adds {m['hook'] - m['plain']:.2f} ms, with network: proxy "

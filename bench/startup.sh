@@ -59,7 +59,9 @@ PY
 # on a shared machine a burst of load then hits all three alike, where hyperfine's
 # back-to-back blocks can put it on one.
 python3 - "$RUNS" "$AGENTRUN" "${AGENTRUN_BEFORE:-}" <<'PY'
-import os, statistics, sys, time
+import os, sys
+sys.path.insert(0, "bench/tools")
+from interleave import medians
 runs, ar, before = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 cmds = {
     "bwrap": "bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev --tmpfs /tmp --cap-drop ALL /bin/true".split(),
@@ -68,18 +70,7 @@ cmds = {
 }
 if before:
     cmds["agentrun (before)"] = [before, "--", "/bin/true"]
-null = os.open("/dev/null", os.O_RDWR)
-t = {k: [] for k in cmds}
-for i in range(runs + 5):
-    for k, argv in cmds.items():
-        t0 = time.perf_counter()
-        pid = os.posix_spawnp(argv[0], argv, os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, null, 1)])
-        _, st = os.waitpid(pid, 0)
-        if st != 0:
-            sys.exit(f"bench: {k} failed ({st})")
-        if i >= 5:
-            t[k].append((time.perf_counter() - t0) * 1e3)
-m = {k: statistics.median(v) for k, v in t.items()}
+m = medians(cmds, runs, warmup=5)
 print(f"interleaved, {runs} rounds: " + ", ".join(f"{k} {v:.2f} ms" for k, v in m.items()))
 print(f"  agentrun/bwrap {m['agentrun'] / m['bwrap']:.2f} interleaved (load {os.getloadavg()[0]:.1f})")
 if before:
