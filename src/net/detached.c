@@ -186,12 +186,11 @@ void ar_net_unwire(const struct ar_net_state *s)
 	struct stat st;
 	stop_proxy(s->proxy_pid, s->proxy_start);
 	/* The exited proxy (reparented when the hook or net up exited) stays in its cgroup
-	 * until its reaper reaps it: wait up to 2 s for that, which a loaded machine's init
-	 * may need, but not when the reaper is the runtime running this poststop (crun run
-	 * is a child subreaper): it reaps only after we return, and gc removes the rest. */
-	pid_t reaper = net_proc_parent(s->proxy_pid, s->proxy_start);
+	 * until its reaper reaps it: wait up to 2 s, which a loaded machine's init may need
+	 * (the hook's proxy has normally exited with its container and been reaped long
+	 * before poststop; what stays, gc removes) */
 	if (s->proxy_cgroup[0])
-		net_remove_cgroups(s->proxy_cgroup, reaper > 0 && reaper == getppid() ? 1 : 1000);
+		net_remove_cgroups(s->proxy_cgroup, 1000);
 	/* an audit without a single request says nothing */
 	if (s->audit[0] && stat(s->audit, &st) == 0 && st.st_size == 0)
 		unlink(s->audit);

@@ -20,8 +20,6 @@ bool net_entry_live(int dirfd, const char *name);
  * agentrun's only; up to `tries` times, 2 ms apart, while its exited proxy is not yet
  * reaped (what stays, ar_cgroup_sweep removes later). */
 void net_remove_cgroups(const char *list, int tries);
-/* The parent of pid (a zombie too) when its start time is still `start`, else 0. */
-pid_t net_proc_parent(pid_t pid, uint64_t start);
 
 /* Every directory of the cgroup any_dir names (its last component,
  * "agentrun-..."): in each hierarchy, under this process's own cgroup there, which

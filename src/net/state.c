@@ -21,8 +21,8 @@
 #include "agentrun/util.h"
 #include "net-internal.h"
 
-/* The start time, the state letter (a zombie has died: Z, X) and the parent. */
-static uint64_t proc_stat_full(pid_t pid, char *state, pid_t *ppid)
+/* The start time, and the state letter (a zombie has died: Z, X). */
+static uint64_t proc_stat(pid_t pid, char *state)
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -36,27 +36,13 @@ static uint64_t proc_stat_full(pid_t pid, char *state, pid_t *ppid)
 	/* the command name may hold spaces and parentheses: count from the last ')' */
 	char *p = strrchr(buf, ')');
 	unsigned long long start = 0;
-	int parent = 0;
-	if (p == NULL || sscanf(p + 2,
-				"%c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-				"%*d %*d %llu",
-				state, &parent, &start) != 3)
+	if (p == NULL ||
+	    sscanf(p + 2,
+		   "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+		   "%*d %*d %llu",
+		   state, &start) != 2)
 		return 0;
-	*ppid = parent;
 	return start;
-}
-
-static uint64_t proc_stat(pid_t pid, char *state)
-{
-	pid_t ppid;
-	return proc_stat_full(pid, state, &ppid);
-}
-
-pid_t net_proc_parent(pid_t pid, uint64_t start)
-{
-	char state;
-	pid_t ppid = 0;
-	return pid > 0 && start != 0 && proc_stat_full(pid, &state, &ppid) == start ? ppid : 0;
 }
 
 uint64_t ar_net_proc_start(pid_t pid)
