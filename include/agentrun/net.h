@@ -6,8 +6,8 @@
  * The pieces are separate so other callers reuse them:
  *   - the address plan (pure) and its allocation (a lock plus one link per /30);
  *   - the topology: ar_net_topology_open makes the proxy netns (and the listener in
- *     it), ar_net_topology_wire joins ANY sandbox netns given as an fd to it (a clone's
- *     /proc/PID/ns/net, a runc container's, a named netns under /run/netns) with the
+ *     it), ar_net_topology_wire joins ANY sandbox netns given as an fd to it (the one
+ *     run's sandbox sends, a runc container's, a named netns under /run/netns) with the
  *     veth created in place; the netlink sockets and ifindexes stay open in the
  *     struct for later steps in either netns (transparent capture adds its rule and
  *     routes there);
@@ -238,13 +238,21 @@ struct ar_net {
  * safe). */
 int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_net_opts *o,
 		 ar_error_t *err);
-/* After the clone, while the sandbox builds its root: the proxy netns with its listener,
- * the proxy process, the veth into the sandbox's netns (by PID). beside (may be NULL) is
- * the caller's own work, independent of the network's (run: the v1 cgroups): it runs on
- * a thread of its own once the proxy is forked, beside the netns and veth work that
- * waits on the kernel, and its error is the result when the network's succeeded. */
-int ar_net_attach(struct ar_net *n, pid_t sandbox_pid, int (*beside)(void *arg, ar_error_t *err),
-		  void *beside_arg, ar_error_t *err);
+/* What ar_net_attach is given of the sandbox: its init's PID (for the state), its netns
+ * (which the init unshares itself, beside this side's work: netns(arg) returns an fd of
+ * it, waiting until it exists, or -1 with err), and beside (may be NULL), the caller's
+ * own work, independent of the network's (run: the v1 cgroups). */
+struct ar_net_sandbox {
+	pid_t pid;
+	int (*netns)(void *arg, ar_error_t *err);
+	int (*beside)(void *arg, ar_error_t *err);
+	void *arg;
+};
+/* After the clone, while the sandbox builds its root: the proxy process, the proxy netns
+ * with its listener, then the veth into the sandbox's netns. beside runs on a thread of
+ * its own once the proxy is forked, beside the netns and veth work that waits on the
+ * kernel, and its error is the result when the network's succeeded. */
+int ar_net_attach(struct ar_net *n, const struct ar_net_sandbox *sb, ar_error_t *err);
 /* Before the command is released (other setup may run between the two, beside the
  * proxy's own start): wait until the proxy serves, and write the state (network:
  * proxy only; cgroup_dir, the sandbox's cgroup, is recorded for gc). */

@@ -212,12 +212,14 @@ fail:
 	return -1;
 }
 
-static int attach_network(struct ar_net *n, int ns_fd, ar_error_t *err)
+static int attach_network(struct ar_net *n, const struct ar_net_sandbox *sb, ar_error_t *err)
 {
 	if (ar_net_topology_open(&n->topo, &n->plan, err) == -1 ||
 	    net_hand_over(n->p, &n->topo, &n->proxy, err) == -1)
 		return -1;
-	if (ar_net_topology_wire(&n->topo, ns_fd, err) == -1)
+	/* by now the sandbox's init has made its netns, beside the proxy's */
+	ar_autoclose int fd = sb->netns(sb->arg, err);
+	if (fd == -1 || ar_net_topology_wire(&n->topo, fd, err) == -1)
 		return -1;
 	return net_capture_routes(n->p, &n->topo, err);
 }
@@ -236,32 +238,25 @@ static void *beside_thread(void *p)
 	return NULL;
 }
 
-int ar_net_attach(struct ar_net *n, pid_t sandbox_pid, int (*beside)(void *arg, ar_error_t *err),
-		  void *beside_arg, ar_error_t *err)
+int ar_net_attach(struct ar_net *n, const struct ar_net_sandbox *sb, ar_error_t *err)
 {
-	char path[64];
-
-	n->state.pid = sandbox_pid;
+	n->state.pid = sb->pid;
 	if (n->p->network != AR_NETWORK_PROXY)
-		return beside ? beside(beside_arg, err) : 0;
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)sandbox_pid);
-	ar_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd == -1)
-		return ar_error_make(err, errno, "network: open `%s`", path);
+		return sb->beside ? sb->beside(sb->arg, err) : 0;
 	/* the proxy first: its setup runs beside the proxy netns' creation */
 	if (start_proxy(n, err) == -1)
 		return -1;
 	close_fd(&n->audit_fd); /* the proxy has its copies now */
 	close_fd(&n->log_fd);
 	/* after the fork: no thread of ours is running when the proxy is forked */
-	struct beside_job j = {beside, beside_arg, NULL, 0};
+	struct beside_job j = {sb->beside, sb->arg, NULL, 0};
 	pthread_t t;
-	bool threaded = beside != NULL && pthread_create(&t, NULL, beside_thread, &j) == 0;
-	int r = attach_network(n, fd, err);
+	bool threaded = sb->beside != NULL && pthread_create(&t, NULL, beside_thread, &j) == 0;
+	int r = attach_network(n, sb, err);
 	if (threaded)
 		pthread_join(t, NULL);
-	else if (beside != NULL)
-		j.ret = beside(beside_arg, &j.err);
+	else if (sb->beside != NULL)
+		j.ret = sb->beside(sb->arg, &j.err);
 	if (j.ret == -1 && r == 0) {
 		*err = j.err;
 		j.err = NULL;

@@ -144,7 +144,8 @@ int ar_net_topology_open(struct ar_net_topology *t, const struct ar_net_plan *pl
 	if (t->host_ns == -1)
 		return ar_error_make(err, errno, "network: open this process's netns");
 	if (unshare(CLONE_NEWNET) == -1)
-		return ar_error_make(err, errno, "network: unshare (the proxy netns)");
+		return ar_error_make(err, errno, "network: unshare (the proxy netns%s)",
+				     errno == ENOSPC ? ": user.max_net_namespaces is reached" : "");
 	int r = proxy_side(t, err);
 	if (setns(t->host_ns, CLONE_NEWNET) == -1)
 		abort();
@@ -169,6 +170,12 @@ static int add_veth(struct ar_net_topology *t, ar_error_t *err)
 	struct rtnl_link *peer = rtnl_link_veth_get_peer(link);
 	rtnl_link_set_name(link, AR_NET_SANDBOX_IF);
 	rtnl_link_set_name(peer, AR_NET_PROXY_IF);
+	/* one queue each from the start: without the counts the kernel makes one per CPU
+	 * and then cuts them to one, which waits for an RCU grace period per end */
+	rtnl_link_set_num_tx_queues(link, 1);
+	rtnl_link_set_num_rx_queues(link, 1);
+	rtnl_link_set_num_tx_queues(peer, 1);
+	rtnl_link_set_num_rx_queues(peer, 1);
 	rtnl_link_set_ns_fd(peer, t->proxy_ns);
 	rtnl_link_put(peer);
 	int r = rtnl_link_add(t->nl_sandbox, link, NLM_F_CREATE | NLM_F_EXCL);

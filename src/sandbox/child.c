@@ -218,6 +218,7 @@ static pid_t fork_command(const struct sandbox *sb, ar_error_t *err)
 /* PID 1 of the sandbox, in order, before it forks the command. */
 static const child_step init_steps[] = {
     die_with_parent,	      /* PR_SET_PDEATHSIG: the sandbox dies with agentrun */
+    sandbox_unshare_net,      /* its netns (network: proxy: sent to agentrun) */
     wait_setup,		      /* the uid/gid maps are written */
     new_session_keyring,      /* not the caller's keys */
     own_process_group,	      /* out of the terminal's foreground group */

@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "agentrun/cli.h"
 #include "agentrun/util.h"
 #include "sandbox-internal.h"
 
@@ -24,10 +25,36 @@ pid_t sandbox_clone(struct sandbox *sb, ar_error_t *err)
 	/* fork-like raw clone: the child runs on a copy of our stack, no stack to manage */
 	long pid = syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
 	if (pid == -1)
-		return ar_error_make(err, errno,
-				     "clone (new pid, mount, net, uts, ipc%s namespaces)",
+		return ar_error_make(err, errno, "clone (new pid, mount, uts, ipc%s namespaces)",
 				     sb->userns ? ", user" : "");
 	return (pid_t)pid;
+}
+
+/* The sandbox's own netns; for network: proxy sent to agentrun, which joins the veth
+ * to it (an fd, not /proc/PID/ns/net: no window in which that names the host's). */
+int sandbox_unshare_net(const struct sandbox *sb, ar_error_t *err)
+{
+	char stage = SANDBOX_NETNS, ctl[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {.iov_base = &stage, .iov_len = 1};
+	struct msghdr msg = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
+
+	if (unshare(CLONE_NEWNET) == -1)
+		return ar_error_make(err, errno, "unshare (the sandbox's network namespace%s)",
+				     errno == ENOSPC ? ": user.max_net_namespaces is reached" : "");
+	if (sb->p->network != AR_NETWORK_PROXY)
+		return 0;
+	ar_autoclose int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (fd == -1)
+		return ar_error_make(err, errno, "open the sandbox's netns");
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	if (TEMP_FAILURE_RETRY(sendmsg(sb->release[0], &msg, MSG_NOSIGNAL)) != 1)
+		return ar_error_make(err, errno, "send the sandbox's netns to agentrun");
+	return 0;
 }
 
 static int write_proc(pid_t pid, const char *file, const char *text, ar_error_t *err)

@@ -4,12 +4,11 @@
  *
  *   preflight -> prepare -> signals blocked -> network (gc, the name, the /30,
  *   audit file) -> environment -> cgroup (v2; v1: only planned) -> clone (child:
- *   child.c) -> uid/gid maps -> release the child's setup -> proxy process, then
- *   proxy netns + listener and veth into the child's netns with v1 cgroup creation
- *   beside them on a thread -> v2 membership -> the proxy serves, state written ->
- *   release the
- *   command -> wait, forwarding signals, watching the proxy -> the child's report ->
- *   teardown
+ *   child.c, which unshares its netns first) -> uid/gid maps -> release the child's
+ *   setup -> proxy process, then proxy netns + listener, then the child's netns (sent
+ *   by it) and the veth into it, with v1 cgroup creation beside them on a thread ->
+ *   v2 membership -> the proxy serves, state written -> release the command -> wait,
+ *   forwarding signals, watching the proxy -> the child's report -> teardown
  *
  * Whatever has been created is undone by release_sandbox on every path out. */
 #define _GNU_SOURCE
@@ -118,6 +117,33 @@ static int cgroup_late_job(void *arg, ar_error_t *err)
 	return cgroup_late(arg, err);
 }
 
+static int read_report(struct sandbox *sb, int *status, ar_error_t *err);
+
+/* The child's netns, which its init unshares first thing and sends (network: proxy).
+ * No message: the child failed (its report says why) or was killed. */
+static int sandbox_netns(void *arg, ar_error_t *err)
+{
+	struct sandbox *sb = arg;
+	char stage = 0, ctl[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = {.iov_base = &stage, .iov_len = 1};
+	struct msghdr msg = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
+	int fd = -1, status = 0;
+
+	ssize_t n = TEMP_FAILURE_RETRY(recvmsg(sb->release[1], &msg, MSG_CMSG_CLOEXEC));
+	struct cmsghdr *c = n == 1 ? CMSG_FIRSTHDR(&msg) : NULL;
+	if (c != NULL && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+	    c->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	if (fd >= 0 && stage == SANDBOX_NETNS)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	if (n == 0 && read_report(sb, &status, err) == -1)
+		return -1;
+	return ar_error_make(err, n == -1 ? errno : 0, "network: the sandbox's netns never came");
+}
+
 /* While the child builds its root: the proxy netns and listener, the confined proxy
  * (made after the clone, so the sandbox inherits none of their descriptors), the veth
  * into the child's netns (created in place there); beside them, on a thread of its
@@ -125,7 +151,9 @@ static int cgroup_late_job(void *arg, ar_error_t *err)
  * the network, and the netns work mostly waits on the kernel). */
 static int network_attach(struct sandbox *sb, ar_error_t *err)
 {
-	return ar_net_attach(&sb->net, sb->pid, cgroup_late_job, sb, err);
+	struct ar_net_sandbox with = {
+	    .pid = sb->pid, .netns = sandbox_netns, .beside = cgroup_late_job, .arg = sb};
+	return ar_net_attach(&sb->net, &with, err);
 }
 
 /* The proxy's go-ahead, after the cgroup work that ran beside its start: the command

@@ -56,6 +56,8 @@ struct sandbox {
  * v1 the byte carries the `tasks` files, SCM_RIGHTS, for the child to move itself). */
 #define SANDBOX_RELEASE_SETUP	'm'
 #define SANDBOX_RELEASE_COMMAND 'c'
+/* ... and the one the child sends back, for network: proxy: its netns (SCM_RIGHTS). */
+#define SANDBOX_NETNS 'n'
 
 /* What a failing child tells the parent, in one write (< PIPE_BUF). */
 struct child_report {
@@ -90,10 +92,12 @@ void sandbox_pty_stop(struct sandbox *sb);
  * (never a directory or an O_PATH fd, a way out of the root), else an error. */
 int sandbox_check_stdio(ar_error_t *err);
 
-/* ns.c */
-#define SANDBOX_CLONE_FLAGS                                                                        \
-	(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC)
+/* ns.c. The network namespace is not the clone's: the init unshares it first thing
+ * (sandbox_unshare_net), on its own CPU time, while agentrun goes on (the proxy's
+ * netns, the cgroups), instead of in the clone, where agentrun would wait for it. */
+#define SANDBOX_CLONE_FLAGS (CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC)
 pid_t sandbox_clone(struct sandbox *sb, ar_error_t *err);
+int sandbox_unshare_net(const struct sandbox *sb, ar_error_t *err);
 int sandbox_write_id_maps(const struct sandbox *sb, ar_error_t *err);
 int sandbox_set_hostname(const struct sandbox *sb, ar_error_t *err);
 int sandbox_loopback_up(const struct sandbox *sb, ar_error_t *err);

@@ -170,6 +170,24 @@ cat >"$AR_TMP/bad-proxy.json" <<JSON
 JSON
 expect_status "a proxy that fails while starting: 125" 125 "$AGENTRUN" run --policy "$AR_TMP/bad-proxy.json" -- true
 expect_match "the proxy's own message" "proxy: .*allow_private: more than 32" "$(cat "$AR_TMP/err")"
+# out of network namespaces (a user namespace's max_net_namespaces, where root acts as
+# the host's root): the sandbox's netns (its init's) or the proxy's (agentrun's), which
+# ever is second to ask fails the start; the other is undone
+NETNS_LIMIT="python3 $(dirname "$0")/net/netns_limit.py"
+leases=$(ls /run/agentrun/net 2>/dev/null | wc -l)
+expect_status "no netns left for network: none: 125" 125 $NETNS_LIMIT 1 -- \
+	"$AGENTRUN" run --no-cgroups -- true
+expect_eq "no netns left for network: none: the message" \
+	"agentrun: unshare (the sandbox's network namespace: user.max_net_namespaces is reached): No space left on device" \
+	"$(cat "$AR_TMP/err")"
+for limit in 1 2; do
+	expect_status "room for $((limit - 1)) netns, network: proxy: 125" 125 $NETNS_LIMIT "$limit" -- \
+		"$AGENTRUN" run --no-cgroups --policy "$POLICY" -- true
+	expect_match "room for $((limit - 1)) netns: the message" \
+		"^agentrun: (network: unshare \(the proxy netns|unshare \(the sandbox's network namespace): user.max_net_namespaces is reached\): No space left on device$" \
+		"$(cat "$AR_TMP/err")"
+done
+expect_eq "out of netns: no /30 left leased" "$leases" "$(ls /run/agentrun/net 2>/dev/null | wc -l)"
 expect_eq "failed starts left no state" "$before" "$(states)"
 expect_eq "failed starts left no cgroups" "" "$(find /sys/fs/cgroup -maxdepth 6 -type d -name "agentrun-$NAME-*" 2>/dev/null)"
 
