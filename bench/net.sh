@@ -35,7 +35,6 @@ trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
-now_us() { date +%s%6N; }
 wait_port() {
 	for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done
 	echo "bench: nothing listens on $1" >&2
@@ -53,25 +52,24 @@ cat >"$tmp/none.json" <<JSON
 {"name": "bench-none", "network": "none"}
 JSON
 
+# Timed by bench/tools/interleave.py (posix_spawn and a monotonic clock, as startup.sh):
+# a shell's $(date) around each run would add the same fork to every party and pull the
+# ratios toward 1.
 echo "== start-to-exit of /bin/true, $ROUNDS interleaved rounds (load: $(cut -d' ' -f1-3 /proc/loadavg))"
-declare -A t
-for _ in $(seq 1 "$ROUNDS"); do
-	for k in bwrap none proxy; do
-		s=$(now_us)
-		case $k in
-		bwrap) bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev --tmpfs /tmp --cap-drop ALL /bin/true ;;
-		none) "$AGENTRUN" --policy "$tmp/none.json" -- /bin/true ;;
-		proxy) "$AGENTRUN" --policy "$tmp/proxy.json" --proxy-log /dev/null -- /bin/true ;;
-		esac
-		t[$k]="${t[$k]:-} $(($(now_us) - s))"
-	done
-done
-declare -A m
-for k in bwrap none proxy; do m[$k]=$(tr ' ' '\n' <<<"${t[$k]}" | grep . | median); done
-printf '  %-28s %6.1f / %6.1f / %6.1f ms\n' "bwrap / none / proxy" \
-	"$(awk -v v="${m[bwrap]}" 'BEGIN{print v/1000}')" "$(awk -v v="${m[none]}" 'BEGIN{print v/1000}')" \
-	"$(awk -v v="${m[proxy]}" 'BEGIN{print v/1000}')"
-echo "  proxy/bwrap $(ratio "${m[proxy]}" "${m[bwrap]}") (target <= 1.5)   proxy/none $(ratio "${m[proxy]}" "${m[none]}")"
+python3 - "$ROUNDS" "$AGENTRUN" "$tmp" <<'PY'
+import sys
+sys.path.insert(0, "bench/tools")
+from interleave import medians
+runs, ar, tmp = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+cmds = {
+    "bwrap": "bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev --tmpfs /tmp --cap-drop ALL /bin/true".split(),
+    "none": [ar, "--policy", f"{tmp}/none.json", "--", "/bin/true"],
+    "proxy": [ar, "--policy", f"{tmp}/proxy.json", "--proxy-log", "/dev/null", "--", "/bin/true"],
+}
+m = medians(cmds, runs, warmup=5)
+print("  %-28s %6.2f / %6.2f / %6.2f ms" % ("bwrap / none / proxy", m["bwrap"], m["none"], m["proxy"]))
+print("  proxy/bwrap %.2f (target <= 1.5)   proxy/none %.2f" % (m["proxy"] / m["bwrap"], m["proxy"] / m["none"]))
+PY
 
 echo "== CONNECT throughput, $BYTES bytes, median of $RUNS (Gbit/s)"
 direct=$(for _ in $(seq 1 "$RUNS"); do "$BLAST" send "$sink" "$BYTES" | awk '{print $3}'; done | median)

@@ -173,6 +173,9 @@ static int start_proxy(struct ar_net *n, ar_error_t *err)
 	    .audit_fd = n->audit_fd,
 	    .log_fd = n->log_fd,
 	    .cgroup_name = n->no_cgroups ? NULL : cgname,
+	    /* it stops when the sandbox's init exits, as agentrun wakes to it: its exit
+	     * then runs beside agentrun's teardown instead of after a SIGTERM from it */
+	    .stop_with = n->state.pid,
 	};
 	if (ar_net_proxy_start(&po, &n->proxy, err) == -1)
 		return -1;
@@ -312,13 +315,16 @@ void ar_net_stop(struct ar_net *n)
 	if (n->allocated)
 		ar_net_release(&n->plan);
 	n->allocated = false;
+	/* while the proxy exits: a kill -9 from here on leaves only cgroups named for a dead
+	 * agentrun, which the next cgroup made beside them sweeps (ar_cgroup_sweep) */
+	if (n->state_written)
+		ar_net_state_remove(n->state.name);
+	n->state_written = false;
 	ar_net_proxy_stop(&n->proxy);
-	/* an audit without a single request (a failed start, no traffic) says nothing */
+	/* an audit without a single request (a failed start, no traffic) says nothing; only
+	 * now, when the proxy has written all it will */
 	struct stat st;
 	if (n->audit_default && stat(n->state.audit, &st) == 0 && st.st_size == 0)
 		unlink(n->state.audit);
 	n->audit_default = false;
-	if (n->state_written)
-		ar_net_state_remove(n->state.name);
-	n->state_written = false;
 }

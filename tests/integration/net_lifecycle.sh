@@ -73,6 +73,28 @@ gone "normal exit" "$ST"
 expect_match "audit NAME of a finished sandbox" "api.test.example +1 +0" "$("$AGENTRUN" audit "$NAME-$BG")"
 expect_match "ps no longer lists it" "^no sandboxes|^NAME" "$("$AGENTRUN" ps | grep -v "$NAME-$BG" || true)"
 
+# --- the proxy exits with the sandbox's init, on its own: agentrun stopped meanwhile
+# (SIGSTOP), the proxy is gone before agentrun takes up its teardown ---
+run_bg -- sleep 1
+ST=$(state_of "$BG") || fail "no state for $BG"
+kill -STOP "$BG"
+PROXY=$(field "$ST" proxy_pid)
+for _ in $(seq 1 100); do
+	if [ ! -d "/proc/$PROXY" ] || grep -q '^State:.*Z' "/proc/$PROXY/status"; then break; fi
+	sleep 0.05
+done
+if [ ! -d "/proc/$PROXY" ] || grep -q '^State:.*Z' "/proc/$PROXY/status"; then
+	pass "the proxy exited with the sandbox's init, agentrun stopped"
+else
+	fail "the proxy $PROXY still runs 5 s after the sandbox's command ended"
+fi
+kill -CONT "$BG"
+rc=0
+wait "$BG" || rc=$?
+expect_eq "the proxy exited with the init: the command's status" 0 "$rc"
+expect_nomatch "the proxy exited with the init: not a proxy death" "proxy .*died" "$(cat "$AR_TMP/bg.err")"
+gone "the proxy exited with the init" "$ST"
+
 # --- SIGTERM to agentrun ---
 run_bg -- sleep 30
 ST=$(state_of "$BG") || fail "no state for $BG"
