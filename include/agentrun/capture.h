@@ -43,7 +43,8 @@
 int ar_capture_in_netns(int netns_fd, int (*fn)(void *arg, ar_error_t *err), void *arg,
 			ar_error_t *err);
 
-/* In the proxy netns: the rule `iif VETH lookup TABLE` (priority AR_CAPTURE_RULE_PRIO)
+/* In the proxy netns: the rule `iif VETH lookup TABLE` (priority AR_CAPTURE_RULE_PRIO;
+ * VETH need not exist yet: the rule matches the name once it does)
  * and the route `local 0.0.0.0/0 dev lo table TABLE` (table 0: AR_CAPTURE_TABLE), and
  * with pool (the synthetic range, e.g. ar_dns_pool_range(); NULL: none) the route
  * `local POOL dev lo table local`, so that the kernel's own RST for an unlisted port
@@ -58,6 +59,9 @@ int ar_capture_setup_proxy_netns(int netns_fd, const char *veth, uint32_t table,
 int ar_capture_pool_check(const char *pool, uint32_t base, int prefix, ar_error_t *err);
 /* In the sandbox netns: `default via GW` (the proxy's end of the veth, on-link). */
 int ar_capture_setup_sandbox_route(int netns_fd, struct in_addr gw, ar_error_t *err);
+/* The same through a route socket already open inside that netns. */
+struct nl_sock;
+int ar_capture_add_sandbox_route(struct nl_sock *sk, struct in_addr gw, ar_error_t *err);
 /* Is the capture in place in the proxy netns (rule and route), for `check --name`?
  * 1 yes, 0 no (*what says which piece is missing), -1 on error. */
 int ar_capture_verify_proxy_netns(int netns_fd, const char *veth, uint32_t table, const char **what,

@@ -5,12 +5,13 @@
  *
  * The pieces are separate so other callers reuse them:
  *   - the address plan (pure) and its allocation (a lock plus one link per /30);
- *   - the topology: ar_net_topology_open makes the proxy netns (and the listener in
- *     it), ar_net_topology_wire joins ANY sandbox netns given as an fd to it (the one
- *     run's sandbox sends, a runc container's, a named netns under /run/netns) with the
- *     veth created in place; the netlink sockets and ifindexes stay open in the
- *     struct for later steps in either netns (transparent capture adds its rule and
- *     routes there);
+ *   - the topology: the proxy child makes the proxy netns (and its listeners in it)
+ *     and sends it with a route socket (ar_net_proxy_netns), ar_net_topology_adopt
+ *     takes them, ar_net_topology_wire joins ANY sandbox netns given as an fd to it
+ *     (the one run's sandbox sends, a runc container's, a named netns under
+ *     /run/netns) with the veth created in place; the netlink sockets and ifindexes
+ *     stay open in the struct for later steps in either netns (transparent capture
+ *     adds its route there);
  *   - the proxy child (fork, confine, serve);
  *   - the state directory /run/agentrun/NAME/, gc and the listing `ps` shows. */
 #ifndef AGENTRUN_NET_H
@@ -81,9 +82,7 @@ bool ar_net_proc_alive(pid_t pid, uint64_t start);
 struct nl_sock;
 
 struct ar_net_topology {
-	int host_ns;		    /* this process's netns, to come back to */
-	int proxy_ns;		    /* the proxy netns: alive while this fd, or the listener, is */
-	int listener;		    /* TCP, made in the proxy netns, bound to plan.proxy:port */
+	int proxy_ns;		    /* the proxy netns: alive while this fd, or a listener, is */
 	int sandbox_ns;		    /* set by ar_net_topology_wire */
 	struct nl_sock *nl_proxy;   /* a route socket opened inside the proxy netns */
 	struct nl_sock *nl_sandbox; /* ... and inside the sandbox netns (wire) */
@@ -92,14 +91,18 @@ struct ar_net_topology {
 	struct ar_net_plan plan;
 };
 
-/* A fresh proxy netns (lo up, IPv6 off for new links) and the listener in it
- * (IP_FREEBIND: the address arrives with the veth). Nothing touches the host netns. */
-int ar_net_topology_open(struct ar_net_topology *t, const struct ar_net_plan *plan,
-			 ar_error_t *err);
+/* The proxy netns the proxy child made (ar_net_proxy_netns: lo up, IPv6 off for new
+ * links, its listeners in it) and a route socket opened there; both taken. */
+int ar_net_topology_adopt(struct ar_net_topology *t, const struct ar_net_plan *plan, int proxy_ns,
+			  int route, ar_error_t *err);
+/* In a sandbox netns, by a process in it (run's sandbox init): IPv6 off for the links
+ * made from now on, and a route socket of that netns for ar_net_topology_wire. */
+int ar_net_sandbox_side(ar_error_t *err);
 /* Join the netns behind sandbox_ns_fd (not owned) to the proxy netns: eth0 created
  * there with its peer created directly in the proxy netns, both with their /30
- * address, up, no IPv6, no default route. */
-int ar_net_topology_wire(struct ar_net_topology *t, int sandbox_ns_fd, ar_error_t *err);
+ * address, up, no IPv6, no default route. route: ar_net_sandbox_side's socket (taken),
+ * or -1 to make the same on a thread that enters the netns. */
+int ar_net_topology_wire(struct ar_net_topology *t, int sandbox_ns_fd, int route, ar_error_t *err);
 /* Close everything; the kernel removes the veth when the sandbox netns goes, and the
  * proxy netns when its last holder (fd, listener) goes. */
 void ar_net_topology_close(struct ar_net_topology *t);
@@ -116,35 +119,36 @@ struct ar_net_proxy {
 	bool termed;	      /* SIGTERM sent */
 	uint64_t start;
 	int report; /* read end: "ok" or an error message once confined and serving */
-	int chan;   /* the listener goes through here (ar_net_proxy_give_listener) */
+	int chan;   /* the proxy netns comes through here (ar_net_proxy_netns) */
 	int status; /* wait status once reaped */
 	bool reaped;
 };
 
 struct ar_net_proxy_opts {
 	const struct ar_policy *policy;
-	int audit_fd;		 /* O_APPEND, or -1 */
-	int log_fd;		 /* decision lines, or -1 */
-	const char *cgroup_name; /* its own cgroup ("agentrun-NAME-proxy-PID"), or NULL */
-	bool detached;		 /* no PDEATHSIG: a session of its own, stdio on /dev/null, outlives
-				  * its parent (the OCI hook, `net up`); stopped by pid + start time */
-	pid_t stop_with;	 /* > 0: the proxy exits when this process does (the container's
-				  * init, through a pidfd), so a runtime that waits for all its
-				  * children (crun run, a subreaper) is not kept waiting */
+	const struct ar_net_plan *plan; /* the /30: its listener's address and port */
+	int audit_fd;			/* O_APPEND, or -1 */
+	int log_fd;			/* decision lines, or -1 */
+	const char *cgroup_name;	/* its own cgroup ("agentrun-NAME-proxy-PID"), or NULL */
+	bool detached;	 /* no PDEATHSIG: a session of its own, stdio on /dev/null, outlives
+			  * its parent (the OCI hook, `net up`); stopped by pid + start time */
+	pid_t stop_with; /* > 0: the proxy exits when this process does (the container's
+			  * init, through a pidfd), so a runtime that waits for all its
+			  * children (crun run, a subreaper) is not kept waiting */
 };
 
-/* Fork the proxy: it dies with this process (PDEATHSIG), moves into its own small
- * cgroup, sees only resolv.conf/hosts, drops to a dynamic uid of its own (leased
+/* Fork the proxy: it makes the proxy netns first (lo up, IPv6 off for new links, its
+ * listener on the plan's first address, IP_FREEBIND since the address comes with the
+ * veth, and with transparent capture the capture's listeners and policy routing), and
+ * back in the host netns it dies with this process (PDEATHSIG), moves into its own
+ * small cgroup, sees only resolv.conf/hosts, drops to a dynamic uid of its own (leased
  * from the sandbox's allocator for its lifetime, src/net/uid.c) with no
  * capabilities, sets no_new_privs, installs seccomp/proxy.json and serves. */
 int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *px, ar_error_t *err);
-/* Hand the child its listener (made in the proxy netns while the child set itself up);
- * the child owns its copy. */
-/* The listener first, then (transparent capture) DNS UDP, DNS TCP and the captured
- * TCP listeners, in one SCM_RIGHTS message. */
-int ar_net_proxy_give_listeners(struct ar_net_proxy *px, const int *fds, size_t n, ar_error_t *err);
-/* The listener alone (no capture). */
-int ar_net_proxy_give_listener(struct ar_net_proxy *px, int listener, ar_error_t *err);
+/* The proxy netns and a route socket opened in it, once the child has made them (then
+ * the caller's: ar_net_topology_adopt); -1 with the child's own message when it could
+ * not. */
+int ar_net_proxy_netns(struct ar_net_proxy *px, int *netns, int *route, ar_error_t *err);
 /* Wait for the child's report: 0 when it serves, -1 with its message. */
 int ar_net_proxy_ready(struct ar_net_proxy *px, ar_error_t *err);
 /* Reap without blocking: true when it has exited (px->status says how). */
@@ -239,12 +243,13 @@ struct ar_net {
 int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_net_opts *o,
 		 ar_error_t *err);
 /* What ar_net_attach is given of the sandbox: its init's PID (for the state), its netns
- * (which the init unshares itself, beside this side's work: netns(arg) returns an fd of
- * it, waiting until it exists, or -1 with err), and beside (may be NULL), the caller's
- * own work, independent of the network's (run: the v1 cgroups). */
+ * (which the init unshares itself, beside this side's work: netns(arg, &route) returns
+ * an fd of it, waiting until it exists, and the route socket the init opened there
+ * (ar_net_sandbox_side), or -1 with err), and beside (may be NULL), the caller's own
+ * work, independent of the network's (run: the v1 cgroups). */
 struct ar_net_sandbox {
 	pid_t pid;
-	int (*netns)(void *arg, ar_error_t *err);
+	int (*netns)(void *arg, int *route, ar_error_t *err);
 	int (*beside)(void *arg, ar_error_t *err);
 	void *arg;
 };

@@ -66,6 +66,15 @@ int ar_write_all(int fd, const void *buf, size_t len);
 /* Write a whole file atomically (tmp + rename) or, for /proc and /sys files, in place. */
 int ar_write_file(const char *path, const char *data, size_t len, ar_error_t *err);
 
+/* One byte and up to AR_FDS_MAX descriptors in one message on a unix socket (src/util/
+ * fds.c): the go-aheads and hand-overs between agentrun, the sandbox's init and the
+ * proxy child. Send: 0, or -1 with errno (EPIPE, never SIGPIPE); n may be 0. Receive:
+ * 1 with the byte, *n descriptors (close-on-exec) in fds; 0 at EOF; -1 with errno
+ * (EMSGSIZE: more than max came, or a truncated message: none is kept open). */
+#define AR_FDS_MAX 8
+int ar_send_fds(int sock, char byte, const int *fds, size_t n);
+int ar_recv_fds(int sock, char *byte, int *fds, size_t max, size_t *n);
+
 /* Growable byte buffer, always NUL-terminated. */
 struct ar_buf {
 	char *data;

@@ -170,9 +170,6 @@ static int proxy_netns_job(void *arg, ar_error_t *err)
 	autonlsock struct nl_sock *sk = route_socket(err);
 	if (sk == NULL)
 		return -1;
-	if (if_nametoindex(pj->veth) == 0)
-		return ar_error_make(err, errno, "capture: interface `%s` in the proxy netns",
-				     pj->veth);
 	if (add_rule(sk, pj, err) == -1)
 		return -1;
 	char what[128];
@@ -210,24 +207,29 @@ int ar_capture_setup_proxy_netns(int netns_fd, const char *veth, uint32_t table,
 	return 0;
 }
 
+int ar_capture_add_sandbox_route(struct nl_sock *sk, struct in_addr gw, ar_error_t *err)
+{
+	char what[64], gs[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &gw, gs, sizeof(gs));
+	snprintf(what, sizeof(what), "ip route add default via %s", gs);
+	if (add_route(sk, "0.0.0.0/0", RT_TABLE_MAIN, RTN_UNICAST, RT_SCOPE_UNIVERSE, 0, &gw, what,
+		      err) == -1)
+		return ar_error_wrap(err, "capture: set up the sandbox's default route");
+	return 0;
+}
+
 static int sandbox_route_job(void *arg, ar_error_t *err)
 {
 	const struct in_addr *gw = arg;
-	char what[64], gs[INET_ADDRSTRLEN];
 	autonlsock struct nl_sock *sk = route_socket(err);
 	if (sk == NULL)
-		return -1;
-	inet_ntop(AF_INET, gw, gs, sizeof(gs));
-	snprintf(what, sizeof(what), "ip route add default via %s", gs);
-	return add_route(sk, "0.0.0.0/0", RT_TABLE_MAIN, RTN_UNICAST, RT_SCOPE_UNIVERSE, 0, gw,
-			 what, err);
+		return ar_error_wrap(err, "capture: set up the sandbox's default route");
+	return ar_capture_add_sandbox_route(sk, *gw, err);
 }
 
 int ar_capture_setup_sandbox_route(int netns_fd, struct in_addr gw, ar_error_t *err)
 {
-	if (ar_capture_in_netns(netns_fd, sandbox_route_job, &gw, err) == -1)
-		return ar_error_wrap(err, "capture: set up the sandbox's default route");
-	return 0;
+	return ar_capture_in_netns(netns_fd, sandbox_route_job, &gw, err);
 }
 
 struct verify_job {

@@ -111,6 +111,7 @@ static int start(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_
 	snprintf(s->audit, sizeof(s->audit), "%s", audit);
 	snprintf(cgname, sizeof(cgname), "agentrun-%s-proxy-%d", o->p->name, (int)getpid());
 	struct ar_net_proxy_opts po = {.policy = o->p,
+				       .plan = o->plan,
 				       .audit_fd = audit_fd,
 				       .log_fd = -1,
 				       .cgroup_name = o->no_cgroups ? NULL : cgname,
@@ -120,9 +121,12 @@ static int start(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_
 		return -1;
 	s->proxy_pid = px->pid;
 	s->proxy_start = px->start;
-	/* the same path as `run`'s, transparent capture included */
-	if (ar_net_topology_open(t, o->plan, err) == -1 || net_hand_over(o->p, t, px, err) == -1 ||
-	    ar_net_topology_wire(t, ns_fd, err) == -1 || net_capture_routes(o->p, t, err) == -1)
+	/* the same path as `run`'s, transparent capture included; the container's netns is
+	 * entered by a thread of ours (ar_net_topology_wire without a route socket) */
+	int proxy_ns = -1, route = -1;
+	if (ar_net_proxy_netns(px, &proxy_ns, &route, err) == -1 ||
+	    ar_net_topology_adopt(t, o->plan, proxy_ns, route, err) == -1 ||
+	    ar_net_topology_wire(t, ns_fd, -1, err) == -1 || net_capture_routes(o->p, t, err) == -1)
 		return -1;
 	if (ar_net_proxy_ready(px, err) == -1)
 		return ar_error_wrap(err, "proxy");
@@ -138,8 +142,7 @@ static int start(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_
 int ar_net_wire_detached(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_state *out,
 			 ar_error_t *err)
 {
-	struct ar_net_topology t = {
-	    .host_ns = -1, .proxy_ns = -1, .listener = -1, .sandbox_ns = -1};
+	struct ar_net_topology t = {.proxy_ns = -1, .sandbox_ns = -1};
 	struct ar_net_proxy px = {.pid = -1, .report = -1, .chan = -1};
 
 	if (geteuid() != 0)

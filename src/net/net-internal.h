@@ -8,6 +8,9 @@
 #include <sys/types.h>
 
 #include "agentrun/error.h"
+#include "agentrun/proxy.h"
+
+#define AR_NET_PROXY_MAX_FDS (AR_PROXY_MAX_CAPTURE + 3)
 
 /* mkdir AR_NET_STATE_ROOT (0711) and, when sub is set, AR_NET_STATE_ROOT/sub (0700). */
 int net_mkdir_root(const char *sub, ar_error_t *err);
@@ -31,16 +34,24 @@ void net_cgroup_dirs(const char *any_dir, char *out, size_t size);
  * locked lease fd (held for as long as the proxy lives) and *uid; -1 on error. */
 int net_proxy_uid_lease(uid_t *uid, ar_error_t *err);
 
-/* In the proxy netns, while privileged (IP_TRANSPARENT): with transparent capture its
- * listeners (DNS, 80, 443, every rule's port), then every socket, the proxy's listener
- * first, to the proxy in one message. */
-struct ar_net_topology;
-struct ar_net_proxy;
+/* What the proxy child makes in a fresh netns of its own, while privileged
+ * (topology.c): the netns and a route socket in it, for agentrun; the proxy's own
+ * sockets (its listener, then with transparent capture DNS UDP, DNS TCP and the
+ * captured TCP listeners) and, with capture, the rule and routes that make every
+ * packet from the sandbox local there. The thread is back in its own netns after. */
+struct net_proxy_netns {
+	int ns, route;
+	int fds[AR_NET_PROXY_MAX_FDS];
+	size_t n_fds;
+};
 struct ar_policy;
-int net_hand_over(const struct ar_policy *p, struct ar_net_topology *t, struct ar_net_proxy *px,
-		  ar_error_t *err);
-/* After the veth, with transparent capture: every packet from the sandbox is local to
- * the proxy netns (rule + routes there), and the sandbox routes everything to it. */
+struct ar_net_plan;
+int net_proxy_netns_make(const struct ar_policy *p, const struct ar_net_plan *plan,
+			 struct net_proxy_netns *out, ar_error_t *err);
+void net_proxy_netns_close(struct net_proxy_netns *pn);
+/* After the veth, with transparent capture: the sandbox routes everything to the proxy
+ * netns. */
+struct ar_net_topology;
 int net_capture_routes(const struct ar_policy *p, struct ar_net_topology *t, ar_error_t *err);
 
 /* lo up in the current netns. */

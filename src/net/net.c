@@ -105,60 +105,11 @@ static int make_resolv(struct ar_net *n, ar_error_t *err)
 	return 0;
 }
 
-/* The captured ports (80, 443, every port a rule names) but the explicit listener's,
- * which is bound on the proxy's address already. */
-static int capture_ports(const struct ar_policy *p, int explicit_port, uint16_t **ports, size_t *n,
-			 ar_error_t *err)
-{
-	struct ar_rules *rules = NULL;
-	if (ar_rules_compile(p->allowed_hosts, p->n_allowed_hosts, p->origin, &rules, err) == -1)
-		return -1;
-	ar_capture_ports(rules, ports, n);
-	ar_rules_free(rules);
-	size_t k = 0;
-	for (size_t i = 0; i < *n; i++)
-		if ((*ports)[i] != explicit_port)
-			(*ports)[k++] = (*ports)[i];
-	*n = k;
-	if (k > AR_PROXY_MAX_CAPTURE)
-		return ar_error_make(err, 0,
-				     "%s: allowed_hosts name %zu ports; transparent capture "
-				     "listens on at most %d (set proxy.transparent to false)",
-				     p->origin, k, AR_PROXY_MAX_CAPTURE);
-	return 0;
-}
-
-int net_hand_over(const struct ar_policy *p, struct ar_net_topology *t, struct ar_net_proxy *px,
-		  ar_error_t *err)
-{
-	struct ar_capture_listeners cap = {.dns_udp = -1, .dns_tcp = -1};
-	int fds[AR_PROXY_MAX_CAPTURE + 3] = {t->listener};
-	size_t nf = 1;
-	if (p->proxy.transparent) {
-		ar_autofree uint16_t *ports = NULL;
-		size_t np = 0;
-		if (capture_ports(p, t->plan.port, &ports, &np, err) == -1 ||
-		    ar_capture_listen(t->proxy_ns, ports, np, &cap, err) == -1) {
-			ar_capture_listeners_close(&cap);
-			return ar_error_wrap(err, "transparent capture");
-		}
-		fds[nf++] = cap.dns_udp;
-		fds[nf++] = cap.dns_tcp;
-		for (size_t i = 0; i < cap.n_tcp; i++)
-			fds[nf++] = cap.tcp[i];
-	}
-	int r = ar_net_proxy_give_listeners(px, fds, nf, err);
-	ar_capture_listeners_close(&cap); /* the proxy has them now */
-	return r;
-}
-
 int net_capture_routes(const struct ar_policy *p, struct ar_net_topology *t, ar_error_t *err)
 {
 	if (!p->proxy.transparent)
 		return 0;
-	const char *pool = p->proxy.dns_pool ? p->proxy.dns_pool : AR_DNS_POOL_DEFAULT;
-	if (ar_capture_setup_proxy_netns(t->proxy_ns, AR_NET_PROXY_IF, 0, pool, err) == -1 ||
-	    ar_capture_setup_sandbox_route(t->sandbox_ns, t->plan.proxy, err) == -1)
+	if (ar_capture_add_sandbox_route(t->nl_sandbox, t->plan.proxy, err) == -1)
 		return ar_error_wrap(err, "transparent capture");
 	return 0;
 }
@@ -170,6 +121,7 @@ static int start_proxy(struct ar_net *n, ar_error_t *err)
 	snprintf(cgname, sizeof(cgname), "agentrun-%s-proxy-%d", n->p->name, (int)getpid());
 	struct ar_net_proxy_opts po = {
 	    .policy = n->p,
+	    .plan = &n->plan,
 	    .audit_fd = n->audit_fd,
 	    .log_fd = n->log_fd,
 	    .cgroup_name = n->no_cgroups ? NULL : cgname,
@@ -188,7 +140,7 @@ int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_ne
 		 ar_error_t *err)
 {
 	*n = (struct ar_net){.p = p,
-			     .topo = {-1, -1, -1, -1},
+			     .topo = {.proxy_ns = -1, .sandbox_ns = -1},
 			     .proxy = {.pid = -1, .report = -1, .chan = -1},
 			     .audit_fd = -1,
 			     .log_fd = -1,
@@ -215,14 +167,17 @@ fail:
 	return -1;
 }
 
+/* The proxy netns the proxy child makes, the sandbox's its init makes (each beside the
+ * other's, and beside the cgroup work), then the veth between them. */
 static int attach_network(struct ar_net *n, const struct ar_net_sandbox *sb, ar_error_t *err)
 {
-	if (ar_net_topology_open(&n->topo, &n->plan, err) == -1 ||
-	    net_hand_over(n->p, &n->topo, &n->proxy, err) == -1)
+	int proxy_ns = -1, route = -1;
+	if (ar_net_proxy_netns(&n->proxy, &proxy_ns, &route, err) == -1)
 		return -1;
-	/* by now the sandbox's init has made its netns, beside the proxy's */
-	ar_autoclose int fd = sb->netns(sb->arg, err);
-	if (fd == -1 || ar_net_topology_wire(&n->topo, fd, err) == -1)
+	if (ar_net_topology_adopt(&n->topo, &n->plan, proxy_ns, route, err) == -1)
+		return -1;
+	ar_autoclose int fd = sb->netns(sb->arg, &route, err);
+	if (fd == -1 || ar_net_topology_wire(&n->topo, fd, route, err) == -1)
 		return -1;
 	return net_capture_routes(n->p, &n->topo, err);
 }

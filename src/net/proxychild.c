@@ -47,10 +47,8 @@
 struct child {
 	const struct ar_net_proxy_opts *o;
 	pid_t parent;
-	int chan;			   /* the parent sends the listener here once it exists */
-	int listener;			   /* received */
-	int fds[AR_PROXY_MAX_CAPTURE + 3]; /* received: the listener, then the capture's */
-	size_t n_fds;
+	int chan;		    /* the proxy netns goes to the parent through here */
+	struct net_proxy_netns pn;  /* made here: the netns, a route socket, our listeners */
 	int report;		    /* write */
 	int stop_fd;		    /* a pidfd of o->stop_with, or -1 */
 	const struct ar_cgroup *cg; /* planned by the parent */
@@ -215,12 +213,12 @@ static int build_proxy(struct child *c, ar_error_t *err)
 			return ar_error_make(err, 0, "proxy.allow_private[%zu]: `%s` is no CIDR", i,
 					     p->proxy.allow_private[i]);
 	cfg.policy = p;
-	cfg.listen_fds[cfg.n_listen_fds++] = c->listener;
-	if (c->n_fds >= 3) { /* transparent capture: DNS UDP, DNS TCP, captured TCP */
-		cfg.dns_udp_fd = c->fds[1];
-		cfg.dns_tcp_fd = c->fds[2];
-		for (size_t i = 3; i < c->n_fds; i++)
-			cfg.capture_fds[cfg.n_capture_fds++] = c->fds[i];
+	cfg.listen_fds[cfg.n_listen_fds++] = c->pn.fds[0];
+	if (c->pn.n_fds >= 3) { /* transparent capture: DNS UDP, DNS TCP, captured TCP */
+		cfg.dns_udp_fd = c->pn.fds[1];
+		cfg.dns_tcp_fd = c->pn.fds[2];
+		for (size_t i = 3; i < c->pn.n_fds; i++)
+			cfg.capture_fds[cfg.n_capture_fds++] = c->pn.fds[i];
 	}
 	cfg.audit_fd = c->o->audit_fd;
 	cfg.log_fd = c->o->log_fd;
@@ -265,23 +263,22 @@ static int drop_privileges(struct child *c, ar_error_t *err)
 	return 0;
 }
 
-/* The listener (and the capture's sockets), made in the proxy netns while the steps
- * above ran (SCM_RIGHTS). An empty read: agentrun gave up, and says why. */
-static int receive_listener(struct child *c, ar_error_t *err)
+/* First, since agentrun waits for it: the proxy netns with our listeners in it (made
+ * while privileged: IP_TRANSPARENT), sent to agentrun with a route socket opened there
+ * (SCM_RIGHTS), which wires the veth into it while the steps below run. */
+static int make_netns(struct child *c, ar_error_t *err)
 {
-	char b, ctl[CMSG_SPACE(sizeof(c->fds))];
-	struct iovec iov = {.iov_base = &b, .iov_len = 1};
-	struct msghdr msg = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
-	ssize_t n = TEMP_FAILURE_RETRY(recvmsg(c->chan, &msg, MSG_CMSG_CLOEXEC));
-	struct cmsghdr *cm = n == 1 ? CMSG_FIRSTHDR(&msg) : NULL;
-	if (cm == NULL || cm->cmsg_type != SCM_RIGHTS || (msg.msg_flags & MSG_CTRUNC))
-		_exit(1);
-	c->n_fds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-	memcpy(c->fds, CMSG_DATA(cm), c->n_fds * sizeof(int));
-	c->listener = c->fds[0];
+	if (net_proxy_netns_make(c->o->policy, c->o->plan, &c->pn, err) == -1)
+		return -1;
+	int fds[2] = {c->pn.ns, c->pn.route};
+	int r = ar_send_fds(c->chan, 'n', fds, 2);
+	close(c->pn.ns); /* agentrun's now: nothing of the netns stays here but the sockets */
+	close(c->pn.route);
+	c->pn.ns = c->pn.route = -1;
 	close(c->chan);
 	c->chan = -1;
+	if (r == -1)
+		_exit(1); /* agentrun gave up, and says why */
 	return 0;
 }
 
@@ -323,11 +320,11 @@ static const struct {
 } steps[] = {
     {die_with_parent},	/* PDEATHSIG: a SIGKILLed agentrun takes its proxy along */
     {close_inherited},	/* none of agentrun's namespace fds or sockets */
+    {make_netns},	/* the proxy netns, our listeners in it; for agentrun to wire */
     {lease_uid},	/* a dynamic uid of its own, leased for its lifetime */
     {enter_cgroup},	/* its own small memory/pids limit */
     {mount_view},	/* nothing of the host's files but the resolver's */
     {compile_seccomp},	/* the embedded profile */
-    {receive_listener}, /* the setup above ran while agentrun made the proxy netns */
     {build_proxy},	/* while the resolver's files are still readable by uid 0 */
     {drop_privileges},	/* its leased uid, no capabilities in any set */
     {die_with_parent},	/* again: the uid change cleared PDEATHSIG */
@@ -387,7 +384,7 @@ int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *p
 	struct child c = {.o = o,
 			  .parent = getpid(),
 			  .chan = -1,
-			  .listener = -1,
+			  .pn = {.ns = -1, .route = -1},
 			  .report = -1,
 			  .stop_fd = -1,
 			  .uid_lease = -1};
@@ -435,34 +432,26 @@ fail:
 	return -1;
 }
 
-int ar_net_proxy_give_listeners(struct ar_net_proxy *px, const int *fds, size_t n, ar_error_t *err)
+int ar_net_proxy_netns(struct ar_net_proxy *px, int *netns, int *route, ar_error_t *err)
 {
-	char b = 'l', ctl[CMSG_SPACE(sizeof(int) * (AR_PROXY_MAX_CAPTURE + 3))] = {0};
-	struct iovec iov = {.iov_base = &b, .iov_len = 1};
-	struct msghdr msg = {.msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = ctl,
-			     .msg_controllen = CMSG_SPACE(sizeof(int) * n)};
-	if (n == 0 || n > AR_PROXY_MAX_CAPTURE + 3)
-		return ar_error_make(err, EINVAL, "proxy: %zu listening sockets", n);
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
-	memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
-	ssize_t sent = TEMP_FAILURE_RETRY(sendmsg(px->chan, &msg, MSG_NOSIGNAL));
-	int e = errno;
+	char b = 0;
+	int fds[2];
+	size_t n = 0;
+
+	int r = ar_recv_fds(px->chan, &b, fds, 2, &n);
 	close(px->chan);
 	px->chan = -1;
-	/* a child that died already tells why in its report */
-	if (sent == -1 && e != EPIPE && e != ECONNRESET)
-		return ar_error_make(err, e, "proxy: hand over the listener");
-	return 0;
-}
-
-int ar_net_proxy_give_listener(struct ar_net_proxy *px, int listener, ar_error_t *err)
-{
-	return ar_net_proxy_give_listeners(px, &listener, 1, err);
+	if (r == 1 && n == 2 && b == 'n') {
+		*netns = fds[0];
+		*route = fds[1];
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		close(fds[i]);
+	/* the child failed: its report says why */
+	if (ar_net_proxy_ready(px, err) == -1)
+		return -1;
+	return ar_error_make(err, 0, "proxy: no netns came from it");
 }
 
 int ar_net_proxy_ready(struct ar_net_proxy *px, ar_error_t *err)

@@ -3,7 +3,12 @@
  * issued from a route socket opened inside the sandbox netns, the peer carries the
  * proxy netns as its IFLA_NET_NS_FD): moving a link after creation costs 19-42 ms
  * here, creating it in place about 7. Nothing is created in the host netns, and
- * nothing is torn down link by link: closing the namespaces removes it all. */
+ * nothing is torn down link by link: closing the namespaces removes it all.
+ *
+ * Each netns is made by whoever lives in it, beside the others' work: the proxy child
+ * makes the proxy netns and its sockets (ar_net_proxy_netns_make), run's sandbox init
+ * its own (ar_net_sandbox_side); each sends agentrun the netns and a route socket
+ * opened inside it, and agentrun only wires the veth between them. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <linux/netlink.h>
 #include <netlink/netlink.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
@@ -25,6 +31,9 @@
 #include "agentrun/capture.h"
 #include "agentrun/log.h"
 #include "agentrun/net.h"
+#include "agentrun/policy.h"
+#include "agentrun/proxy.h"
+#include "agentrun/rules.h"
 #include "agentrun/util.h"
 #include "net-internal.h"
 
@@ -85,15 +94,30 @@ int net_lo_up(ar_error_t *err)
 	return 0;
 }
 
-static int open_route(struct nl_sock **out, ar_error_t *err)
+/* A route socket of the current netns, bound (the kernel picks its port id), as a
+ * plain descriptor: it can be made inside a netns and used from anywhere. */
+static int route_fd(ar_error_t *err)
+{
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+	ar_autoclose int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd == -1 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1)
+		return ar_error_make(err, errno, "network: route socket");
+	return steal_fd(&fd);
+}
+
+/* libnl's handle on a route socket from route_fd (taken, closed on failure). */
+static int adopt_route(int fd, struct nl_sock **out, ar_error_t *err)
 {
 	struct nl_sock *sk = nl_socket_alloc();
-	if (sk == NULL)
+	if (sk == NULL) {
+		close(fd);
 		return ar_error_make(err, ENOMEM, "network: netlink socket");
-	int r = nl_connect(sk, NETLINK_ROUTE);
+	}
+	int r = nl_socket_set_fd(sk, NETLINK_ROUTE, fd);
 	if (r < 0) {
 		nl_socket_free(sk);
-		return nl_fail(err, r, "netlink connect");
+		close(fd);
+		return nl_fail(err, r, "adopt a route socket");
 	}
 	*out = sk;
 	return 0;
@@ -120,44 +144,116 @@ static int make_listener(const struct ar_net_plan *plan, ar_error_t *err)
 	return steal_fd(&fd);
 }
 
-/* Inside the new proxy netns: everything that must be made there. */
-static int proxy_side(void *data, ar_error_t *err)
+/* The captured ports (80, 443, every port a rule names) but the explicit listener's,
+ * which is bound on the proxy's address already. */
+static int capture_ports(const struct ar_policy *p, int explicit_port, uint16_t **ports, size_t *n,
+			 ar_error_t *err)
 {
-	struct ar_net_topology *t = data;
+	struct ar_rules *rules = NULL;
+	if (ar_rules_compile(p->allowed_hosts, p->n_allowed_hosts, p->origin, &rules, err) == -1)
+		return -1;
+	ar_capture_ports(rules, ports, n);
+	ar_rules_free(rules);
+	size_t k = 0;
+	for (size_t i = 0; i < *n; i++)
+		if ((*ports)[i] != explicit_port)
+			(*ports)[k++] = (*ports)[i];
+	*n = k;
+	if (k > AR_PROXY_MAX_CAPTURE)
+		return ar_error_make(err, 0,
+				     "%s: allowed_hosts name %zu ports; transparent capture "
+				     "listens on at most %d (set proxy.transparent to false)",
+				     p->origin, k, AR_PROXY_MAX_CAPTURE);
+	return 0;
+}
 
-	t->proxy_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (t->proxy_ns == -1)
+/* Transparent capture, in the proxy netns (the current one) while privileged
+ * (IP_TRANSPARENT): the DNS and captured TCP listeners, then the policy routing that
+ * makes every packet from the sandbox local here (the rule names veth0, which comes a
+ * moment later). */
+static int capture_side(const struct ar_policy *p, const struct ar_net_plan *plan,
+			struct net_proxy_netns *out, ar_error_t *err)
+{
+	__attribute__((cleanup(ar_cleanup_capture_listenersp))) struct ar_capture_listeners cap = {
+	    .dns_udp = -1, .dns_tcp = -1};
+	ar_autofree uint16_t *ports = NULL;
+	size_t np = 0;
+	const char *pool = p->proxy.dns_pool ? p->proxy.dns_pool : AR_DNS_POOL_DEFAULT;
+	if (capture_ports(p, plan->port, &ports, &np, err) == -1 ||
+	    ar_capture_listen(-1, ports, np, &cap, err) == -1 ||
+	    ar_capture_setup_proxy_netns(-1, AR_NET_PROXY_IF, 0, pool, err) == -1)
+		return ar_error_wrap(err, "transparent capture");
+	out->fds[out->n_fds++] = steal_fd(&cap.dns_udp);
+	out->fds[out->n_fds++] = steal_fd(&cap.dns_tcp);
+	for (size_t i = 0; i < cap.n_tcp; i++)
+		out->fds[out->n_fds++] = steal_fd(&cap.tcp[i]);
+	return 0;
+}
+
+/* Inside the new proxy netns: everything that must be made there. */
+static int proxy_side(const struct ar_policy *p, const struct ar_net_plan *plan,
+		      struct net_proxy_netns *out, ar_error_t *err)
+{
+	out->ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (out->ns == -1)
 		return ar_error_make(err, errno, "network: open the proxy netns");
 	if (ipv6_off(err) == -1 || net_lo_up(err) == -1)
 		return -1;
-	if (open_route(&t->nl_proxy, err) == -1)
+	if ((out->route = route_fd(err)) == -1)
 		return -1;
-	t->listener = make_listener(&t->plan, err);
-	return t->listener == -1 ? -1 : 0;
+	if ((out->fds[out->n_fds++] = make_listener(plan, err)) == -1)
+		return -1;
+	return p->proxy.transparent ? capture_side(p, plan, out, err) : 0;
 }
 
-int ar_net_topology_open(struct ar_net_topology *t, const struct ar_net_plan *plan, ar_error_t *err)
+void net_proxy_netns_close(struct net_proxy_netns *pn)
 {
-	*t = (struct ar_net_topology){
-	    .host_ns = -1, .proxy_ns = -1, .listener = -1, .sandbox_ns = -1, .plan = *plan};
-	t->host_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (t->host_ns == -1)
+	if (pn->ns >= 0)
+		close(pn->ns);
+	if (pn->route >= 0)
+		close(pn->route);
+	for (size_t i = 0; i < pn->n_fds; i++)
+		if (pn->fds[i] >= 0)
+			close(pn->fds[i]);
+	*pn = (struct net_proxy_netns){.ns = -1, .route = -1};
+}
+
+int net_proxy_netns_make(const struct ar_policy *p, const struct ar_net_plan *plan,
+			 struct net_proxy_netns *out, ar_error_t *err)
+{
+	*out = (struct net_proxy_netns){.ns = -1, .route = -1};
+	ar_autoclose int host = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (host == -1)
 		return ar_error_make(err, errno, "network: open this process's netns");
 	if (unshare(CLONE_NEWNET) == -1)
 		return ar_error_make(err, errno, "network: unshare (the proxy netns%s)",
 				     errno == ENOSPC ? ": user.max_net_namespaces is reached" : "");
-	int r = proxy_side(t, err);
-	if (setns(t->host_ns, CLONE_NEWNET) == -1)
-		abort();
+	int r = proxy_side(p, plan, out, err);
+	if (setns(host, CLONE_NEWNET) == -1)
+		abort(); /* every later socket would be made in the wrong netns */
+	if (r == -1)
+		net_proxy_netns_close(out);
 	return r;
+}
+
+int ar_net_topology_adopt(struct ar_net_topology *t, const struct ar_net_plan *plan, int proxy_ns,
+			  int route, ar_error_t *err)
+{
+	*t = (struct ar_net_topology){.proxy_ns = proxy_ns, .sandbox_ns = -1, .plan = *plan};
+	return adopt_route(route, &t->nl_proxy, err);
+}
+
+int ar_net_sandbox_side(ar_error_t *err)
+{
+	if (ipv6_off(err) == -1)
+		return -1;
+	return route_fd(err);
 }
 
 static int sandbox_side(void *data, ar_error_t *err)
 {
-	struct ar_net_topology *t = data;
-	if (ipv6_off(err) == -1)
-		return -1;
-	return open_route(&t->nl_sandbox, err);
+	int *fd = data;
+	return (*fd = ar_net_sandbox_side(err)) == -1 ? -1 : 0;
 }
 
 /* eth0 in the sandbox netns, veth0 made directly in the proxy netns. Up comes after:
@@ -216,15 +312,18 @@ static int add_address(struct nl_sock *sk, int index, struct in_addr ip, ar_erro
 	return r < 0 ? nl_fail(err, r, "add the /30 address") : 0;
 }
 
-int ar_net_topology_wire(struct ar_net_topology *t, int sandbox_ns_fd, ar_error_t *err)
+int ar_net_topology_wire(struct ar_net_topology *t, int sandbox_ns_fd, int route, ar_error_t *err)
 {
 	t->sandbox_ns = fcntl(sandbox_ns_fd, F_DUPFD_CLOEXEC, 3);
-	if (t->sandbox_ns == -1)
+	if (t->sandbox_ns == -1) {
+		if (route >= 0)
+			close(route);
 		return ar_error_make(err, errno, "network: the sandbox netns");
-	/* on a thread of its own (capture.h): this one never leaves the host netns */
-	if (ar_capture_in_netns(t->sandbox_ns, sandbox_side, t, err) == -1)
+	}
+	/* else made on a thread of its own (capture.h): this one never leaves the host netns */
+	if (route == -1 && ar_capture_in_netns(t->sandbox_ns, sandbox_side, &route, err) == -1)
 		return -1;
-	if (add_veth(t, err) == -1)
+	if (adopt_route(route, &t->nl_sandbox, err) == -1 || add_veth(t, err) == -1)
 		return -1;
 	if (link_up(t->nl_sandbox, AR_NET_SANDBOX_IF, &t->sandbox_ifindex, err) == -1 ||
 	    link_up(t->nl_proxy, AR_NET_PROXY_IF, &t->proxy_ifindex, err) == -1)
@@ -239,7 +338,7 @@ void ar_net_topology_close(struct ar_net_topology *t)
 {
 	free_nl(&t->nl_proxy);
 	free_nl(&t->nl_sandbox);
-	int *fds[] = {&t->host_ns, &t->proxy_ns, &t->listener, &t->sandbox_ns};
+	int *fds[] = {&t->proxy_ns, &t->sandbox_ns};
 	for (size_t i = 0; i < AR_ARRAY_SIZE(fds); i++) {
 		if (*fds[i] >= 0)
 			close(*fds[i]);

@@ -61,20 +61,11 @@ static int wait_setup(const struct sandbox *sb, ar_error_t *err)
 static int wait_command(const struct sandbox *sb, ar_error_t *err)
 {
 	char c = 0;
-	char ctl[CMSG_SPACE(sizeof(sb->cg_self))];
-	struct iovec iov = {.iov_base = &c, .iov_len = 1};
-	struct msghdr msg = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
 	int fds[AR_ARRAY_SIZE(sb->cg_self)];
 	size_t n = 0;
 
-	ssize_t r = TEMP_FAILURE_RETRY(recvmsg(sb->release[0], &msg, MSG_CMSG_CLOEXEC));
-	for (struct cmsghdr *h = CMSG_FIRSTHDR(&msg); r == 1 && h; h = CMSG_NXTHDR(&msg, h))
-		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
-			n = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			memcpy(fds, CMSG_DATA(h), n * sizeof(int));
-		}
-	if (r != 1 || c != SANDBOX_RELEASE_COMMAND || (msg.msg_flags & MSG_CTRUNC))
+	if (ar_recv_fds(sb->release[0], &c, fds, AR_ARRAY_SIZE(fds), &n) != 1 ||
+	    c != SANDBOX_RELEASE_COMMAND)
 		_exit(AR_EXIT_RUN_FAIL); /* the parent failed (and says so) or died */
 	close(sb->release[0]);
 	/* n must match the cgroups (ar_cgroup_enter_self checks): none may be skipped */

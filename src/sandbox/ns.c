@@ -30,15 +30,12 @@ pid_t sandbox_clone(struct sandbox *sb, ar_error_t *err)
 	return (pid_t)pid;
 }
 
-/* The sandbox's own netns; for network: proxy sent to agentrun, which joins the veth
- * to it (an fd, not /proc/PID/ns/net: no window in which that names the host's). */
+/* The sandbox's own netns; for network: proxy sent to agentrun with a route socket of
+ * it (IPv6 off for the links made from now on: ar_net_sandbox_side), through which
+ * agentrun creates eth0 in place (an fd, not /proc/PID/ns/net: no window in which that
+ * names the host's). Nothing of it stays here. */
 int sandbox_unshare_net(const struct sandbox *sb, ar_error_t *err)
 {
-	char stage = SANDBOX_NETNS, ctl[CMSG_SPACE(sizeof(int))] = {0};
-	struct iovec iov = {.iov_base = &stage, .iov_len = 1};
-	struct msghdr msg = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
-
 	if (unshare(CLONE_NEWNET) == -1)
 		return ar_error_make(err, errno, "unshare (the sandbox's network namespace%s)",
 				     errno == ENOSPC ? ": user.max_net_namespaces is reached" : "");
@@ -47,12 +44,11 @@ int sandbox_unshare_net(const struct sandbox *sb, ar_error_t *err)
 	ar_autoclose int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (fd == -1)
 		return ar_error_make(err, errno, "open the sandbox's netns");
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	if (TEMP_FAILURE_RETRY(sendmsg(sb->release[0], &msg, MSG_NOSIGNAL)) != 1)
+	ar_autoclose int route = ar_net_sandbox_side(err);
+	if (route == -1)
+		return -1;
+	int fds[2] = {fd, route};
+	if (ar_send_fds(sb->release[0], SANDBOX_NETNS, fds, 2) == -1)
 		return ar_error_make(err, errno, "send the sandbox's netns to agentrun");
 	return 0;
 }

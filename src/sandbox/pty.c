@@ -88,20 +88,6 @@ int sandbox_pty_prepare(struct sandbox *sb, ar_error_t *err)
 
 /* ---- the command's side (between fork and exec, as root, after setsid) ---- */
 
-static int send_fd(int sock, int fd)
-{
-	char ctl[CMSG_SPACE(sizeof(int))] = {0}, byte = 't';
-	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-	struct msghdr msg = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	return TEMP_FAILURE_RETRY(sendmsg(sock, &msg, MSG_NOSIGNAL)) == 1 ? 0 : -1;
-}
-
 int sandbox_pty_attach(const struct sandbox *sb, ar_error_t *err)
 {
 	const struct sandbox_pty *t = sb->pty;
@@ -125,7 +111,7 @@ int sandbox_pty_attach(const struct sandbox *sb, ar_error_t *err)
 	for (int fd = 0; fd < 3; fd++)
 		if (t->tty[fd] && dup2(slave, fd) == -1)
 			return ar_error_make(err, errno, "terminal: dup2 the pty to fd %d", fd);
-	if (send_fd(t->sock[0], master) == -1)
+	if (ar_send_fds(t->sock[0], 't', &master, 1) == -1)
 		return ar_error_make(err, errno, "terminal: hand the pty to agentrun");
 	return 0;
 }
@@ -134,17 +120,10 @@ int sandbox_pty_attach(const struct sandbox *sb, ar_error_t *err)
 
 static int recv_fd(int sock)
 {
-	char ctl[CMSG_SPACE(sizeof(int))] = {0}, byte;
-	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-	struct msghdr msg = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
+	char byte;
 	int fd = -1;
-	if (TEMP_FAILURE_RETRY(recvmsg(sock, &msg, MSG_CMSG_CLOEXEC)) != 1)
-		return -1;
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-		memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	return fd;
+	size_t n = 0;
+	return ar_recv_fds(sock, &byte, &fd, 1, &n) == 1 && n == 1 ? fd : -1;
 }
 
 static void copy_winsize(const struct sandbox_pty *t)

@@ -119,36 +119,37 @@ static int cgroup_late_job(void *arg, ar_error_t *err)
 
 static int read_report(struct sandbox *sb, int *status, ar_error_t *err);
 
-/* The child's netns, which its init unshares first thing and sends (network: proxy).
- * No message: the child failed (its report says why) or was killed. */
-static int sandbox_netns(void *arg, ar_error_t *err)
+/* The child's netns, which its init unshares first thing and sends (network: proxy)
+ * with a route socket it opened there. No message: the child failed (its report says
+ * why) or was killed. */
+static int sandbox_netns(void *arg, int *route, ar_error_t *err)
 {
 	struct sandbox *sb = arg;
-	char stage = 0, ctl[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = {.iov_base = &stage, .iov_len = 1};
-	struct msghdr msg = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
-	int fd = -1, status = 0;
+	char stage = 0;
+	int fds[2], status = 0;
+	size_t n = 0;
 
-	ssize_t n = TEMP_FAILURE_RETRY(recvmsg(sb->release[1], &msg, MSG_CMSG_CLOEXEC));
-	struct cmsghdr *c = n == 1 ? CMSG_FIRSTHDR(&msg) : NULL;
-	if (c != NULL && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-	    c->cmsg_len == CMSG_LEN(sizeof(int)))
-		memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	if (fd >= 0 && stage == SANDBOX_NETNS)
-		return fd;
-	if (fd >= 0)
-		close(fd);
-	if (n == 0 && read_report(sb, &status, err) == -1)
+	*route = -1;
+	int r = ar_recv_fds(sb->release[1], &stage, fds, 2, &n);
+	if (r == 1 && n == 2 && stage == SANDBOX_NETNS) {
+		*route = fds[1];
+		return fds[0];
+	}
+	int e = errno;
+	for (size_t i = 0; i < n; i++)
+		close(fds[i]);
+	/* EOF, or a reset when it died with our go-ahead unread: it has exited, and its
+	 * report (written before) says why */
+	if ((r == 0 || (r == -1 && e == ECONNRESET)) && read_report(sb, &status, err) == -1)
 		return -1;
-	return ar_error_make(err, n == -1 ? errno : 0, "network: the sandbox's netns never came");
+	return ar_error_make(err, r == -1 ? e : 0, "network: the sandbox's netns never came");
 }
 
-/* While the child builds its root: the proxy netns and listener, the confined proxy
- * (made after the clone, so the sandbox inherits none of their descriptors), the veth
- * into the child's netns (created in place there); beside them, on a thread of its
- * own, the v1 cgroups (cgroup_late: their directories and limits are independent of
- * the network, and the netns work mostly waits on the kernel). */
+/* While the child builds its root: the confined proxy, which makes the proxy netns
+ * and its listeners first (forked after the clone, so the sandbox inherits none of
+ * their descriptors), the veth into the child's netns (created in place there); beside
+ * them, on a thread of its own, the v1 cgroups (cgroup_late: their directories and
+ * limits are independent of the network). */
 static int network_attach(struct sandbox *sb, ar_error_t *err)
 {
 	struct ar_net_sandbox with = {
@@ -271,22 +272,9 @@ static int enter_cgroup(struct sandbox *sb, ar_error_t *err)
  * reaped by wait_sandbox and its report says why. */
 static int release(struct sandbox *sb, char stage, ar_error_t *err)
 {
-	char ctl[CMSG_SPACE(sizeof(sb->cg_self))] = {0};
-	struct iovec iov = {.iov_base = &stage, .iov_len = 1};
-	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
-
-	if (stage == SANDBOX_RELEASE_COMMAND && sb->n_cg_self > 0) {
-		size_t len = sb->n_cg_self * sizeof(int);
-		msg.msg_control = ctl;
-		msg.msg_controllen = CMSG_SPACE(len);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(len);
-		memcpy(CMSG_DATA(c), sb->cg_self, len);
-	}
-	ssize_t n = TEMP_FAILURE_RETRY(sendmsg(sb->release[1], &msg, MSG_NOSIGNAL));
-	if (n == -1 && errno != EPIPE && errno != ECONNRESET)
+	size_t n = stage == SANDBOX_RELEASE_COMMAND ? sb->n_cg_self : 0;
+	if (ar_send_fds(sb->release[1], stage, sb->cg_self, n) == -1 && errno != EPIPE &&
+	    errno != ECONNRESET)
 		return ar_error_make(err, errno, "release the sandbox");
 	if (stage == SANDBOX_RELEASE_COMMAND) {
 		close_cgroup_self(sb); /* the child's now */
