@@ -4,7 +4,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -188,6 +192,55 @@ static void test_json_refuse_nul(void **state)
 	}
 }
 
+/* The same files come out (by inode), close-on-exec, with the byte; more than the
+ * receiver has room for: none kept open, EMSGSIZE; the byte alone; EOF. */
+static void test_fds(void **state)
+{
+	(void)state;
+	int sv[2], fds[2], got[AR_FDS_MAX];
+	size_t n = 99;
+	char b = 0;
+	struct stat a, c;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	fds[0] = open("/dev/null", O_RDONLY);
+	fds[1] = open("/", O_RDONLY | O_DIRECTORY);
+	assert_true(fds[0] >= 0 && fds[1] >= 0);
+	assert_int_equal(ar_send_fds(sv[0], 'x', fds, 2), 0);
+	assert_int_equal(ar_recv_fds(sv[1], &b, got, 2, &n), 1);
+	assert_int_equal(b, 'x');
+	assert_int_equal(n, 2);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(fstat(fds[i], &a), 0);
+		assert_int_equal(fstat(got[i], &c), 0);
+		assert_true(a.st_ino == c.st_ino && a.st_dev == c.st_dev);
+		assert_true(fcntl(got[i], F_GETFD) & FD_CLOEXEC);
+		close(got[i]);
+	}
+	/* two sent, room for one: neither stays open here */
+	int before = dup(0);
+	close(before);
+	assert_int_equal(ar_send_fds(sv[0], 'y', fds, 2), 0);
+	assert_int_equal(ar_recv_fds(sv[1], &b, got, 1, &n), -1);
+	assert_int_equal(errno, EMSGSIZE);
+	assert_int_equal(n, 0);
+	int next = dup(0);
+	assert_int_equal(next, before); /* the lowest free number: nothing leaked */
+	close(next);
+	assert_int_equal(ar_send_fds(sv[0], 'z', NULL, 0), 0);
+	assert_int_equal(ar_recv_fds(sv[1], &b, got, 2, &n), 1);
+	assert_int_equal(b, 'z');
+	assert_int_equal(n, 0);
+	assert_int_equal(ar_send_fds(sv[0], 'z', fds, AR_FDS_MAX + 1), -1);
+	assert_int_equal(errno, EINVAL);
+	close(sv[0]);
+	assert_int_equal(ar_recv_fds(sv[1], &b, got, 2, &n), 0);
+	assert_int_equal(ar_send_fds(sv[1], 'q', NULL, 0), -1); /* EPIPE, no SIGPIPE */
+	assert_int_equal(errno, EPIPE);
+	close(sv[1]);
+	close(fds[0]);
+	close(fds[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -201,6 +254,7 @@ int main(void)
 	    cmocka_unit_test(test_buf_ints),
 	    cmocka_unit_test(test_mountinfo_unescape),
 	    cmocka_unit_test(test_json_refuse_nul),
+	    cmocka_unit_test(test_fds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
