@@ -230,14 +230,15 @@ int ar_net_ready(struct ar_net *n, const char *cgroup_dir, ar_error_t *err)
 	 * a /30, a proxy (network: none keeps none: its start stays a clone and an exec) */
 	if (n->p->network != AR_NETWORK_PROXY)
 		return 0;
-	if (ar_net_proxy_ready(&n->proxy, err) == -1)
-		return ar_error_wrap(err, "proxy");
-	/* every hierarchy's directory, so gc removes them all (v1: memory, pids, cpu) */
+	/* every hierarchy's directory, so gc removes them all (v1: memory, pids, cpu); while
+	 * the proxy finishes its own setup */
 	if (cgroup_dir != NULL)
 		net_cgroup_dirs(cgroup_dir, n->state.cgroup, sizeof(n->state.cgroup));
 	if (n->proxy.cg != NULL)
 		net_cgroup_dirs(ar_cgroup_path(n->proxy.cg), n->state.proxy_cgroup,
 				sizeof(n->state.proxy_cgroup));
+	if (ar_net_proxy_ready(&n->proxy, err) == -1)
+		return ar_error_wrap(err, "proxy");
 	n->state_written = true;
 	return ar_net_state_write(&n->state, err);
 }
