@@ -120,9 +120,16 @@ struct ar_net_proxy {
 	uint64_t start;
 	int report; /* read end: "ok" or an error message once confined and serving */
 	int chan;   /* the proxy netns comes through here (ar_net_proxy_netns) */
+	int cgchan; /* v1: its cgroup's `tasks` files go through here (ar_net_proxy_cgroup) */
 	int status; /* wait status once reaped */
 	bool reaped;
 };
+
+/* No proxy (yet): every descriptor -1. */
+#define AR_NET_PROXY_NONE                                                                          \
+	{                                                                                          \
+		.pid = -1, .report = -1, .chan = -1, .cgchan = -1                                  \
+	}
 
 struct ar_net_proxy_opts {
 	const struct ar_policy *policy;
@@ -145,6 +152,11 @@ struct ar_net_proxy_opts {
  * from the sandbox's allocator for its lifetime, src/net/uid.c) with no
  * capabilities, sets no_new_privs, installs seccomp/proxy.json and serves. */
 int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *px, ar_error_t *err);
+/* v1: make the proxy's planned cgroup and send the child the files through which it
+ * joins (before it allocates anything but its netns); nothing on v2 (the parent moved it
+ * at the start) or without cgroups. Run beside other work (the child waits for it only
+ * after its netns). On failure the child is told to exit. */
+int ar_net_proxy_cgroup(struct ar_net_proxy *px, ar_error_t *err);
 /* The proxy netns and a route socket opened in it, once the child has made them (then
  * the caller's: ar_net_topology_adopt); -1 with the child's own message when it could
  * not. */

@@ -124,7 +124,8 @@ static int start(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_
 	/* the same path as `run`'s, transparent capture included; the container's netns is
 	 * entered by a thread of ours (ar_net_topology_wire without a route socket) */
 	int proxy_ns = -1, route = -1;
-	if (ar_net_proxy_netns(px, &proxy_ns, &route, err) == -1 ||
+	if (ar_net_proxy_cgroup(px, err) == -1 ||
+	    ar_net_proxy_netns(px, &proxy_ns, &route, err) == -1 ||
 	    ar_net_topology_adopt(t, o->plan, proxy_ns, route, err) == -1 ||
 	    ar_net_topology_wire(t, ns_fd, -1, err) == -1 || net_capture_routes(o->p, t, err) == -1)
 		return -1;
@@ -143,7 +144,7 @@ int ar_net_wire_detached(const struct ar_net_detached_opts *o, int ns_fd, struct
 			 ar_error_t *err)
 {
 	struct ar_net_topology t = {.proxy_ns = -1, .sandbox_ns = -1};
-	struct ar_net_proxy px = {.pid = -1, .report = -1, .chan = -1};
+	struct ar_net_proxy px = AR_NET_PROXY_NONE;
 
 	if (geteuid() != 0)
 		return ar_error_make(err, 0,

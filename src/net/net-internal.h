@@ -35,19 +35,23 @@ void net_cgroup_dirs(const char *any_dir, char *out, size_t size);
 int net_proxy_uid_lease(uid_t *uid, ar_error_t *err);
 
 /* What the proxy child makes in a fresh netns of its own, while privileged
- * (topology.c): the netns and a route socket in it, for agentrun; the proxy's own
- * sockets (its listener, then with transparent capture DNS UDP, DNS TCP and the
- * captured TCP listeners) and, with capture, the rule and routes that make every
- * packet from the sandbox local there. The thread is back in its own netns after. */
+ * (topology.c). enter: unshare it, IPv6 off for the links made from now on, and a
+ * route socket there: ns and route, what agentrun needs to wire the veth (on failure
+ * the thread is back in its own netns). fill, called after enter succeeded, while
+ * agentrun wires: lo up, the proxy's own sockets in fds (its listener, then with
+ * transparent capture DNS UDP, DNS TCP and the captured TCP listeners) and, with
+ * capture, the rule and routes that make every packet from the sandbox local there;
+ * the thread is back in its own netns after, whatever happened. */
 struct net_proxy_netns {
-	int ns, route;
+	int host, ns, route;
 	int fds[AR_NET_PROXY_MAX_FDS];
 	size_t n_fds;
 };
 struct ar_policy;
 struct ar_net_plan;
-int net_proxy_netns_make(const struct ar_policy *p, const struct ar_net_plan *plan,
-			 struct net_proxy_netns *out, ar_error_t *err);
+int net_proxy_netns_enter(struct net_proxy_netns *out, ar_error_t *err);
+int net_proxy_netns_fill(const struct ar_policy *p, const struct ar_net_plan *plan,
+			 struct net_proxy_netns *pn, ar_error_t *err);
 void net_proxy_netns_close(struct net_proxy_netns *pn);
 /* After the veth, with transparent capture: the sandbox routes everything to the proxy
  * netns. */

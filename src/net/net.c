@@ -141,7 +141,7 @@ int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_ne
 {
 	*n = (struct ar_net){.p = p,
 			     .topo = {.proxy_ns = -1, .sandbox_ns = -1},
-			     .proxy = {.pid = -1, .report = -1, .chan = -1},
+			     .proxy = AR_NET_PROXY_NONE,
 			     .audit_fd = -1,
 			     .log_fd = -1,
 			     .resolv_fd = -1,
@@ -183,16 +183,25 @@ static int attach_network(struct ar_net *n, const struct ar_net_sandbox *sb, ar_
 }
 
 struct beside_job {
+	struct ar_net_proxy *proxy;
 	int (*fn)(void *arg, ar_error_t *err);
 	void *arg;
 	ar_error_t err;
 	int ret;
 };
 
+/* The proxy's cgroup (it waits for it), then the caller's own work. */
+static int beside(struct beside_job *j)
+{
+	if (ar_net_proxy_cgroup(j->proxy, &j->err) == -1)
+		return -1;
+	return j->fn ? j->fn(j->arg, &j->err) : 0;
+}
+
 static void *beside_thread(void *p)
 {
 	struct beside_job *j = p;
-	j->ret = j->fn(j->arg, &j->err);
+	j->ret = beside(j);
 	return NULL;
 }
 
@@ -207,14 +216,14 @@ int ar_net_attach(struct ar_net *n, const struct ar_net_sandbox *sb, ar_error_t 
 	close_fd(&n->audit_fd); /* the proxy has its copies now */
 	close_fd(&n->log_fd);
 	/* after the fork: no thread of ours is running when the proxy is forked */
-	struct beside_job j = {sb->beside, sb->arg, NULL, 0};
+	struct beside_job j = {&n->proxy, sb->beside, sb->arg, NULL, 0};
 	pthread_t t;
-	bool threaded = sb->beside != NULL && pthread_create(&t, NULL, beside_thread, &j) == 0;
+	bool threaded = pthread_create(&t, NULL, beside_thread, &j) == 0;
+	if (!threaded)
+		j.ret = beside(&j);
 	int r = attach_network(n, sb, err);
 	if (threaded)
 		pthread_join(t, NULL);
-	else if (sb->beside != NULL)
-		j.ret = sb->beside(sb->arg, &j.err);
 	if (j.ret == -1 && r == 0) {
 		*err = j.err;
 		j.err = NULL;

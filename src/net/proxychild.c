@@ -48,6 +48,7 @@ struct child {
 	const struct ar_net_proxy_opts *o;
 	pid_t parent;
 	int chan;		    /* the proxy netns goes to the parent through here */
+	int cgchan;		    /* v1: the parent sends the `tasks` files of our cgroup */
 	struct net_proxy_netns pn;  /* made here: the netns, a route socket, our listeners */
 	int report;		    /* write */
 	int stop_fd;		    /* a pidfd of o->stop_with, or -1 */
@@ -98,8 +99,8 @@ static int die_with_parent(struct child *c, ar_error_t *err)
  * pipes of the sandbox must not reach it. */
 static int close_inherited(struct child *c, ar_error_t *err)
 {
-	int keep[10] = {c->chan, c->o->audit_fd, c->o->log_fd, c->report, c->stop_fd};
-	size_t n = 5;
+	int keep[10] = {c->chan, c->cgchan, c->o->audit_fd, c->o->log_fd, c->report, c->stop_fd};
+	size_t n = 6;
 	for (size_t i = 0; i < c->n_cg_self; i++)
 		keep[n++] = c->cg_self[i];
 	for (size_t i = 1; i < n; i++) /* insertion sort, n <= 10 */
@@ -124,32 +125,31 @@ static int close_inherited(struct child *c, ar_error_t *err)
 
 /* Its own small limits: memory and pids (DESIGN §7); no cpu hierarchy, which would
  * cost a directory, two writes, a join and a removal on every start. */
-static void proxy_limits(const struct ar_net_proxy_opts *o, struct ar_policy *lim)
+static void proxy_limits(struct ar_policy *lim)
 {
-	*lim = (struct ar_policy){.origin = "proxy", .name = o->policy->name};
+	*lim = (struct ar_policy){.origin = "proxy", .name = "proxy"};
 	lim->limits = (struct ar_limits){.pids = 16, .memory = 64 << 20, .memory_str = "64m"};
 }
 
-/* v1: made and joined here, beside agentrun's own work on the start path (its
- * directories in every hierarchy are removed by agentrun from their names,
- * net_cgroup_dirs); v2: made by agentrun before the fork, which moves us in. */
+/* v1: made by agentrun beside its other start-up work (ar_net_proxy_cgroup), joined
+ * here through the `tasks` files it sends (a move of ourselves takes no RCU grace
+ * period); v2: made by agentrun before the fork, which moves us in. EOF: agentrun gave
+ * up, and says why. */
 static int enter_cgroup(struct child *c, ar_error_t *err)
 {
-	struct ar_policy lim;
+	char b = 0;
+	int fds[AR_ARRAY_SIZE(c->cg_self)];
+	size_t n = 0;
 	if (c->cg == NULL || !c->cg_by_child)
 		return 0;
-	proxy_limits(c->o, &lim);
-	if (ar_cgroup_make((struct ar_cgroup *)c->cg, &lim, err) == -1)
-		return ar_error_wrap(err, "proxy cgroup");
-	int n = ar_cgroup_open_self(c->cg, c->cg_self, AR_ARRAY_SIZE(c->cg_self), err);
-	if (n == -1)
-		return -1;
-	c->n_cg_self = (size_t)n;
-	int r = ar_cgroup_enter_self(c->cg, c->cg_self, c->n_cg_self, err);
-	for (size_t i = 0; i < c->n_cg_self; i++)
-		close(c->cg_self[i]);
-	c->n_cg_self = 0;
-	return r;
+	if (ar_recv_fds(c->cgchan, &b, fds, AR_ARRAY_SIZE(fds), &n) != 1 || b != 'c')
+		_exit(1);
+	close(c->cgchan);
+	c->cgchan = -1;
+	int r = ar_cgroup_enter_self(c->cg, fds, n, err);
+	for (size_t i = 0; i < n; i++)
+		close(fds[i]);
+	return r == -1 ? ar_error_wrap(err, "proxy cgroup") : 0;
 }
 
 static int bind_ro(const char *src, const char *name, bool dev, ar_error_t *err)
@@ -263,23 +263,24 @@ static int drop_privileges(struct child *c, ar_error_t *err)
 	return 0;
 }
 
-/* First, since agentrun waits for it: the proxy netns with our listeners in it (made
- * while privileged: IP_TRANSPARENT), sent to agentrun with a route socket opened there
- * (SCM_RIGHTS), which wires the veth into it while the steps below run. */
+/* First, since agentrun waits for it: the proxy netns, sent to agentrun with a route
+ * socket opened there (SCM_RIGHTS) as soon as it exists; while agentrun wires the veth
+ * into it, our listeners in it (made while privileged: IP_TRANSPARENT). */
 static int make_netns(struct child *c, ar_error_t *err)
 {
-	if (net_proxy_netns_make(c->o->policy, c->o->plan, &c->pn, err) == -1)
+	if (net_proxy_netns_enter(&c->pn, err) == -1)
 		return -1;
 	int fds[2] = {c->pn.ns, c->pn.route};
-	int r = ar_send_fds(c->chan, 'n', fds, 2);
+	int sent = ar_send_fds(c->chan, 'n', fds, 2);
 	close(c->pn.ns); /* agentrun's now: nothing of the netns stays here but the sockets */
 	close(c->pn.route);
 	c->pn.ns = c->pn.route = -1;
 	close(c->chan);
 	c->chan = -1;
-	if (r == -1)
+	int r = net_proxy_netns_fill(c->o->policy, c->o->plan, &c->pn, err);
+	if (sent == -1)
 		_exit(1); /* agentrun gave up, and says why */
-	return 0;
+	return r;
 }
 
 /* The program precompiled at build time (cmake/seccomp_bpfgen.c), valid with the
@@ -349,9 +350,8 @@ __attribute__((noreturn)) static void child_main(struct child *c)
 	_exit(ar_proxy_run(c->px, &err) == -1 ? 1 : 0);
 }
 
-/* The cgroup: planned before the fork; on v1 the child makes and joins it (no RCU
- * grace period, and off agentrun's path), on v2 this side makes it and moves the
- * child in. */
+/* The cgroup: planned before the fork; on v1 made after it (ar_net_proxy_cgroup) and
+ * joined by the child, on v2 this side makes it and moves the child in. */
 static int proxy_cgroup(const struct ar_net_proxy_opts *o, struct ar_net_proxy *px, struct child *c,
 			ar_error_t *err)
 {
@@ -359,7 +359,7 @@ static int proxy_cgroup(const struct ar_net_proxy_opts *o, struct ar_net_proxy *
 
 	if (o->cgroup_name == NULL)
 		return 0;
-	proxy_limits(o, &lim);
+	proxy_limits(&lim);
 	if (ar_cgroup_plan(&lim, o->cgroup_name, &px->cg, err) == -1)
 		return ar_error_wrap(err, "proxy cgroup");
 	c->cg = px->cg;
@@ -384,13 +384,14 @@ int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *p
 	struct child c = {.o = o,
 			  .parent = getpid(),
 			  .chan = -1,
-			  .pn = {.ns = -1, .route = -1},
+			  .cgchan = -1,
+			  .pn = {.host = -1, .ns = -1, .route = -1},
 			  .report = -1,
 			  .stop_fd = -1,
 			  .uid_lease = -1};
-	int go[2] = {-1, -1}, rep[2] = {-1, -1};
+	int go[2] = {-1, -1}, rep[2] = {-1, -1}, cg[2] = {-1, -1};
 
-	*px = (struct ar_net_proxy){.pid = -1, .report = -1, .chan = -1};
+	*px = (struct ar_net_proxy)AR_NET_PROXY_NONE;
 	if (o->stop_with > 0 && (c.stop_fd = (int)syscall(SYS_pidfd_open, o->stop_with, 0)) == -1) {
 		ar_error_make(err, errno, "proxy: pidfd of process %d", (int)o->stop_with);
 		goto fail;
@@ -398,11 +399,13 @@ int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *p
 	if (proxy_cgroup(o, px, &c, err) == -1)
 		goto fail;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, go) == -1 ||
-	    pipe2(rep, O_CLOEXEC) == -1) {
+	    pipe2(rep, O_CLOEXEC) == -1 ||
+	    (px->cg_by_child && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, cg) == -1)) {
 		ar_error_make(err, errno, "proxy: pipe");
 		goto fail;
 	}
 	c.chan = go[0];
+	c.cgchan = cg[0];
 	c.report = rep[1];
 	px->pid = fork();
 	if (px->pid == -1) {
@@ -414,22 +417,52 @@ int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *p
 	px->start = ar_net_proc_start(px->pid);
 	px->report = steal_fd(&rep[0]);
 	px->chan = steal_fd(&go[1]);
+	px->cgchan = steal_fd(&cg[1]);
 	if (px->cg != NULL && !px->cg_by_child && ar_cgroup_enter(px->cg, px->pid, err) == -1)
 		goto fail;
 	close(go[0]);
 	close(rep[1]);
+	if (cg[0] >= 0)
+		close(cg[0]);
 	close_child_fds(&c);
 	return 0;
 fail:
 	for (int i = 0; i < 2; i++) {
-		if (go[i] >= 0)
-			close(go[i]);
-		if (rep[i] >= 0)
-			close(rep[i]);
+		int *fds[] = {&go[i], &rep[i], &cg[i]};
+		for (size_t k = 0; k < AR_ARRAY_SIZE(fds); k++)
+			if (*fds[k] >= 0)
+				close(*fds[k]);
 	}
 	close_child_fds(&c);
 	ar_net_proxy_stop(px);
 	return -1;
+}
+
+int ar_net_proxy_cgroup(struct ar_net_proxy *px, ar_error_t *err)
+{
+	struct ar_policy lim;
+	int fds[4];
+	if (px->cgchan < 0)
+		return 0;
+	proxy_limits(&lim);
+	int n = -1;
+	if (ar_cgroup_make(px->cg, &lim, err) == 0)
+		n = ar_cgroup_open_self(px->cg, fds, AR_ARRAY_SIZE(fds), err);
+	if (n == -1) {
+		close(px->cgchan); /* the child exits */
+		px->cgchan = -1;
+		return ar_error_wrap(err, "proxy cgroup");
+	}
+	int r = ar_send_fds(px->cgchan, 'c', fds, (size_t)n);
+	int e = errno;
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	close(px->cgchan);
+	px->cgchan = -1;
+	/* a child that died already tells why in its report */
+	if (r == -1 && e != EPIPE && e != ECONNRESET)
+		return ar_error_make(err, e, "proxy cgroup: hand over its `tasks` files");
+	return 0;
 }
 
 int ar_net_proxy_netns(struct ar_net_proxy *px, int *netns, int *route, ar_error_t *err)
@@ -486,9 +519,13 @@ bool ar_net_proxy_exited(struct ar_net_proxy *px)
 
 void ar_net_proxy_term(struct ar_net_proxy *px)
 {
-	if (px->chan >= 0) /* a child still waiting for its listener exits at once */
-		close(px->chan);
-	px->chan = -1;
+	/* a child still waiting for its cgroup exits at once */
+	int *fds[] = {&px->chan, &px->cgchan};
+	for (size_t i = 0; i < AR_ARRAY_SIZE(fds); i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
 	if (px->pid > 0 && !px->reaped && !px->termed)
 		kill(px->pid, SIGTERM);
 	px->termed = true;

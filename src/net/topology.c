@@ -6,7 +6,7 @@
  * nothing is torn down link by link: closing the namespaces removes it all.
  *
  * Each netns is made by whoever lives in it, beside the others' work: the proxy child
- * makes the proxy netns and its sockets (ar_net_proxy_netns_make), run's sandbox init
+ * makes the proxy netns and its sockets (net_proxy_netns_enter, _fill), run's sandbox init
  * its own (ar_net_sandbox_side); each sends agentrun the netns and a route socket
  * opened inside it, and agentrun only wires the veth between them. */
 #define _GNU_SOURCE
@@ -190,49 +190,68 @@ static int capture_side(const struct ar_policy *p, const struct ar_net_plan *pla
 	return 0;
 }
 
-/* Inside the new proxy netns: everything that must be made there. */
-static int proxy_side(const struct ar_policy *p, const struct ar_net_plan *plan,
-		      struct net_proxy_netns *out, ar_error_t *err)
-{
-	out->ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (out->ns == -1)
-		return ar_error_make(err, errno, "network: open the proxy netns");
-	if (ipv6_off(err) == -1 || net_lo_up(err) == -1)
-		return -1;
-	if ((out->route = route_fd(err)) == -1)
-		return -1;
-	if ((out->fds[out->n_fds++] = make_listener(plan, err)) == -1)
-		return -1;
-	return p->proxy.transparent ? capture_side(p, plan, out, err) : 0;
-}
-
 void net_proxy_netns_close(struct net_proxy_netns *pn)
 {
-	if (pn->ns >= 0)
-		close(pn->ns);
-	if (pn->route >= 0)
-		close(pn->route);
+	int *fds[] = {&pn->host, &pn->ns, &pn->route};
+	for (size_t i = 0; i < AR_ARRAY_SIZE(fds); i++)
+		if (*fds[i] >= 0)
+			close(*fds[i]);
 	for (size_t i = 0; i < pn->n_fds; i++)
 		if (pn->fds[i] >= 0)
 			close(pn->fds[i]);
-	*pn = (struct net_proxy_netns){.ns = -1, .route = -1};
+	*pn = (struct net_proxy_netns){.host = -1, .ns = -1, .route = -1};
 }
 
-int net_proxy_netns_make(const struct ar_policy *p, const struct ar_net_plan *plan,
-			 struct net_proxy_netns *out, ar_error_t *err)
+static void back_home(struct net_proxy_netns *pn)
 {
-	*out = (struct net_proxy_netns){.ns = -1, .route = -1};
-	ar_autoclose int host = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (host == -1)
-		return ar_error_make(err, errno, "network: open this process's netns");
-	if (unshare(CLONE_NEWNET) == -1)
-		return ar_error_make(err, errno, "network: unshare (the proxy netns%s)",
-				     errno == ENOSPC ? ": user.max_net_namespaces is reached" : "");
-	int r = proxy_side(p, plan, out, err);
-	if (setns(host, CLONE_NEWNET) == -1)
+	if (setns(pn->host, CLONE_NEWNET) == -1)
 		abort(); /* every later socket would be made in the wrong netns */
-	if (r == -1)
+	close(pn->host);
+	pn->host = -1;
+}
+
+/* What agentrun needs to wire the veth: the netns, IPv6 off for the links made from
+ * now on, a route socket. */
+static int proxy_ns_first(struct net_proxy_netns *pn, ar_error_t *err)
+{
+	pn->ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (pn->ns == -1)
+		return ar_error_make(err, errno, "network: open the proxy netns");
+	if (ipv6_off(err) == -1)
+		return -1;
+	pn->route = route_fd(err);
+	return pn->route == -1 ? -1 : 0;
+}
+
+int net_proxy_netns_enter(struct net_proxy_netns *out, ar_error_t *err)
+{
+	*out = (struct net_proxy_netns){.host = -1, .ns = -1, .route = -1};
+	out->host = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (out->host == -1)
+		return ar_error_make(err, errno, "network: open this process's netns");
+	if (unshare(CLONE_NEWNET) == -1) {
+		int e = errno;
 		net_proxy_netns_close(out);
+		return ar_error_make(err, e, "network: unshare (the proxy netns%s)",
+				     e == ENOSPC ? ": user.max_net_namespaces is reached" : "");
+	}
+	if (proxy_ns_first(out, err) == -1) {
+		back_home(out);
+		net_proxy_netns_close(out);
+		return -1;
+	}
+	return 0;
+}
+
+int net_proxy_netns_fill(const struct ar_policy *p, const struct ar_net_plan *plan,
+			 struct net_proxy_netns *pn, ar_error_t *err)
+{
+	int r = net_lo_up(err);
+	if (r == 0 && (pn->fds[pn->n_fds++] = make_listener(plan, err)) == -1)
+		r = -1;
+	if (r == 0 && p->proxy.transparent)
+		r = capture_side(p, plan, pn, err);
+	back_home(pn);
 	return r;
 }
 
