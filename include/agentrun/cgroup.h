@@ -57,6 +57,10 @@ const char *ar_cgroup_kind(const struct ar_cgroup *cg);
 /* The sandbox cgroup directory (v2), or the v1 memory (else pids, else cpu) directory;
  * for debug output and tests. */
 const char *ar_cgroup_path(const struct ar_cgroup *cg);
+/* Every directory of the cgroup (v1: one per hierarchy it uses, which differ), `:`-joined
+ * into out (what does not fit is left out: ar_cgroup_sweep removes it later); known from
+ * the plan on. For the state gc reads. */
+void ar_cgroup_dirs(const struct ar_cgroup *cg, char *out, size_t size);
 
 /* Remove empty stale `agentrun-*-PID` cgroups whose owner PID is dead, under the
  * directories this process would create its cgroups in (ar_cgroup_create does this

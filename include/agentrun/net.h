@@ -273,7 +273,7 @@ int ar_net_attach(struct ar_net *n, const struct ar_net_sandbox *sb, ar_error_t 
 /* Before the command is released (other setup may run between the two, beside the
  * proxy's own start): wait until the proxy serves, and write the state (network:
  * proxy only; cgroup_dir, the sandbox's cgroup, is recorded for gc). */
-int ar_net_ready(struct ar_net *n, const char *cgroup_dir, ar_error_t *err);
+int ar_net_ready(struct ar_net *n, const struct ar_cgroup *cg, ar_error_t *err);
 /* The proxy URL for the environment, NULL without the proxy network. */
 const char *ar_net_proxy_url(const struct ar_net *n);
 /* With transparent capture: a sealed memfd holding the sandbox's /etc/resolv.conf

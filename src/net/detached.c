@@ -25,49 +25,6 @@
 
 #define CGROUP_ROOT "/sys/fs/cgroup"
 
-/* The directory `base` would have in the hierarchy of one line of /proc/self/cgroup
- * ("ID:CONTROLLERS:PATH"), when it exists. */
-static bool cgroup_dir(char *line, const char *base, char *dir, size_t size)
-{
-	char *c = strchr(line, ':'), *path = c ? strchr(c + 1, ':') : NULL;
-	struct stat st;
-	if (path == NULL)
-		return false;
-	*path++ = '\0';
-	const char *ctl = c + 1, *sep = strcmp(path, "/") == 0 ? "" : "/";
-	if (strncmp(ctl, "name=", 5) == 0)
-		return false;
-	if (*ctl == '\0') { /* v2: a hybrid host mounts it at unified/ */
-		snprintf(dir, size, CGROUP_ROOT "/unified%s%s%s", path, sep, base);
-		if (stat(dir, &st) == 0)
-			return true;
-	}
-	snprintf(dir, size, CGROUP_ROOT "%s%s%s%s%s", *ctl ? "/" : "", ctl, path, sep, base);
-	return stat(dir, &st) == 0;
-}
-
-void net_cgroup_dirs(const char *any_dir, char *out, size_t size)
-{
-	char line[512], dir[sizeof(line) + 300];
-	const char *base = strrchr(any_dir, '/') ? strrchr(any_dir, '/') + 1 : any_dir;
-	FILE *f = fopen("/proc/self/cgroup", "re");
-	size_t len = 0;
-	out[0] = '\0';
-	if (strncmp(base, "agentrun-", 9) != 0 || strlen(base) > 256) {
-		if (f != NULL)
-			fclose(f);
-		return;
-	}
-	while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
-		line[strcspn(line, "\n")] = '\0';
-		if (!cgroup_dir(line, base, dir, sizeof(dir)) || len + strlen(dir) + 2 > size)
-			continue;
-		len += (size_t)snprintf(out + len, size - len, "%s%s", len ? ":" : "", dir);
-	}
-	if (f != NULL)
-		fclose(f);
-}
-
 void net_remove_cgroups(const char *list, int tries)
 {
 	ar_autofree char *copy = ar_xstrdup(list);
@@ -132,7 +89,7 @@ static int start(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_
 	if (ar_net_proxy_ready(px, err) == -1)
 		return ar_error_wrap(err, "proxy");
 	if (px->cg != NULL) /* they exist now (v1: the child made them) */
-		net_cgroup_dirs(ar_cgroup_path(px->cg), s->proxy_cgroup, sizeof(s->proxy_cgroup));
+		ar_cgroup_dirs(px->cg, s->proxy_cgroup, sizeof(s->proxy_cgroup));
 	if (o->owner == 0) { /* net up: the proxy's end is the netns' end */
 		s->owner = px->pid;
 		s->owner_start = px->start;

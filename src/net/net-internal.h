@@ -24,12 +24,6 @@ bool net_entry_live(int dirfd, const char *name);
  * reaped (what stays, ar_cgroup_sweep removes later). */
 void net_remove_cgroups(const char *list, int tries);
 
-/* Every directory of the cgroup any_dir names (its last component,
- * "agentrun-..."): in each hierarchy, under this process's own cgroup there, which
- * differ on v1 (the cgroup manager makes one per hierarchy). ':'-joined into out;
- * what does not fit is left to ar_cgroup_sweep. */
-void net_cgroup_dirs(const char *any_dir, char *out, size_t size);
-
 /* A dynamic uid (= gid) for one proxy, leased from the sandbox's allocator: the
  * locked lease fd (held for as long as the proxy lives) and *uid; -1 on error. */
 int net_proxy_uid_lease(uid_t *uid, ar_error_t *err);

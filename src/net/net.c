@@ -233,7 +233,7 @@ int ar_net_attach(struct ar_net *n, const struct ar_net_sandbox *sb, ar_error_t 
 	return r;
 }
 
-int ar_net_ready(struct ar_net *n, const char *cgroup_dir, ar_error_t *err)
+int ar_net_ready(struct ar_net *n, const struct ar_cgroup *cg, ar_error_t *err)
 {
 	/* the state is written once, for the sandboxes that hold something gc must find:
 	 * a /30, a proxy (network: none keeps none: its start stays a clone and an exec) */
@@ -241,11 +241,8 @@ int ar_net_ready(struct ar_net *n, const char *cgroup_dir, ar_error_t *err)
 		return 0;
 	/* every hierarchy's directory, so gc removes them all (v1: memory, pids, cpu); while
 	 * the proxy finishes its own setup */
-	if (cgroup_dir != NULL)
-		net_cgroup_dirs(cgroup_dir, n->state.cgroup, sizeof(n->state.cgroup));
-	if (n->proxy.cg != NULL)
-		net_cgroup_dirs(ar_cgroup_path(n->proxy.cg), n->state.proxy_cgroup,
-				sizeof(n->state.proxy_cgroup));
+	ar_cgroup_dirs(cg, n->state.cgroup, sizeof(n->state.cgroup));
+	ar_cgroup_dirs(n->proxy.cg, n->state.proxy_cgroup, sizeof(n->state.proxy_cgroup));
 	if (ar_net_proxy_ready(&n->proxy, err) == -1)
 		return ar_error_wrap(err, "proxy");
 	n->state_written = true;

@@ -561,9 +561,9 @@ void ar_net_proxy_remove_cgroup(struct ar_net_proxy *px, int tries)
 
 	if (px->cg == NULL)
 		return;
-	/* made by the child: this handle is a plan, its directories go by name */
+	/* v1: the exited proxy may not be reaped yet (EBUSY): up to `tries` rmdirs first */
 	if (px->cg_by_child) {
-		net_cgroup_dirs(ar_cgroup_path(px->cg), dirs, sizeof(dirs));
+		ar_cgroup_dirs(px->cg, dirs, sizeof(dirs));
 		net_remove_cgroups(dirs, tries);
 	}
 	if (ar_cgroup_destroy(px->cg, &err) == -1)

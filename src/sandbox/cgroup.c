@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -182,9 +183,23 @@ static void host_release(struct cg_host *h)
 	free(h->self);
 }
 
+/* The mount table, read once per process: `run` plans two cgroups (the sandbox's, the
+ * proxy's), and the kernel formats every mount for each read. */
+static pthread_once_t mountinfo_once = PTHREAD_ONCE_INIT;
+static char *mountinfo;
+
+static void read_mountinfo(void)
+{
+	if (ar_read_file("/proc/self/mountinfo", 0, &mountinfo, NULL, NULL) == -1)
+		mountinfo = NULL;
+}
+
 static int host_read(struct cg_host *h, ar_error_t *err)
 {
-	if (ar_read_file("/proc/self/mountinfo", 0, &h->mountinfo, NULL, err) == -1)
+	pthread_once(&mountinfo_once, read_mountinfo);
+	if (mountinfo != NULL)
+		h->mountinfo = ar_xstrdup(mountinfo);
+	else if (ar_read_file("/proc/self/mountinfo", 0, &h->mountinfo, NULL, err) == -1)
 		return -1;
 	return ar_read_file("/proc/self/cgroup", 0, &h->self, NULL, err);
 }
@@ -347,6 +362,20 @@ int ar_cgroup_destroy(struct ar_cgroup *cg, ar_error_t *err)
 const char *ar_cgroup_kind(const struct ar_cgroup *cg)
 {
 	return cg->ops->kind;
+}
+
+void ar_cgroup_dirs(const struct ar_cgroup *cg, char *out, size_t size)
+{
+	size_t len = 0;
+	out[0] = '\0';
+	for (int c = 0; cg != NULL && c < CG_NCTRL; c++) {
+		bool seen = cg->dir[c] == NULL;
+		for (int i = 0; i < c && !seen; i++)
+			seen = cg->dir[i] != NULL && strcmp(cg->dir[i], cg->dir[c]) == 0;
+		if (!seen && len + strlen(cg->dir[c]) + 2 <= size)
+			len += (size_t)snprintf(out + len, size - len, "%s%s", len ? ":" : "",
+						cg->dir[c]);
+	}
 }
 
 const char *ar_cgroup_path(const struct ar_cgroup *cg)

@@ -161,7 +161,7 @@ static int network_attach(struct sandbox *sb, ar_error_t *err)
  * never runs without its proxy. */
 static int network_ready(struct sandbox *sb, ar_error_t *err)
 {
-	return ar_net_ready(&sb->net, sb->cg ? ar_cgroup_path(sb->cg) : NULL, err);
+	return ar_net_ready(&sb->net, sb->cg, err);
 }
 
 /* Fail closed, and say how to opt out (once). */
