@@ -211,6 +211,7 @@ static const child_step init_steps[] = {
     die_with_parent,	      /* PR_SET_PDEATHSIG: the sandbox dies with agentrun */
     sandbox_unshare_net,      /* its netns (network: proxy: sent to agentrun) */
     wait_setup,		      /* the uid/gid maps are written */
+    sandbox_restore_cpus,     /* started away from agentrun's CPU: all of them again */
     new_session_keyring,      /* not the caller's keys */
     own_process_group,	      /* out of the terminal's foreground group */
     sandbox_set_hostname,     /* the policy name */

@@ -3,6 +3,7 @@
 #ifndef AGENTRUN_SANDBOX_INTERNAL_H
 #define AGENTRUN_SANDBOX_INTERNAL_H
 
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -43,6 +44,12 @@ struct sandbox {
 	bool userns; /* not root: the sandbox gets its own user namespace */
 	uid_t outer_uid;
 	gid_t outer_gid;
+
+	/* the CPUs agentrun may run on, as the clone found them: the child is started on
+	 * one of them other than agentrun's own (sandbox_clone) and takes them all back
+	 * before the command (sandbox_restore_cpus) */
+	cpu_set_t cpus;
+	bool cpus_saved;
 
 	int release[2];	   /* parent -> child: the two release stages (socketpair) */
 	int report[2];	   /* child -> parent: a struct child_report on failure, EOF on exec */
@@ -97,6 +104,7 @@ int sandbox_check_stdio(ar_error_t *err);
  * netns, the cgroups), instead of in the clone, where agentrun would wait for it. */
 #define SANDBOX_CLONE_FLAGS (CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC)
 pid_t sandbox_clone(struct sandbox *sb, ar_error_t *err);
+int sandbox_restore_cpus(const struct sandbox *sb, ar_error_t *err);
 int sandbox_unshare_net(const struct sandbox *sb, ar_error_t *err);
 int sandbox_write_id_maps(const struct sandbox *sb, ar_error_t *err);
 int sandbox_set_hostname(const struct sandbox *sb, ar_error_t *err);
