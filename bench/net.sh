@@ -124,6 +124,7 @@ for i in $(seq 1 "$N"); do
 		AR_BLAST_PROXY_HOST=${h%:*} /ar-bench/ar-blast send "$1" 1048576 "${h##*:}" >/dev/null &&
 			echo reached; sleep 60' _ "$sink" >"$tmp/c.$i" 2>&1 &
 	runs+=($!)
+	disown # killed with -9 below: no job report from this shell
 done
 for _ in $(seq 1 120); do
 	[ "$(cat "$tmp"/c.* | grep -c '^reached$')" -ge "$N" ] && break
@@ -132,7 +133,12 @@ done
 echo "  reached the sink through their proxies: $(cat "$tmp"/c.* | grep -c '^reached$')/$N;" \
 	"distinct /30s: $(grep -h '^proxy_ip=' /run/agentrun/bench-net-*/state | sort -u | wc -l)"
 kill -9 "${runs[@]}"
-for p in "${runs[@]}"; do { wait "$p"; } 2>/dev/null || true; done
+for p in "${runs[@]}"; do
+	for _ in $(seq 1 100); do
+		[ -d "/proc/$p" ] && ! grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null || break
+		sleep 0.05
+	done
+done
 sleep 1
 "$AGENTRUN" gc | sed 's/^/  gc: /'
 left_states=$(find /run/agentrun -maxdepth 1 -name 'bench-net-*' | wc -l)
