@@ -62,6 +62,11 @@ static int check_network(const struct ar_policy *p, ar_error_t *err)
 	if (p->proxy.port < 1 || p->proxy.port > 65535)
 		return cerr(err, p, "proxy.port", "must be an integer from 1 to 65535, got %d",
 			    p->proxy.port);
+	/* the stub listens on every address of the proxy netns, the listener on one of them */
+	if (p->network == AR_NETWORK_PROXY && p->proxy.transparent && p->proxy.port == 53)
+		return cerr(err, p, "proxy.port",
+			    "53 is the DNS stub's port under transparent capture; choose "
+			    "another port or set proxy.transparent to false");
 	/* one rule at a time, so the message can name its index */
 	for (size_t i = 0; i < p->n_allowed_hosts; i++) {
 		ar_autorules struct ar_rules *rules = NULL;

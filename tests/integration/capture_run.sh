@@ -168,6 +168,15 @@ bad "loopback" '"127.0.0.0/16"' "overlaps 127.0.0.0/8"
 bad "the default network range" '"10.254.0.0/24"' "overlaps 10.254.0.0/16"
 bad "an allow_private range" '"10.77.0.0/16"' "overlaps proxy.allow_private\[1\]"
 bad "the network range in force" '"100.80.0.0/16"' "overlaps the network range in force" AGENTRUN_NET_RANGE=100.80.0.0/20
+# the explicit listener on the stub's port: refused by name (it failed in the proxy's
+# bind before), and fine without capture
+sed 's|"dns_pool": "100.80.0.0/16"|"dns_pool": "100.80.0.0/16", "port": 53|' "$POLICY" >"$AR_TMP/p53.json"
+expect_status "proxy.port 53 with capture: 125" 125 "$AGENTRUN" run --policy "$AR_TMP/p53.json" -- true
+expect_eq "... naming the field" "agentrun: $AR_TMP/p53.json: proxy.port: 53 is the DNS stub's port under transparent capture; choose another port or set proxy.transparent to false" "$(cat "$AR_TMP/err")"
+compgen -G "/run/agentrun/$NAME-*" >/dev/null && fail "proxy.port 53: state is left"
+sed 's|"port": 53|"port": 53, "transparent": false|' "$AR_TMP/p53.json" >"$AR_TMP/p53off.json"
+expect_status "proxy.port 53 without capture: runs" 0 "$AGENTRUN" run --policy "$AR_TMP/p53off.json" \
+	--proxy-log /dev/null -- sh -c 'case $HTTP_PROXY in *:53) ;; *) exit 1 ;; esac'
 sed 's|"dns_pool": "100.80.0.0/16"|"dns_pool": 7|' "$POLICY" >"$AR_TMP/bad.json"
 expect_status "render refuses a pool that is no string" 2 "$AGENTRUN" render --policy "$AR_TMP/bad.json"
 expect_match "... naming the field" "proxy\.dns_pool: expected a string" "$(cat "$AR_TMP/err")"
