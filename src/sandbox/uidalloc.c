@@ -209,10 +209,13 @@ static int alloc_uid(struct sandbox *sb, int dirfd, ar_error_t *err)
 			return 0;
 		}
 	}
+	/* a proxy's lease (src/net/uid.c) comes without run options: no `user` to give */
 	return ar_error_make(err, 0,
 			     "dynamic uid: all of %u-%u are host accounts or leased to running "
-			     "sandboxes (%s); give the policy a `user`",
-			     AR_DYNAMIC_UID_MIN, AR_DYNAMIC_UID_MAX, UIDS_DIR);
+			     "sandboxes and their proxies (%s); %s",
+			     AR_DYNAMIC_UID_MIN, AR_DYNAMIC_UID_MAX, UIDS_DIR,
+			     sb->o != NULL ? "give the policy a `user`"
+					   : "a proxy needs one of its own: stop some sandboxes");
 }
 
 int sandbox_uid_alloc(struct sandbox *sb, ar_error_t *err)

@@ -78,4 +78,38 @@ expect_eq "net up: a dynamic uid" yes "$([ "$w" -ge 61184 ] && [ "$w" -le 65519 
 expect_eq "net up: the lease is held" held "$(held "$w")"
 "$AGENTRUN" net down --name "$nn"
 expect_eq "net down: the lease is free" free "$(held "$w")"
+# --- every dynamic uid leased: the sandbox's and the proxy's own messages, exit 125 ---
+# (a holder locks every lease file of the range, creating the missing ones: the
+# allocator's own files, which it never removes either)
+mkfifo "$AR_TMP/hold.fifo"
+python3 -c '
+import fcntl, os, resource, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (8192, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+held = []
+for uid in range(61184, 65520):
+    fd = os.open("/run/agentrun/.uids/%d" % uid, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.append(fd)
+    except BlockingIOError:
+        os.close(fd)
+print("ready", flush=True)
+sys.stdin.read()
+' <"$AR_TMP/hold.fifo" >"$AR_TMP/hold.out" 2>&1 &
+HOLDER=$!
+on_exit "kill $HOLDER"
+exec 7>"$AR_TMP/hold.fifo"
+for _ in $(seq 1 200); do grep -q ready "$AR_TMP/hold.out" && break; sleep 0.05; done
+expect_status "no dynamic uid left for the sandbox: 125" 125 "$AGENTRUN" run -- true
+expect_match "... and the message says to give the policy a user" \
+	"^agentrun: .*dynamic uid: all of 61184-65519 are host accounts or leased.*; give the policy a .user.$" \
+	"$(cat "$AR_TMP/err")"
+expect_status "a sandbox with a user, no dynamic uid left for its proxy: 125" 125 \
+	"$AGENTRUN" run --user 1000:1000 --policy "$POLICY" -- true
+expect_match "... and the message says the proxy needs one" \
+	"proxy: dynamic uid: all of 61184-65519 .*; a proxy needs one of its own: stop some sandboxes" \
+	"$(cat "$AR_TMP/err")"
+exec 7>&-
+wait "$HOLDER" 2>/dev/null || true
+compgen -G "$ROOT/$NAME-*" >/dev/null && fail "no uid left: state is left"
 finish
