@@ -108,6 +108,8 @@ int ar_net_wire_detached(const struct ar_net_detached_opts *o, int ns_fd, struct
 				     "%s: network: proxy needs root (the proxy netns and the veth "
 				     "pair)",
 				     o->p->origin);
+	if (net_check_capture(o->p, err) == -1)
+		return -1;
 	ar_net_gc();
 	state_init(o, out);
 	int r = start(o, ns_fd, out, &px, &t, err);

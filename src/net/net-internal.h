@@ -47,6 +47,9 @@ int net_proxy_netns_enter(struct net_proxy_netns *out, ar_error_t *err);
 int net_proxy_netns_fill(const struct ar_policy *p, const struct ar_net_plan *plan,
 			 struct net_proxy_netns *pn, ar_error_t *err);
 void net_proxy_netns_close(struct net_proxy_netns *pn);
+/* Before anything exists, with transparent capture: the capture's ports (at most
+ * AR_PROXY_MAX_CAPTURE) leave proxy.port to the explicit listener. */
+int net_check_capture(const struct ar_policy *p, ar_error_t *err);
 /* After the veth, with transparent capture: the sandbox routes everything to the proxy
  * netns. */
 struct ar_net_topology;

@@ -75,7 +75,7 @@ static int start_network(struct ar_net *n, const struct ar_net_opts *o, ar_error
 				     "%s: network: proxy needs root (the proxy netns and the veth "
 				     "pair); run as root or use network: none",
 				     n->p->origin);
-	if (ar_net_range_current(&range, err) == -1 ||
+	if (ar_net_range_current(&range, err) == -1 || net_check_capture(n->p, err) == -1 ||
 	    ar_capture_pool_check(n->p->proxy.dns_pool, range.base, range.prefix, err) == -1 ||
 	    ar_net_alloc(&range, n->p->proxy.port, &n->plan, err) == -1)
 		return -1;

@@ -144,26 +144,41 @@ static int make_listener(const struct ar_net_plan *plan, ar_error_t *err)
 	return steal_fd(&fd);
 }
 
-/* The captured ports (80, 443, every port a rule names) but the explicit listener's,
- * which is bound on the proxy's address already. */
-static int capture_ports(const struct ar_policy *p, int explicit_port, uint16_t **ports, size_t *n,
-			 ar_error_t *err)
+/* The captured ports: 80, 443, every port a rule names. */
+static int capture_ports(const struct ar_policy *p, uint16_t **ports, size_t *n, ar_error_t *err)
 {
 	struct ar_rules *rules = NULL;
 	if (ar_rules_compile(p->allowed_hosts, p->n_allowed_hosts, p->origin, &rules, err) == -1)
 		return -1;
 	ar_capture_ports(rules, ports, n);
 	ar_rules_free(rules);
-	size_t k = 0;
-	for (size_t i = 0; i < *n; i++)
-		if ((*ports)[i] != explicit_port)
-			(*ports)[k++] = (*ports)[i];
-	*n = k;
-	if (k > AR_PROXY_MAX_CAPTURE)
+	if (*n > AR_PROXY_MAX_CAPTURE)
 		return ar_error_make(err, 0,
 				     "%s: allowed_hosts name %zu ports; transparent capture "
 				     "listens on at most %d (set proxy.transparent to false)",
-				     p->origin, k, AR_PROXY_MAX_CAPTURE);
+				     p->origin, *n, AR_PROXY_MAX_CAPTURE);
+	return 0;
+}
+
+int net_check_capture(const struct ar_policy *p, ar_error_t *err)
+{
+	ar_autofree uint16_t *ports = NULL;
+	size_t n = 0;
+	if (!p->proxy.transparent)
+		return 0;
+	if (capture_ports(p, &ports, &n, err) == -1)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (ports[i] == p->proxy.port)
+			return ar_error_make(
+			    err, 0,
+			    "%s: proxy.port %d is a port transparent capture listens on (80, 443 "
+			    "and "
+			    "every port allowed_hosts names): the sandbox's connections to that "
+			    "port "
+			    "on any other address would be refused; choose another port or set "
+			    "proxy.transparent to false",
+			    p->origin, p->proxy.port);
 	return 0;
 }
 
@@ -179,7 +194,7 @@ static int capture_side(const struct ar_policy *p, const struct ar_net_plan *pla
 	ar_autofree uint16_t *ports = NULL;
 	size_t np = 0;
 	const char *pool = p->proxy.dns_pool ? p->proxy.dns_pool : AR_DNS_POOL_DEFAULT;
-	if (capture_ports(p, plan->port, &ports, &np, err) == -1 ||
+	if (capture_ports(p, &ports, &np, err) == -1 ||
 	    ar_capture_listen(-1, ports, np, &cap, err) == -1 ||
 	    ar_capture_setup_proxy_netns(-1, AR_NET_PROXY_IF, 0, pool, err) == -1)
 		return ar_error_wrap(err, "transparent capture");

@@ -174,6 +174,13 @@ sed 's|"dns_pool": "100.80.0.0/16"|"dns_pool": "100.80.0.0/16", "port": 53|' "$P
 expect_status "proxy.port 53 with capture: 125" 125 "$AGENTRUN" run --policy "$AR_TMP/p53.json" -- true
 expect_eq "... naming the field" "agentrun: $AR_TMP/p53.json: proxy.port: 53 is the DNS stub's port under transparent capture; choose another port or set proxy.transparent to false" "$(cat "$AR_TMP/err")"
 compgen -G "/run/agentrun/$NAME-*" >/dev/null && fail "proxy.port 53: state is left"
+# ... and on a captured port (443; a rule's): refused before anything exists, with capture
+for port in 443 "$LIT"; do
+	sed "s|\"dns_pool\": \"100.80.0.0/16\"|\"dns_pool\": \"100.80.0.0/16\", \"port\": $port|" "$POLICY" >"$AR_TMP/pc.json"
+	expect_status "proxy.port $port (captured) with capture: 125" 125 "$AGENTRUN" run --policy "$AR_TMP/pc.json" -- true
+	expect_eq "... naming the field" "agentrun: $AR_TMP/pc.json: proxy.port $port is a port transparent capture listens on (80, 443 and every port allowed_hosts names): the sandbox's connections to that port on any other address would be refused; choose another port or set proxy.transparent to false" "$(cat "$AR_TMP/err")"
+	compgen -G "/run/agentrun/$NAME-*" >/dev/null && fail "proxy.port $port: state is left"
+done
 sed 's|"port": 53|"port": 53, "transparent": false|' "$AR_TMP/p53.json" >"$AR_TMP/p53off.json"
 expect_status "proxy.port 53 without capture: runs" 0 "$AGENTRUN" run --policy "$AR_TMP/p53off.json" \
 	--proxy-log /dev/null -- sh -c 'case $HTTP_PROXY in *:53) ;; *) exit 1 ;; esac'
