@@ -47,7 +47,9 @@ rc=$?
 r root_live $rc
 [ $rc = 0 ] || cat /run/live.out
 r root_subtree_after_live "$(cat $CG/cgroup.subtree_control)"
-"$A" --pids 32 --memory 64m --cpus 0.2 -- sleep 2 &
+# long enough for the reads below on a slow guest (each cat is a fork and exec there):
+# with 2 s the sandbox once ended between two of them
+"$A" --pids 32 --memory 64m --cpus 0.2 -- sleep 6 &
 apid=$!
 sleep 1
 d=$(find $CG -maxdepth 1 -name "agentrun-default-$apid")
@@ -91,7 +93,7 @@ r root_subtree_after "$(cat $CG/cgroup.subtree_control)"
 # --- solo: agentrun alone in cgroup `solo`
 echo "+memory +pids +cpu" >$CG/cgroup.subtree_control
 mkdir $CG/solo
-sh -c 'echo $$ >/sys/fs/cgroup/solo/cgroup.procs; exec "$0" --pids 16 --memory 64m -- sleep 2' "$A" &
+sh -c 'echo $$ >/sys/fs/cgroup/solo/cgroup.procs; exec "$0" --pids 16 --memory 64m -- sleep 6' "$A" &
 apid=$!
 sleep 1
 r solo_dirs "$(cd $CG/solo && find . -mindepth 1 -maxdepth 1 -type d | sort | tr '\n' ' ')"
@@ -176,7 +178,7 @@ expect_eq "root: memory.swap.max" 0 "$(v root_memory.swap.max)"
 expect_eq "root: pids.max" 32 "$(v root_pids.max)"
 expect_eq "root: cpu.max" "20000 100000" "$(v root_cpu.max)"
 expect_match "root: the command runs inside" "^[1-9]" "$(v root_procs)"
-expect_eq "root: sleep 2 exits 0" 0 "$(v root_sleep_rc)"
+expect_eq "root: sleep 6 exits 0" 0 "$(v root_sleep_rc)"
 expect_eq "bomb: the shell fails to fork, agentrun returns its status" 2 "$(v bomb_rc)"
 forks=$(v bomb_forks)
 if [ "${forks:-0}" -ge 20 ] && [ "${forks:-0}" -le 30 ]; then pass "bomb: $forks forks under --pids 32"; else
@@ -208,7 +210,7 @@ expect_match "solo: agentrun stepped into a leaf next to the sandbox cgroup" \
 expect_eq "solo: controllers enabled while running" "cpu memory pids" "$(v solo_subtree_during)"
 expect_eq "solo: pids.max" 16 "$(v solo_pids_max)"
 expect_match "solo: agentrun sits in its leaf" "^0::/solo/agentrun_supervisor-[0-9]+$" "$(v solo_agentrun_in)"
-expect_eq "solo: sleep 2 exits 0" 0 "$(v solo_rc)"
+expect_eq "solo: sleep 6 exits 0" 0 "$(v solo_rc)"
 expect_eq "solo: nothing left" "" "$(v solo_left)"
 expect_eq "solo: subtree_control restored" "" "$(v solo_subtree_after)"
 expect_eq "solo: live unit test passes" 0 "$(v solo_live)"
