@@ -95,6 +95,9 @@ struct ar_net_topology {
  * links, its listeners in it) and a route socket opened there; both taken. */
 int ar_net_topology_adopt(struct ar_net_topology *t, const struct ar_net_plan *plan, int proxy_ns,
 			  int route, ar_error_t *err);
+/* unshare(CLONE_NEWNET) for the calling thread; the error names `which` and, at the
+ * limit, user.max_net_namespaces. */
+int ar_net_unshare(const char *which, ar_error_t *err);
 /* In a sandbox netns, by a process in it (run's sandbox init): IPv6 off for the links
  * made from now on, and a route socket of that netns for ar_net_topology_wire. */
 int ar_net_sandbox_side(ar_error_t *err);
@@ -170,9 +173,6 @@ void ar_net_proxy_stop(struct ar_net_proxy *px);
 /* SIGTERM, without waiting (ar_net_proxy_stop waits): its exit runs beside other
  * teardown. */
 void ar_net_proxy_term(struct ar_net_proxy *px);
-/* Remove the proxy's cgroup (once it has exited; up to `tries` rmdirs 2 ms apart while
- * it is not reaped yet) and free the handle. */
-void ar_net_proxy_remove_cgroup(struct ar_net_proxy *px, int tries);
 
 /* ---- State, gc, ps (src/net/state.c). ---- */
 

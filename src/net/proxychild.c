@@ -43,6 +43,7 @@
 
 #define PROXY_ROOT  "/tmp" /* the tmpfs root is built over it, in the child's mount ns */
 #define MAX_PRIVATE 32
+#define CG_SELF_MAX 4 /* `tasks` files of the proxy's cgroup: one per v1 hierarchy */
 
 struct child {
 	const struct ar_net_proxy_opts *o;
@@ -54,8 +55,6 @@ struct child {
 	int stop_fd;		    /* a pidfd of o->stop_with, or -1 */
 	const struct ar_cgroup *cg; /* planned by the parent */
 	bool cg_by_child;	    /* v1: made and joined here */
-	int cg_self[4];
-	size_t n_cg_self;
 	struct ar_proxy *px;
 	uid_t uid;     /* leased: its own, dynamic */
 	int uid_lease; /* held until the proxy exits */
@@ -99,11 +98,9 @@ static int die_with_parent(struct child *c, ar_error_t *err)
  * pipes of the sandbox must not reach it. */
 static int close_inherited(struct child *c, ar_error_t *err)
 {
-	int keep[10] = {c->chan, c->cgchan, c->o->audit_fd, c->o->log_fd, c->report, c->stop_fd};
-	size_t n = 6;
-	for (size_t i = 0; i < c->n_cg_self; i++)
-		keep[n++] = c->cg_self[i];
-	for (size_t i = 1; i < n; i++) /* insertion sort, n <= 10 */
+	int keep[] = {c->chan, c->cgchan, c->o->audit_fd, c->o->log_fd, c->report, c->stop_fd};
+	size_t n = AR_ARRAY_SIZE(keep);
+	for (size_t i = 1; i < n; i++) /* insertion sort, n is 6 */
 		for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
 			int t = keep[j];
 			keep[j] = keep[j - 1];
@@ -138,7 +135,7 @@ static void proxy_limits(struct ar_policy *lim)
 static int enter_cgroup(struct child *c, ar_error_t *err)
 {
 	char b = 0;
-	int fds[AR_ARRAY_SIZE(c->cg_self)];
+	int fds[CG_SELF_MAX];
 	size_t n = 0;
 	if (c->cg == NULL || !c->cg_by_child)
 		return 0;
@@ -374,9 +371,6 @@ static void close_child_fds(struct child *c)
 	if (c->stop_fd >= 0)
 		close(c->stop_fd);
 	c->stop_fd = -1;
-	for (size_t i = 0; i < c->n_cg_self; i++)
-		close(c->cg_self[i]);
-	c->n_cg_self = 0;
 }
 
 int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *px, ar_error_t *err)
@@ -441,7 +435,7 @@ fail:
 int ar_net_proxy_cgroup(struct ar_net_proxy *px, ar_error_t *err)
 {
 	struct ar_policy lim;
-	int fds[4];
+	int fds[CG_SELF_MAX];
 	if (px->cgchan < 0)
 		return 0;
 	proxy_limits(&lim);
@@ -531,6 +525,16 @@ void ar_net_proxy_term(struct ar_net_proxy *px)
 	px->termed = true;
 }
 
+/* Once the proxy is reaped (ar_net_proxy_stop): its cgroup, made by agentrun on v1 and
+ * v2 alike, goes with the handle. */
+static void remove_cgroup(struct ar_net_proxy *px)
+{
+	ar_auto_error ar_error_t err = NULL;
+	if (px->cg != NULL && ar_cgroup_destroy(px->cg, &err) == -1)
+		ar_error_release(&err);
+	px->cg = NULL;
+}
+
 void ar_net_proxy_stop(struct ar_net_proxy *px)
 {
 	if (px->pid > 0 && !px->reaped) {
@@ -551,22 +555,5 @@ void ar_net_proxy_stop(struct ar_net_proxy *px)
 	if (px->report >= 0)
 		close(px->report);
 	px->report = -1;
-	ar_net_proxy_remove_cgroup(px, 50);
-}
-
-void ar_net_proxy_remove_cgroup(struct ar_net_proxy *px, int tries)
-{
-	ar_auto_error ar_error_t err = NULL;
-	char dirs[1024];
-
-	if (px->cg == NULL)
-		return;
-	/* v1: the exited proxy may not be reaped yet (EBUSY): up to `tries` rmdirs first */
-	if (px->cg_by_child) {
-		ar_cgroup_dirs(px->cg, dirs, sizeof(dirs));
-		net_remove_cgroups(dirs, tries);
-	}
-	if (ar_cgroup_destroy(px->cg, &err) == -1)
-		ar_error_release(&err);
-	px->cg = NULL;
+	remove_cgroup(px);
 }

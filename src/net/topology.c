@@ -244,11 +244,9 @@ int net_proxy_netns_enter(struct net_proxy_netns *out, ar_error_t *err)
 	out->host = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (out->host == -1)
 		return ar_error_make(err, errno, "network: open this process's netns");
-	if (unshare(CLONE_NEWNET) == -1) {
-		int e = errno;
+	if (ar_net_unshare("the proxy netns", err) == -1) {
 		net_proxy_netns_close(out);
-		return ar_error_make(err, e, "network: unshare (the proxy netns%s)",
-				     e == ENOSPC ? ": user.max_net_namespaces is reached" : "");
+		return ar_error_wrap(err, "network");
 	}
 	if (proxy_ns_first(out, err) == -1) {
 		back_home(out);
@@ -275,6 +273,14 @@ int ar_net_topology_adopt(struct ar_net_topology *t, const struct ar_net_plan *p
 {
 	*t = (struct ar_net_topology){.proxy_ns = proxy_ns, .sandbox_ns = -1, .plan = *plan};
 	return adopt_route(route, &t->nl_proxy, err);
+}
+
+int ar_net_unshare(const char *which, ar_error_t *err)
+{
+	if (unshare(CLONE_NEWNET) == -1)
+		return ar_error_make(err, errno, "unshare (%s%s)", which,
+				     errno == ENOSPC ? ": user.max_net_namespaces is reached" : "");
+	return 0;
 }
 
 int ar_net_sandbox_side(ar_error_t *err)

@@ -364,18 +364,22 @@ const char *ar_cgroup_kind(const struct ar_cgroup *cg)
 	return cg->ops->kind;
 }
 
+bool cg_dir_shared(const struct ar_cgroup *cg, int c)
+{
+	for (int i = 0; i < c; i++)
+		if (cg->dir[i] && strcmp(cg->dir[i], cg->dir[c]) == 0)
+			return true;
+	return false;
+}
+
 void ar_cgroup_dirs(const struct ar_cgroup *cg, char *out, size_t size)
 {
 	size_t len = 0;
 	out[0] = '\0';
-	for (int c = 0; cg != NULL && c < CG_NCTRL; c++) {
-		bool seen = cg->dir[c] == NULL;
-		for (int i = 0; i < c && !seen; i++)
-			seen = cg->dir[i] != NULL && strcmp(cg->dir[i], cg->dir[c]) == 0;
-		if (!seen && len + strlen(cg->dir[c]) + 2 <= size)
+	for (int c = 0; cg != NULL && c < CG_NCTRL; c++)
+		if (cg->dir[c] && !cg_dir_shared(cg, c) && len + strlen(cg->dir[c]) + 2 <= size)
 			len += (size_t)snprintf(out + len, size - len, "%s%s", len ? ":" : "",
 						cg->dir[c]);
-	}
 }
 
 const char *ar_cgroup_path(const struct ar_cgroup *cg)

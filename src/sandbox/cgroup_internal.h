@@ -49,6 +49,10 @@ struct ar_cgroup {
 	bool made;	     /* ar_cgroup_make succeeded: destroy has work to do */
 };
 
+/* Is dir[c] the same directory as an earlier controller's (co-mounted v1 hierarchies
+ * such as cpu,cpuacct with memory would share it)? */
+bool cg_dir_shared(const struct ar_cgroup *cg, int c);
+
 extern const struct cgroup_ops cg_v2_ops;
 extern const struct cgroup_ops cg_v1_ops;
 

@@ -50,20 +50,10 @@ static int write_cpu(const char *dir, int64_t millicpus, ar_error_t *err)
 	return cg_write(dir, "cpu.cfs_quota_us", v, err);
 }
 
-/* Is dir[c] the same directory as an earlier controller's (co-mounted hierarchies
- * such as cpu,cpuacct with memory would share it)? */
-static bool shared_dir(const struct ar_cgroup *cg, int c)
-{
-	for (int i = 0; i < c; i++)
-		if (cg->dir[i] && strcmp(cg->dir[i], cg->dir[c]) == 0)
-			return true;
-	return false;
-}
-
 static void remove_dirs(struct ar_cgroup *cg)
 {
 	for (int c = CG_NCTRL - 1; c >= 0; c--)
-		if (cg->dir[c] && !shared_dir(cg, c))
+		if (cg->dir[c] && !cg_dir_shared(cg, c))
 			rmdir(cg->dir[c]);
 }
 
@@ -110,7 +100,7 @@ static int v1_create(struct ar_cgroup *cg, const struct cg_host *h, const struct
 {
 	(void)h;
 	for (int c = 0; c < CG_NCTRL; c++) {
-		if (!cg->dir[c] || shared_dir(cg, c))
+		if (!cg->dir[c] || cg_dir_shared(cg, c))
 			continue;
 		ar_autofree char *parent =
 		    ar_xstrndup(cg->dir[c], strrchr(cg->dir[c], '/') - cg->dir[c]);
@@ -139,7 +129,7 @@ static int v1_enter(const struct ar_cgroup *cg, pid_t pid, ar_error_t *err)
 
 	snprintf(v, sizeof(v), "%d", (int)pid);
 	for (int c = 0; c < CG_NCTRL; c++)
-		if (cg->dir[c] && !shared_dir(cg, c) &&
+		if (cg->dir[c] && !cg_dir_shared(cg, c) &&
 		    cg_write(cg->dir[c], "cgroup.procs", v, err) == -1)
 			return ar_error_wrap(err, "cgroup v1: move pid %d into the sandbox cgroup",
 					     (int)pid);
@@ -154,7 +144,7 @@ static int v1_open_self(const struct ar_cgroup *cg, int *fds, size_t max, ar_err
 	size_t n = 0;
 
 	for (int c = 0; c < CG_NCTRL; c++) {
-		if (!cg->dir[c] || shared_dir(cg, c))
+		if (!cg->dir[c] || cg_dir_shared(cg, c))
 			continue;
 		ar_autofree char *path = ar_xasprintf("%s/tasks", cg->dir[c]);
 		int fd = n < max ? open(path, O_WRONLY | O_CLOEXEC) : -1;
@@ -176,7 +166,7 @@ static int v1_enter_self(const struct ar_cgroup *cg, const int *fds, size_t n, a
 	size_t i = 0, want = 0;
 
 	for (int c = 0; c < CG_NCTRL; c++)
-		want += cg->dir[c] && !shared_dir(cg, c);
+		want += cg->dir[c] && !cg_dir_shared(cg, c);
 	/* one file per cgroup, or the sandbox would run outside some of them */
 	if (n != want)
 		return ar_error_make(
@@ -184,7 +174,7 @@ static int v1_enter_self(const struct ar_cgroup *cg, const int *fds, size_t n, a
 		    want);
 
 	for (int c = 0; c < CG_NCTRL && i < n; c++) {
-		if (!cg->dir[c] || shared_dir(cg, c))
+		if (!cg->dir[c] || cg_dir_shared(cg, c))
 			continue;
 		if (TEMP_FAILURE_RETRY(write(fds[i++], "0", 1)) != 1)
 			return ar_error_make(
@@ -220,7 +210,7 @@ static int v1_destroy(struct ar_cgroup *cg, ar_error_t *err)
 	int r = 0;
 
 	for (int c = 0; c < CG_NCTRL; c++)
-		if (cg->dir[c] && !shared_dir(cg, c) &&
+		if (cg->dir[c] && !cg_dir_shared(cg, c) &&
 		    cg_kill_and_remove(cg->dir[c], false, err) == -1)
 			r = -1;
 	return r == -1 ? ar_error_wrap(err, "cgroup v1") : 0;

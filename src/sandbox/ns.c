@@ -65,9 +65,8 @@ int sandbox_restore_cpus(const struct sandbox *sb, ar_error_t *err)
  * names the host's). Nothing of it stays here. */
 int sandbox_unshare_net(const struct sandbox *sb, ar_error_t *err)
 {
-	if (unshare(CLONE_NEWNET) == -1)
-		return ar_error_make(err, errno, "unshare (the sandbox's network namespace%s)",
-				     errno == ENOSPC ? ": user.max_net_namespaces is reached" : "");
+	if (ar_net_unshare("the sandbox's network namespace", err) == -1)
+		return -1;
 	if (sb->p->network != AR_NETWORK_PROXY)
 		return 0;
 	ar_autoclose int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
