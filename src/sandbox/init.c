@@ -14,6 +14,7 @@
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <stddef.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -51,21 +52,56 @@ static int reap(pid_t command, int *code)
 	}
 }
 
+/* Signals the command could not take yet. The init drops to the command's uid right
+ * after the fork, while the command is still root until its own set_ids step: a kill in
+ * between fails with EPERM, and the signal must not be lost (a supervisor's SIGTERM would
+ * then read as the command's success). They are sent again, in order, until taken. */
+struct owed {
+	int sig[SANDBOX_N_FORWARDED];
+	size_t n;
+};
+
+static void forward(pid_t command, int sig, struct owed *o)
+{
+	if (o->n == 0 && kill(command, sig) == 0)
+		return;
+	for (size_t i = 0; i < o->n; i++)
+		if (o->sig[i] == sig)
+			return; /* a standard signal is pending once, as the kernel would keep it */
+	if (o->n < SANDBOX_N_FORWARDED)
+		o->sig[o->n++] = sig;
+}
+
+static void forward_owed(pid_t command, struct owed *o)
+{
+	size_t done = 0;
+	while (done < o->n && kill(command, o->sig[done]) == 0)
+		done++;
+	memmove(o->sig, o->sig + done, (o->n - done) * sizeof(o->sig[0]));
+	o->n -= done;
+}
+
 int sandbox_init_loop(pid_t command, const sigset_t *waitset)
 {
+	struct owed owed = {.n = 0};
 	int code = 125;
 
 	for (;;) {
+		/* while a signal is owed, poll every millisecond: the command's set_ids is
+		 * microseconds away (no syscall here tells us when it happens) */
+		const struct timespec tick = {.tv_sec = 0, .tv_nsec = 1000000};
 		siginfo_t si;
-		int sig = sigwaitinfo(waitset, &si);
+		int sig = sigtimedwait(waitset, &si, owed.n > 0 ? &tick : NULL);
+		if (owed.n > 0)
+			forward_owed(command, &owed);
 		if (sig == -1)
-			continue; /* EINTR */
+			continue; /* EINTR, or the tick */
 		if (sig == SIGCHLD) {
 			if (reap(command, &code) == 0)
 				return code;
 			continue;
 		}
-		kill(command, sig);
+		forward(command, sig, &owed);
 	}
 }
 
