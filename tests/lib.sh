@@ -105,3 +105,38 @@ finish() {
 	echo "FAILED" >&2
 	exit 1
 }
+
+# --- rootless tests: an unprivileged user of the test's own ---
+# user_setup: the user `ar-user` (made once with useradd, kept between tests like any
+# account), its runtime directory as logind makes it (/run/user/UID, 0700), and copies
+# of agentrun and the probe it can execute (a checkout under /root is mode 700). Sets
+# AR_USER, AR_USER_UID, AR_USER_GID, AR_USER_RUNTIME, AR_USER_BIN (agentrun and
+# ar-probe in it) and UAGENTRUN.
+AR_USER=ar-user
+user_setup() {
+	need_root
+	need_cmd setpriv
+	[ "$(cat /proc/sys/user/max_user_namespaces 2>/dev/null || echo 0)" -gt 0 ] ||
+		skip "user namespaces are disabled"
+	id -u "$AR_USER" >/dev/null 2>&1 ||
+		useradd --create-home --user-group --shell /bin/sh "$AR_USER" >/dev/null
+	AR_USER_UID=$(id -u "$AR_USER")
+	AR_USER_GID=$(id -g "$AR_USER")
+	AR_USER_RUNTIME=/run/user/$AR_USER_UID
+	install -d -m 0700 -o "$AR_USER_UID" -g "$AR_USER_GID" "$AR_USER_RUNTIME"
+	AR_USER_BIN=$(mktemp -d /tmp/agentrun-user-bin.XXXXXX)
+	on_exit "rm -rf $AR_USER_BIN"
+	cp "$AGENTRUN" "$AR_USER_BIN/agentrun"
+	[ ! -x "$AR_BUILD_DIR/tests/ar-probe" ] || cp "$AR_BUILD_DIR/tests/ar-probe" "$AR_USER_BIN/"
+	chmod -R a+rX "$AR_USER_BIN"
+	UAGENTRUN=$AR_USER_BIN/agentrun
+	as_user test -x "$UAGENTRUN" || skip "$AR_USER cannot execute $UAGENTRUN"
+}
+# as_user CMD...: CMD as AR_USER: its uid, gid and groups, no capabilities (the bounding
+# set of an ordinary login, full),
+# the environment a login would give it (HOME, USER, PATH, XDG_RUNTIME_DIR), from /.
+as_user() {
+	(cd / && setpriv --reuid "$AR_USER_UID" --regid "$AR_USER_GID" --init-groups \
+		--inh-caps=-all --reset-env \
+		env XDG_RUNTIME_DIR="$AR_USER_RUNTIME" "$@")
+}
