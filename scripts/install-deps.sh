@@ -6,7 +6,10 @@ set -euo pipefail
 
 build_pkgs=(build-essential cmake pkg-config
 	libseccomp-dev libcap-dev libcjson-dev libnl-3-dev libnl-route-3-dev
-	libcmocka-dev libc-ares-dev)
+	libcmocka-dev libc-ares-dev
+	libssl-dev              # OpenSSL 3: TLS for secrets (the proxy terminates bound hosts)
+	libpsl-dev publicsuffix # the Public Suffix List: audit --propose's wildcards
+)
 test_pkgs=(curl git openssl python3 iproute2 util-linux procps user-mode-linux runc
 	shellcheck clang-format busybox-static clang libclang-rt-14-dev
 	crun podman runsc golang-github-opencontainers-specs-dev python3-jsonschema)
