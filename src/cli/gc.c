@@ -11,17 +11,27 @@
 #include "agentrun/hook.h"
 #include "agentrun/net.h"
 
+static const struct ar_opt opts[] = {{NULL}};
+
+const struct ar_cli_cmd ar_cli_gc = {
+    .name = "gc",
+    .fn = ar_cmd_gc,
+    .summary = "remove what dead sandboxes left behind",
+    .synopsis = "gc",
+    .about = "Remove what dead sandboxes left under " AR_NET_STATE_ROOT " (state, address,\n"
+	     "proxy, cgroups) and say what was removed. Live sandboxes are not touched;\n"
+	     "audits stay in " AR_NET_STATE_ROOT "/audit. `run` does the same at every start.",
+    .opts = opts,
+    .exit_status = "0 ok, 2 usage or not root.",
+    .usage_exit = AR_EXIT_USAGE,
+};
+
 int ar_cmd_gc(int argc, char **argv)
 {
-	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-		printf("Usage: agentrun gc\n\n"
-		       "Remove what dead sandboxes left under %s (state, address, proxy,\n"
-		       "cgroups). Live sandboxes are not touched; audits stay in %s/audit.\n",
-		       AR_NET_STATE_ROOT, AR_NET_STATE_ROOT);
-		return AR_EXIT_OK;
-	}
-	if (argc > 1)
-		return ar_cli_usage_error("gc", AR_EXIT_USAGE, "unexpected argument `%s`", argv[1]);
+	ar_autoopts struct ar_opt_result r = {0};
+	int status;
+	if (ar_cli_parse(&ar_cli_gc, argc, argv, NULL, &r, &status) != 0)
+		return status;
 	if (geteuid() != 0) {
 		fprintf(stderr, "agentrun: gc: needs root (the state under %s is root's)\n",
 			AR_NET_STATE_ROOT);

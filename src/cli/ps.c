@@ -4,6 +4,7 @@
  * (docs/sandbox.md). Name, PID, uptime, network. */
 #define _GNU_SOURCE
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -87,28 +88,33 @@ static int record_row(const struct ar_sandbox_record *r, void *data)
 	return row(&s, data);
 }
 
+static const struct ar_opt opts[] = {
+    {"--all", 'a', NULL, "also what dead sandboxes left (removed by `agentrun gc`)", ar_opt_true,
+     offsetof(struct ps_ctx, all)},
+    {NULL},
+};
+
+const struct ar_cli_cmd ar_cli_ps = {
+    .name = "ps",
+    .fn = ar_cmd_ps,
+    .summary = "list the live sandboxes",
+    .synopsis = "ps [--all]",
+    .about = "List the live sandboxes: name (as `agentrun audit NAME` and `agentrun check\n"
+	     "--name NAME` take it), PID of the sandbox's init, uptime, network (none, or the\n"
+	     "sandbox's address and the proxy listener), and the proxy's allowed and denied\n"
+	     "requests. Sandboxes started by root only (a user's run keeps no record).",
+    .opts = opts,
+    .exit_status = "0 ok, 2 usage.",
+    .usage_exit = AR_EXIT_USAGE,
+};
+
 int ar_cmd_ps(int argc, char **argv)
 {
 	struct ps_ctx c = {.now = time(NULL)};
-
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			printf(
-			    "Usage: agentrun ps [--all]\n\n"
-			    "List the live sandboxes: name (as `agentrun audit NAME` and `agentrun "
-			    "check\n--name NAME` take it), PID of the sandbox's init, uptime, "
-			    "network "
-			    "(none, or the\nsandbox's address and the proxy listener), and the "
-			    "proxy's allowed and denied\nrequests. Sandboxes started by root "
-			    "only (a user's run keeps no record).\n\n"
-			    "  --all   also what dead sandboxes left (removed by `agentrun gc`)\n");
-			return AR_EXIT_OK;
-		}
-		if (strcmp(argv[i], "--all") != 0)
-			return ar_cli_usage_error("ps", AR_EXIT_USAGE, "unknown option `%s`",
-						  argv[i]);
-		c.all = true;
-	}
+	ar_autoopts struct ar_opt_result r = {0};
+	int status;
+	if (ar_cli_parse(&ar_cli_ps, argc, argv, &c, &r, &status) != 0)
+		return status;
 	ar_net_state_foreach(row, &c);
 	ar_sandbox_record_foreach(record_row, &c);
 	if (c.rows == 0)

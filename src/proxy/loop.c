@@ -298,8 +298,8 @@ static int bind_listener(const char *spec, int *out, ar_error_t *err)
 	socklen_t sl;
 	if (parse_listen(spec, &ss, &sl) == -1)
 		return ar_error_make(err, 0,
-				     "--listen `%s`: expected ADDR:PORT with an IP address "
-				     "(127.0.0.1:3128, [::1]:3128)",
+				     "--listen `%s`: expected ADDR:PORT with an IP address and a "
+				     "port from 0 to 65535 (127.0.0.1:3128, [::1]:3128)",
 				     spec);
 	ar_autoclose int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd == -1)

@@ -53,7 +53,7 @@ error_case "missing --policy" 2 \
 	"agentrun: render: --policy FILE is required; see \`agentrun render --help\`" \
 	render -- true
 error_case "--policy without a value" 2 \
-	"agentrun: render: option \`--policy\` needs a value; see \`agentrun render --help\`" \
+	"agentrun: render: option \`--policy\` needs a value (--policy FILE); see \`agentrun render --help\`" \
 	render --policy
 error_case "bad format" 2 \
 	"agentrun: render: --format: unknown format \`yaml\` (text, json, sh, oci, k8s, k8s-json); see \`agentrun render --help\`" \
@@ -84,7 +84,7 @@ expect_eq "check -p reads the policy; an inspect JSON error says line like a pol
 	"agentrun: check: --inspect: $AR_TMP/invalid.json: invalid JSON near line 1" "$(cat "$AR_TMP/err")"
 rm -f "$AR_TMP/upper.json"
 error_case "unknown command" 2 \
-	"agentrun: unknown command \`rendr\`; to run a program, put it after \`--\` (agentrun -- rendr); see \`agentrun --help\`" \
+	"agentrun: unknown command \`rendr\` (did you mean \`render\`?); to run a program, put it after \`--\` (agentrun -- rendr); see \`agentrun --help\`" \
 	rendr --policy "$AR_TMP/ok.json"
 
 # help and version: exit 0, on stdout, nothing on stderr
