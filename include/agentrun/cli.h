@@ -46,6 +46,15 @@ void ar_cli_man(FILE *out);
 int ar_cli_parse(const struct ar_cli_cmd *c, int argc, char **argv, void *ctx,
 		 struct ar_opt_result *r, int *status);
 
+struct ar_net_state;
+struct ar_sandbox_record;
+/* A network: none sandbox's record as the state a proxy one keeps (false for a proxy
+ * one: read its state). */
+bool ar_cli_record_as_state(const struct ar_sandbox_record *r, struct ar_net_state *s);
+/* The live sandbox named arg as `agentrun ps` lists it (NAME-PID: *exact), or the
+ * newest live sandbox of policy arg, into *out; returns how many matched (0: none). */
+size_t ar_cli_sandbox_find(const char *arg, struct ar_net_state *out, bool *exact);
+
 int ar_cmd_run(int argc, char **argv);
 int ar_cmd_proxy(int argc, char **argv);
 int ar_cmd_render(int argc, char **argv);

@@ -68,15 +68,4 @@ void ar_opt_help(FILE *out, const struct ar_opt *table);
 /* "-p, --policy FILE" (or "    --json"): the left column of a row; buf of size. */
 void ar_opt_left(const struct ar_opt *o, char *buf, size_t size);
 
-/* The candidate nearest to word, when it is close enough to be a typo (at most
- * a third of its letters edited), else NULL: for "did you mean". */
-struct ar_suggest {
-	const char *word;
-	const char *best;
-	size_t dist;
-};
-void ar_suggest_init(struct ar_suggest *s, const char *word);
-void ar_suggest_add(struct ar_suggest *s, const char *candidate);
-const char *ar_suggest_best(const struct ar_suggest *s);
-
 #endif

@@ -45,6 +45,7 @@ struct ar_sandbox_record {
 	int64_t started;		    /* unix seconds */
 	char network[8];		    /* "none" or "proxy" */
 	char name[AR_POLICY_NAME_MAX + 16]; /* NAME-PID */
+	char policy[256];		    /* its policy file, absolute; "" the default */
 };
 /* Visit the record of every live sandbox (its agentrun alive, checked by start time);
  * stops at the first non-zero return of fn and returns it. */

@@ -31,6 +31,7 @@ struct check_opts {
 	const char *pod;
 	const char *manifest;
 	bool json;
+	bool use_default; /* --name found a sandbox of the embedded default policy */
 	char *policy_buf; /* the policy --name found */
 	char *name_buf;	  /* the sandbox a policy name given to --name found */
 };
@@ -169,37 +170,35 @@ static int docker_findings(const struct check_opts *o, const struct ar_policy *p
 	return 0;
 }
 
-/* --name: the sandbox's command, and by default the policy it was started with. */
+/* --name: the sandbox's command, and by default the policy it was started with (its
+ * absolute path, or the embedded default). */
 static int resolve_name(struct check_opts *o, ar_error_t *err)
 {
 	struct ar_net_state s;
+	bool exact;
 	if (o->name == NULL)
 		return 0;
-	if (strchr(o->name, '/') != NULL)
-		return ar_error_make(err, 0, "--name `%s`: not a sandbox name", o->name);
 	/* a sandbox (NAME-PID) or a policy name: its newest live sandbox */
-	if (ar_net_state_read(o->name, &s, err) < 0) {
-		size_t n = ar_net_state_newest_live(o->name, &s);
-		if (n == 0)
-			return ar_error_wrap(err, "--name `%s`: no such sandbox (see agentrun ps)",
-					     o->name);
-		ar_error_release(err);
-		if (n > 1)
-			fprintf(stderr,
-				"agentrun: check: %zu live sandboxes of policy %s; checking "
-				"the newest, %s\n",
-				n, o->name, s.name);
-		o->name = o->name_buf = ar_xstrdup(s.name);
-	}
-	if (!ar_net_proc_alive(s.owner, s.owner_start) || s.pid <= 0)
-		return ar_error_make(err, 0, "--name `%s`: the sandbox is not running", o->name);
-	o->pid = ar_net_state_command_pid(&s);
-	if (o->policy == NULL && s.policy[0] == '\0')
-		return ar_error_make(err, 0,
-				     "--name `%s`: it runs the embedded default policy; give "
-				     "--policy FILE",
+	size_t n = strchr(o->name, '/') ? 0 : ar_cli_sandbox_find(o->name, &s, &exact);
+	if (n == 0)
+		return ar_error_make(err, 0, "--name `%s`: no such sandbox (see agentrun ps)",
 				     o->name);
-	if (o->policy == NULL)
+	if (n > 1)
+		fprintf(stderr,
+			"agentrun: check: %zu live sandboxes of policy %s; checking the newest, "
+			"%s\n",
+			n, o->name, s.name);
+	o->name = o->name_buf = ar_xstrdup(s.name);
+	o->pid = ar_net_state_command_pid(&s);
+	if (o->policy != NULL)
+		return 0;
+	if (s.policy[0] != '\0' && s.policy[0] != '/')
+		return ar_error_make(err, 0,
+				     "--name `%s`: its policy file was not recorded; give --policy "
+				     "FILE",
+				     o->name);
+	o->use_default = s.policy[0] == '\0';
+	if (!o->use_default)
 		o->policy = o->policy_buf = ar_xstrdup(s.policy);
 	return 0;
 }
@@ -256,7 +255,7 @@ static int bundle_findings(const struct check_opts *o, const struct ar_policy *p
 	if (ar_spec_build(p, NULL, &sp, err) < 0 ||
 	    ar_spec_seccomp_text(sp, &owned, &text, &origin, err) < 0)
 		return -1;
-	policy = realpath(o->policy, NULL);
+	policy = p->path ? ar_xstrdup(p->path) : NULL;
 	if (policy == NULL)
 		return ar_error_make(err, errno, "resolve `%s`", o->policy);
 	struct ar_check_bundle_opts bo = {
@@ -301,7 +300,9 @@ int ar_cmd_check(int argc, char **argv)
 		return r;
 	if (check_sources(&o) < 0)
 		return AR_EXIT_USAGE;
-	if (resolve_name(&o, &err) < 0 || ar_policy_load(o.policy, &p, &err) < 0 ||
+	if (resolve_name(&o, &err) < 0 ||
+	    (o.use_default ? ar_policy_default(&p, &err) : ar_policy_load(o.policy, &p, &err)) <
+		0 ||
 	    source_findings(&o, p, &findings, &subject, &err) < 0) {
 		ar_error_wrap(&err, "check");
 		ar_error_print(&err);

@@ -99,7 +99,7 @@ static int load_policy(const char *flag, const struct ar_oci_state *st, struct a
 				     "annotation " AR_OCI_POLICY_ANNOTATION);
 	if (ar_policy_load(path, p, err) < 0)
 		return -1;
-	*abs = realpath(path, NULL);
+	*abs = (*p)->path ? ar_xstrdup((*p)->path) : NULL;
 	if (*abs == NULL)
 		return ar_error_make(err, errno, "resolve `%s`", path);
 	return 0;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agentrun/cli.h"
+#include "agentrun/util.h"
 
 static bool is(const char *arg, const char *a, const char *b)
 {

@@ -96,7 +96,7 @@ static int up(const struct args *a, ar_error_t *err)
 				     p->origin);
 	if (geteuid() != 0)
 		return ar_error_make(err, 0, "up needs root (a netns, a veth, a bind mount)");
-	abs = realpath(a->policy, NULL);
+	abs = ar_xstrdup(p->path);
 	if ((mkdir(AR_NET_STATE_ROOT, 0711) == -1 && errno != EEXIST) ||
 	    (mkdir(AR_NETNS_DIR, 0755) == -1 && errno != EEXIST))
 		return ar_error_make(err, errno, "create `%s`", AR_NETNS_DIR);

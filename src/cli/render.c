@@ -167,7 +167,7 @@ static int render_oci(struct render_args *a, const struct ar_policy *p, struct a
 	/* the hooks name this binary and the policy by absolute paths: the runtime runs
 	 * them from its own working directory */
 	self = realpath("/proc/self/exe", NULL);
-	policy = realpath(a->policy, NULL);
+	policy = p->path ? ar_xstrdup(p->path) : NULL;
 	if (self == NULL || policy == NULL)
 		return ar_error_make(err, errno, "resolve `%s`",
 				     self ? a->policy : "/proc/self/exe");

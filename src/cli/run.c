@@ -64,7 +64,7 @@ int ar_cmd_run(int argc, char **argv)
 		ar_error_print(&err);
 		return AR_EXIT_RUN_FAIL;
 	}
-	o.policy_path = policy;
+	o.policy_path = p->path; /* absolute: check --name reads it from anywhere */
 	if (ar_sandbox_run(p, &o, r.cmd, &status, &err) == -1)
 		ar_error_print(&err);
 	return status;

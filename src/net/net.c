@@ -155,8 +155,10 @@ int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_ne
 	n->state.started = (int64_t)time(NULL);
 	snprintf(n->state.network, sizeof(n->state.network), "%s",
 		 p->network == AR_NETWORK_PROXY ? "proxy" : "none");
+	/* "?" (not a path) when it does not fit: check --name then asks for --policy */
+	const char *policy = o->policy_path ? o->policy_path : "";
 	snprintf(n->state.policy, sizeof(n->state.policy), "%s",
-		 o->policy_path ? o->policy_path : "");
+		 strlen(policy) < sizeof(n->state.policy) ? policy : "?");
 	if (p->network == AR_NETWORK_PROXY && start_network(n, o, err) == -1)
 		goto fail;
 	if (p->network == AR_NETWORK_PROXY && p->proxy.transparent && make_resolv(n, err) == -1)

@@ -140,7 +140,7 @@ expect_eq "bad inspect field: message" \
 	"$(cat "$AR_TMP/err")"
 printf 'not json' >"$AR_TMP/nojson.json"
 expect_status "not JSON: exit 2" 2 "$A" check --policy "$P" --inspect "$AR_TMP/nojson.json"
-expect_match "not JSON: names the file" "nojson.json: invalid JSON near line 1" "$(cat "$AR_TMP/err")"
+expect_match "not JSON: names the file" "nojson.json: invalid JSON at line 1, column 1" "$(cat "$AR_TMP/err")"
 printf '{"name": "x", "bogus": 1}' >"$AR_TMP/badpolicy.json"
 expect_status "bad policy: exit 2" 2 "$A" check --policy "$AR_TMP/badpolicy.json" --inspect "$D/inspect-hardened.json"
 expect_match "bad policy: names file and key" "^agentrun: check: .*badpolicy.json.*bogus" "$(cat "$AR_TMP/err")"

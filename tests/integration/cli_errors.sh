@@ -30,7 +30,7 @@ printf '{"name": "ok", "image": "alpine:3"}' >"$AR_TMP/ok.json"
 error_case "missing policy file" 2 \
 	"agentrun: policy: open \`$AR_TMP/missing.json\`: No such file or directory" \
 	render --policy "$AR_TMP/missing.json"
-error_case "invalid JSON" 2 "agentrun: $AR_TMP/invalid.json: invalid JSON near line 1" \
+error_case "invalid JSON" 2 "agentrun: $AR_TMP/invalid.json: invalid JSON at line 1, column 9" \
 	render --policy "$AR_TMP/invalid.json"
 error_case "bad name" 2 \
 	"agentrun: $AR_TMP/badname.json: name: must match ^[a-z0-9][a-z0-9-]{0,30}\$" \
@@ -81,7 +81,7 @@ error_case "a bad policy image" 2 \
 # the same short option for the policy everywhere
 expect_status "check -p" 2 "$AGENTRUN" check -p "$AR_TMP/ok.json" --inspect "$AR_TMP/invalid.json"
 expect_eq "check -p reads the policy; an inspect JSON error says line like a policy's" \
-	"agentrun: check: --inspect: $AR_TMP/invalid.json: invalid JSON near line 1" "$(cat "$AR_TMP/err")"
+	"agentrun: check: --inspect: $AR_TMP/invalid.json: invalid JSON at line 1, column 9" "$(cat "$AR_TMP/err")"
 rm -f "$AR_TMP/upper.json"
 error_case "unknown command" 2 \
 	"agentrun: unknown command \`rendr\` (did you mean \`render\`?); to run a program, put it after \`--\` (agentrun -- rendr); see \`agentrun --help\`" \
