@@ -74,6 +74,9 @@ int ar_write_file(const char *path, const char *data, size_t len, ar_error_t *er
 #define AR_FDS_MAX 8
 int ar_send_fds(int sock, char byte, const int *fds, size_t n);
 int ar_recv_fds(int sock, char *byte, int *fds, size_t max, size_t *n);
+/* A memfd holding text, sealed against any change (a file the sandbox is given, such
+ * as its resolv.conf or hosts): the fd, or -1 with errno. */
+int ar_sealed_memfd(const char *name, const char *text, size_t len);
 
 /* Growable byte buffer, always NUL-terminated. */
 struct ar_buf {

@@ -97,10 +97,8 @@ static int make_resolv(struct ar_net *n, ar_error_t *err)
 			   "# agentrun: the DNS stub of the proxy (network: proxy, "
 			   "transparent)\nnameserver %s\n",
 			   n->plan.proxy_ip);
-	n->resolv_fd = memfd_create("resolv.conf", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (n->resolv_fd == -1 || ar_write_all(n->resolv_fd, text, (size_t)len) == -1 ||
-	    fcntl(n->resolv_fd, F_ADD_SEALS,
-		  F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) == -1)
+	n->resolv_fd = ar_sealed_memfd("resolv.conf", text, (size_t)len);
+	if (n->resolv_fd == -1)
 		return ar_error_make(err, errno, "network: the sandbox's resolv.conf");
 	return 0;
 }

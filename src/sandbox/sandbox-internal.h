@@ -55,6 +55,7 @@ struct sandbox {
 	int report[2];	   /* child -> parent: a struct child_report on failure, EOF on exec */
 	pid_t pid;	   /* PID 1 of the sandbox, as the parent sees it */
 	struct ar_net net; /* state, and for network: proxy the netns, veth and proxy */
+	int hosts_fd;	   /* the sandbox's own /etc/hosts (a sealed memfd), else -1 */
 	sigset_t oldmask;
 };
 
