@@ -67,7 +67,8 @@ int ar_sealed_memfd(const char *name, const char *text, size_t len)
 {
 	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd == -1 || ar_write_all(fd, text, len) == -1 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) == -1) {
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) ==
+		-1) {
 		int e = errno;
 		if (fd != -1)
 			close(fd);
