@@ -491,8 +491,9 @@ static void log_summary(struct ar_proxy *px)
 	ar_buf_reset(&px->line);
 	ar_buf_printf(&px->line,
 		      "agentrun proxy stopped: %" PRIu64 " request(s), %" PRIu64
-		      " allowed, %" PRIu64 " denied, %" PRIu64 " bytes out\n",
-		      px->stats.requests, px->stats.allowed, px->stats.denied, px->stats.bytes_out);
+		      " allowed, %" PRIu64 " failed, %" PRIu64 " denied, %" PRIu64 " bytes out\n",
+		      px->stats.requests, px->stats.allowed, px->stats.failed, px->stats.denied,
+		      px->stats.bytes_out);
 	if (px->log.dropped > 0) /* this line may be the first to get through */
 		ar_buf_printf(&px->line,
 			      "agentrun proxy: %" PRIu64 " log line(s) dropped in all: the log "

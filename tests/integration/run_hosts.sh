@@ -44,6 +44,17 @@ expect_status "proxy: $ON does not resolve inside" 2 in_host "$A" --policy "$AR_
 expect_status "proxy: its hostname resolves" 0 in_host "$A" --policy "$AR_TMP/proxy.json" -- getent hosts "$N"
 expect_eq "proxy: the hostname's address" "127.0.1.1 $N" "$(tr -s ' ' <"$AR_TMP/out")"
 
+# the proxy resolves the allowed name (through the test's hosts file) to loopback: the
+# 403's reason names the policy's key, not a flag the user of a policy never typed
+if command -v curl >/dev/null; then
+	expect_status "proxy: a private address refused" 0 in_host "$A" --policy "$AR_TMP/proxy.json" -- \
+		curl -s -o /dev/null -D - "http://$OK/"
+	expect_match "proxy: 403" "^HTTP/1.1 403" "$(head -1 "$AR_TMP/out")"
+	expect_match "proxy: the reason names proxy.allow_private" \
+		"X-Agentrun-Reason: $OK resolves to 127.0.0.1, a loopback address \(allow it with the policy's proxy.allow_private\)" \
+		"$(cat "$AR_TMP/out")"
+elif [ "${AGENTRUN_MUST_WORK:-}" = 1 ]; then fail "curl is missing"; fi
+
 # nothing left: no mount of the hosts file outside the sandbox, no state
 expect_eq "no state left" "" "$(ls -d /run/agentrun/"$N"-* 2>/dev/null)"
 finish
