@@ -121,6 +121,13 @@ static int check_args(struct render_args *a)
 					  a->opts.rootfs ? "--rootfs"
 					  : a->bundle	 ? "--bundle"
 							 : "--netns");
+	/* an absolute root the runtime would fail on later, far from the cause (a relative
+	 * one is the bundle's, which may be filled after rendering) */
+	struct stat st;
+	if (a->opts.rootfs && a->opts.rootfs[0] == '/' &&
+	    (stat(a->opts.rootfs, &st) == -1 || !S_ISDIR(st.st_mode)))
+		return ar_cli_usage_error(CMD, -1, "--rootfs `%s`: %s", a->opts.rootfs,
+					  errno == ENOENT ? "no such directory" : "not a directory");
 	return 0;
 }
 

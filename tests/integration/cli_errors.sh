@@ -61,6 +61,12 @@ error_case "bad format" 2 \
 error_case "oci without a command" 2 \
 	"agentrun: render: --format oci needs the command after \`--\`: an OCI bundle has no image default command" \
 	render --policy "$AR_TMP/ok.json" --format oci
+error_case "--rootfs that does not exist" 2 \
+	"agentrun: render: --rootfs \`/nonexistent-$$\`: no such directory; see \`agentrun render --help\`" \
+	render --policy "$AR_TMP/ok.json" --format oci --rootfs /nonexistent-$$ -- true
+error_case "--rootfs that is a file" 2 \
+	"agentrun: render: --rootfs \`/etc/passwd\`: not a directory; see \`agentrun render --help\`" \
+	render --policy "$AR_TMP/ok.json" --format oci --rootfs /etc/passwd -- true
 error_case "--image with --format oci" 2 \
 	"agentrun: render: --image does not apply to --format oci (the bundle's rootfs is the image); see \`agentrun render --help\`" \
 	render --policy "$AR_TMP/ok.json" --format oci --image alpine:3 -- true
