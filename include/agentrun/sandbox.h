@@ -99,6 +99,9 @@ struct ar_mount_op {
 	bool copy;     /* AR_MNT_BIND of a file (the kubeconfig): a private read-only copy
 			  owned by the sandbox's uid, on a tmpfs of its own, is bound instead */
 	int source_fd; /* > 0: the source is this open file (a generated one), not a path */
+	/* > 0: a detached clone of the source, idmapped onto its owner (a read-write bind
+	 * as root, src/sandbox/idmap.c), moved into place instead of a bind; owned */
+	int idmap_tree;
 };
 
 struct ar_mount_plan {

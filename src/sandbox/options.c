@@ -232,8 +232,10 @@ const struct ar_opt ar_run_options[] = {
     {"--user", 0, "UID[:GID]", "numeric user (and group) to run as", set_user, 0},
     {"--env", 0, "K=V", "set an environment variable (repeatable)", set_env, 0},
     {"--tmpfs", 0, "PATH", "a writable tmpfs (nosuid, nodev) at PATH (repeatable)", add_tmpfs, 0},
-    {"--mount", 0, "SRC:DST[:rw]", "bind SRC at DST, read-only unless :rw (repeatable)", add_mount,
-     0},
+    {"--mount", 0, "SRC:DST[:rw]",
+     "bind SRC at DST, read-only unless :rw (repeatable;\nrw as root: idmapped onto the owner of "
+     "SRC)",
+     add_mount, 0},
     {"--rootfs", 0, "DIR", "use DIR as the root instead of a view of the host root", set_rootfs, 0},
     {"--seccomp", 0, "FILE|default|unconfined", "seccomp profile", set_seccomp, 0},
     {"--no-cgroups", 0, NULL, "run without resource limits instead of failing closed",

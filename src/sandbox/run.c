@@ -76,7 +76,9 @@ static int prepare(struct sandbox *sb, ar_error_t *err)
 {
 	if (ar_seccomp_prepare_program(sb->p->seccomp, &sb->seccomp, err) == -1)
 		return -1;
-	return ar_mount_plan_build(sb->p, sb->o->caller_home, &sb->plan, err);
+	if (ar_mount_plan_build(sb->p, sb->o->caller_home, &sb->plan, err) == -1)
+		return -1;
+	return sandbox_idmap_prepare(sb, err);
 }
 
 /* /etc/FILE can be covered: in a rootfs, nothing is created, so only a regular file

@@ -107,6 +107,9 @@ int sandbox_check_stdio(ar_error_t *err);
 pid_t sandbox_clone(struct sandbox *sb, ar_error_t *err);
 int sandbox_restore_cpus(const struct sandbox *sb, ar_error_t *err);
 int sandbox_unshare_net(const struct sandbox *sb, ar_error_t *err);
+/* Read-write binds as root: an idmapped clone of each source onto its owner, and a
+ * word at start for what cannot be written or mapped (idmap.c). */
+int sandbox_idmap_prepare(struct sandbox *sb, ar_error_t *err);
 int sandbox_write_id_maps(const struct sandbox *sb, ar_error_t *err);
 int sandbox_set_hostname(const struct sandbox *sb, ar_error_t *err);
 int sandbox_loopback_up(const struct sandbox *sb, ar_error_t *err);
