@@ -178,6 +178,14 @@ static int set_no_cgroups(struct ar_policy *p, struct ar_run_opts *o, const char
 	return 0;
 }
 
+/* The policy's limits.required (docs/cgroups.md#without-root). */
+static int set_require_limits(struct ar_policy *p, struct ar_run_opts *o, const char *flag,
+			      const char *v, ar_error_t *err)
+{
+	p->limits.required = true;
+	return 0;
+}
+
 /* Network overrides (docs/network.md): the same field the policy's proxy.allow_private
  * fills, validated as the file's is. */
 static int add_allow_private(struct ar_policy *p, struct ar_run_opts *o, const char *flag,
@@ -230,6 +238,8 @@ static const struct override_entry table[] = {
     {{"--seccomp", "FILE|default|unconfined", "seccomp profile"}, set_seccomp},
     {{"--no-cgroups", NULL, "run without resource limits instead of failing closed"},
      set_no_cgroups},
+    {{"--require-limits", NULL, "without root too, fail rather than run without limits"},
+     set_require_limits},
     {{"--allow-private", "CIDR", "let the proxy dial this private range (repeatable)"},
      add_allow_private},
     {{"--audit", "FILE", "the proxy's audit log (default /run/agentrun/audit/NAME.jsonl)"},
