@@ -78,6 +78,11 @@ const char *ar_cgroup_path(const struct ar_cgroup *cg);
  * the plan on. For the state gc reads. */
 void ar_cgroup_dirs(const struct ar_cgroup *cg, char *out, size_t size);
 
+/* Would a kill -9 of this process leave the cgroup where no later run sweeps it? On
+ * v2 once this process stepped into its leaf: its cgroup has controllers enabled, so
+ * no process can join it to sweep (only a record, the state, leads gc there). */
+bool ar_cgroup_unswept(const struct ar_cgroup *cg);
+
 /* Remove empty stale `agentrun-*-PID` cgroups whose owner PID is dead, under the
  * directories this process would create its cgroups in (ar_cgroup_create does this
  * first). Best effort; returns how many were removed. */

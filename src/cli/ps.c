@@ -66,12 +66,21 @@ static int row(const struct ar_net_state *s, void *data)
 	counts(s->audit, &allowed, &denied);
 	if (strcmp(s->network, "none") == 0) /* no proxy: nothing to count */
 		printf("%-24s %-8d %-8s %-30s %7s %7s%s\n", s->name, (int)s->pid, up, net, "-", "-",
-		       c->all ? "  live" : "");
+		       c->all ? (live ? "  live" : "  dead (agentrun gc)") : "");
 	else
 		printf("%-24s %-8d %-8s %-30s %7" PRIu64 " %7" PRIu64 "%s\n", s->name, (int)s->pid,
 		       up, net, allowed, denied,
 		       c->all ? (live ? "  live" : "  dead (agentrun gc)") : "");
 	return 0;
+}
+
+/* A state file. A live network: none sandbox is listed from its record instead: its
+ * state, when it has one, only keeps its cgroup for gc (docs/cgroups.md#cleanup). */
+static int state_row(const struct ar_net_state *s, void *data)
+{
+	if (strcmp(s->network, "none") == 0 && ar_net_proc_alive(s->owner, s->owner_start))
+		return 0;
+	return row(s, data);
 }
 
 /* A sandbox without a proxy: its lease record (a proxy one is listed from its state). */
@@ -109,7 +118,7 @@ int ar_cmd_ps(int argc, char **argv)
 						  argv[i]);
 		c.all = true;
 	}
-	ar_net_state_foreach(row, &c);
+	ar_net_state_foreach(state_row, &c);
 	ar_sandbox_record_foreach(record_row, &c);
 	if (c.rows == 0)
 		printf("no sandboxes\n");

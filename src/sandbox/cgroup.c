@@ -400,9 +400,15 @@ void ar_cgroup_dirs(const struct ar_cgroup *cg, char *out, size_t size)
 		if (cg->dir[c] && !cg_dir_shared(cg, c))
 			len = dirs_add(out, len, size, cg->dir[c]);
 	/* v2: the leaf this process stepped into, empty once it is dead */
-	ar_autofree char *leaf = cg != NULL && cg->ops == &cg_v2_ops ? cg_v2_leaf() : NULL;
+	ar_autofree char *leaf = ar_cgroup_unswept(cg) ? cg_v2_leaf() : NULL;
 	if (leaf != NULL)
 		dirs_add(out, len, size, leaf);
+}
+
+bool ar_cgroup_unswept(const struct ar_cgroup *cg)
+{
+	ar_autofree char *leaf = cg != NULL && cg->ops == &cg_v2_ops ? cg_v2_leaf() : NULL;
+	return leaf != NULL;
 }
 
 const char *ar_cgroup_path(const struct ar_cgroup *cg)

@@ -188,7 +188,7 @@ static void test_delegated_scope(void **state)
 	free(dir);
 }
 
-/* systemd before 252 delegated `pids memory` to user@.service, not cpu. */
+/* Older systemd releases delegate `pids memory` to user@.service, not cpu. */
 static void test_partial(void **state)
 {
 	char *dir;
