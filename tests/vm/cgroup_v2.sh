@@ -218,7 +218,9 @@ delegate() {
 }
 echo "+memory +pids +cpu" >$CG/cgroup.subtree_control
 delegate deleg
-/run/as_user_in deleg "$UA" --pids 16 --memory 64m --cpus 0.5 -- sleep 6 >/run/deleg.out 2>/run/deleg.err &
+# (the command runs as a uid mapped to the user, who owns the cgroup's files: it must see
+# none of them, or it could raise its own limits)
+/run/as_user_in deleg "$UA" --pids 16 --memory 64m --cpus 0.5 -- sh -c 'ls -A /sys/fs/cgroup | wc -l; sleep 6' >/run/deleg.out 2>/run/deleg.err &
 apid=$!
 sleep 1.5
 d=$CG/deleg/agentrun-default-$apid
@@ -230,6 +232,7 @@ r deleg_agentrun_in "$(cat /proc/$apid/cgroup)"
 wait $apid
 r deleg_rc $?
 r deleg_err "$(cat /run/deleg.err)"
+r deleg_cgroupfs_inside "$(cat /run/deleg.out)"
 r deleg_left "$(leftovers)"
 r deleg_subtree_after "$(cat $CG/deleg/cgroup.subtree_control)"
 /run/as_user_in deleg "$UA" --memory 64m -- python3 -c 'b = bytearray(200 << 20); print("survived")' >/run/doom.out 2>/run/doom.err
@@ -395,8 +398,9 @@ expect_eq "deleg: pids.max" 16 "$(v deleg_pids.max)"
 expect_eq "deleg: cpu.max" "50000 100000" "$(v deleg_cpu.max)"
 expect_match "deleg: the command runs inside" "^[1-9]" "$(v deleg_procs)"
 expect_match "deleg: agentrun sits in its leaf" "^0::/deleg/agentrun_supervisor-[0-9]+$" "$(v deleg_agentrun_in)"
-expect_eq "deleg: sleep 6 exits 0" 0 "$(v deleg_rc)"
+expect_eq "deleg: the command exits 0" 0 "$(v deleg_rc)"
 expect_eq "deleg: every limit enforced: no line" "" "$(v deleg_err)"
+expect_eq "deleg: no cgroup file inside (the sandbox cannot raise its limits)" 0 "$(v deleg_cgroupfs_inside)"
 expect_eq "deleg: nothing left" "" "$(v deleg_left)"
 expect_eq "deleg: subtree_control restored" "" "$(v deleg_subtree_after)"
 expect_eq "deleg oom: 128+9" 137 "$(v doom_rc)"
