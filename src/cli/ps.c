@@ -145,6 +145,15 @@ static void print_json(const struct ps_ctx *c)
 	printf("%s\n", text);
 }
 
+/* A state file. A live network: none sandbox is listed from its record instead: its
+ * state, when it has one, only keeps its cgroup for gc (docs/cgroups.md#cleanup). */
+static int state_row(const struct ar_net_state *s, void *data)
+{
+	if (strcmp(s->network, "none") == 0 && ar_net_proc_alive(s->owner, s->owner_start))
+		return 0;
+	return row(s, data);
+}
+
 /* A sandbox without a proxy: its lease record (a proxy one is listed from its state). */
 static int record_row(const struct ar_sandbox_record *r, void *data)
 {
@@ -183,7 +192,7 @@ int ar_cmd_ps(int argc, char **argv)
 	int status;
 	if (ar_cli_parse(&ar_cli_ps, argc, argv, &c, &r, &status) != 0)
 		return status;
-	ar_net_state_foreach(row, &c);
+	ar_net_state_foreach(state_row, &c);
 	ar_sandbox_record_foreach(record_row, &c);
 	if (c.json)
 		print_json(&c);

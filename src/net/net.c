@@ -15,6 +15,7 @@
 
 #include "agentrun/capture.h"
 #include "agentrun/cgroup.h"
+#include "agentrun/log.h"
 #include "agentrun/proxy.h"
 #include "agentrun/rules.h"
 #include "agentrun/net.h"
@@ -233,12 +234,30 @@ int ar_net_attach(struct ar_net *n, const struct ar_net_sandbox *sb, ar_error_t 
 	return r;
 }
 
+/* network: none: a cgroup no later run would sweep (cgroup.h) is gc's to find; the
+ * record is best effort (a user without a state directory still runs). */
+static void record_cgroup(struct ar_net *n, const struct ar_cgroup *cg)
+{
+	ar_auto_error ar_error_t err = NULL;
+
+	if (!ar_cgroup_unswept(cg))
+		return;
+	ar_cgroup_dirs(cg, n->state.cgroup, sizeof(n->state.cgroup));
+	if (ar_net_state_write(&n->state, &err) == -1)
+		ar_debug("network: none: no state for gc (%s)", err->msg);
+	else
+		n->state_written = true;
+}
+
 int ar_net_ready(struct ar_net *n, const struct ar_cgroup *cg, ar_error_t *err)
 {
 	/* the state is written once, for the sandboxes that hold something gc must find:
-	 * a /30, a proxy (network: none keeps none: its start stays a clone and an exec) */
-	if (n->p->network != AR_NETWORK_PROXY)
+	 * a /30, a proxy, a cgroup no run sweeps (otherwise network: none keeps none: its
+	 * start stays a clone and an exec) */
+	if (n->p->network != AR_NETWORK_PROXY) {
+		record_cgroup(n, cg);
 		return 0;
+	}
 	/* every hierarchy's directory, so gc removes them all (v1: memory, pids, cpu); while
 	 * the proxy finishes its own setup */
 	ar_cgroup_dirs(cg, n->state.cgroup, sizeof(n->state.cgroup));

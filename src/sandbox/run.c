@@ -201,6 +201,28 @@ static int cgroup_failed(ar_error_t *err)
 	return -1;
 }
 
+/* Root fails closed when a limit cannot be enforced. A caller without root uses a
+ * cgroup v2 subtree delegated to it; what that lacks is said in one line, and the
+ * sandbox runs, unless limits.required (--require-limits) makes it a failure. */
+static int cgroup_plan(struct sandbox *sb, ar_error_t *err)
+{
+	struct ar_cgroup_gap gap;
+
+	if (!sb->userns)
+		return ar_cgroup_plan(sb->p, sb->cgroup_name, &sb->cg, err);
+	if (ar_cgroup_plan_delegated(sb->p, sb->cgroup_name, &sb->cg, &gap, err) == -1)
+		return -1;
+	if (gap.missing == 0)
+		return 0;
+	if (sb->p->limits.required)
+		return ar_error_make(err, 0,
+				     "limits required (--require-limits or limits.required) but "
+				     "not enforced without root (%s): %s",
+				     gap.limits, gap.why);
+	fprintf(stderr, "agentrun: limits not enforced (%s): %s\n", gap.limits, gap.why);
+	return 0;
+}
+
 /* Which manager, and on v1 which directories; nothing is created yet. On v2 the
  * cgroup is made now: its manager may move agentrun itself into a leaf cgroup, which
  * only works while no child shares agentrun's cgroup. On v1 it is made after the
@@ -211,8 +233,10 @@ static int cgroup(struct sandbox *sb, ar_error_t *err)
 		return 0;
 	snprintf(sb->cgroup_name, sizeof(sb->cgroup_name), "agentrun-%s-%d", sb->p->name,
 		 (int)getpid());
-	if (ar_cgroup_plan(sb->p, sb->cgroup_name, &sb->cg, err) == -1)
+	if (cgroup_plan(sb, err) == -1)
 		return cgroup_failed(err);
+	if (sb->cg == NULL)
+		return 0; /* without root: nothing of the limits can be enforced here */
 	sb->child_enters_cgroup = ar_cgroup_self_entry(sb->cg);
 	if (!sb->child_enters_cgroup && ar_cgroup_make(sb->cg, sb->p, err) == -1)
 		return cgroup_failed(err);

@@ -49,6 +49,9 @@ static void test_limits(void **state)
 	assert_string_equal(p->limits.cpus_str, "0.5");
 	assert_null(apply(p, &o, "--no-cgroups", NULL));
 	assert_true(o.no_cgroups);
+	assert_false(p->limits.required);
+	assert_null(apply(p, &o, "--require-limits", NULL));
+	assert_true(p->limits.required);
 }
 
 static void test_bad_values(void **state)
