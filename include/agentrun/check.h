@@ -271,6 +271,9 @@ struct ar_check_net_facts {
 
 /* Read the sandbox netns of pid (through /proc/PID/ns/net) and, when proxy_pid > 0,
  * the proxy netns its listener lives in (pidfd_getfd + SIOCGSKNS). Needs root. */
+/* Not root, a process in a user namespace of the caller's own (a user's sandbox): enter
+ * it (for good: the reads see uids as the sandbox does, and may enter its netns). */
+int ar_check_enter_userns(pid_t pid, ar_error_t *err);
 int ar_check_net_read(pid_t pid, pid_t proxy_pid, int port, struct ar_check_net_facts **out,
 		      ar_error_t *err);
 void ar_check_net_facts_free(struct ar_check_net_facts *f);

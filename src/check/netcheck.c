@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -190,10 +192,37 @@ static void expected_plan(struct ar_check_net_facts *f, int port)
 		 port);
 }
 
+/* Not root: a user's sandbox's netns, and its proxy netns, belong to the sandbox's
+ * user namespace, and setns into a netns needs CAP_SYS_ADMIN over it and over our own
+ * user namespace. The owner of that namespace (the caller) may enter it, with every
+ * capability there: for good (check is short-lived and single-threaded here), and
+ * undumpable first, so that nothing in the sandbox could trace this process by its
+ * uid. There, the caller's own netns is out of reach for good: "home" between the reads
+ * becomes a fresh, empty netns of that namespace, where a later socket reaches
+ * nothing. A namespace not ours is left alone: setns fails and the error says so. */
+int ar_check_enter_userns(pid_t pid, ar_error_t *err)
+{
+	char path[64];
+	struct stat ours, theirs;
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	if (geteuid() == 0 || stat(path, &theirs) == -1 ||
+	    stat("/proc/self/ns/user", &ours) == -1 ||
+	    (ours.st_ino == theirs.st_ino && ours.st_dev == theirs.st_dev))
+		return 0;
+	ar_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1 || fd == -1 ||
+	    setns(fd, CLONE_NEWUSER) == -1 || unshare(CLONE_NEWNET) == -1)
+		return ar_error_make(err, errno, "enter the user namespace of the sandbox (pid %d)",
+				     (int)pid);
+	return 0;
+}
+
 int ar_check_net_read(pid_t pid, pid_t proxy_pid, int port, struct ar_check_net_facts **out,
 		      ar_error_t *err)
 {
 	char path[64];
+	if (ar_check_enter_userns(pid, err) == -1)
+		return -1;
 	struct ar_check_net_facts *f = ar_xcalloc(1, sizeof(*f));
 	f->capture = -1;
 	ar_autoclose int host = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);

@@ -300,9 +300,10 @@ int ar_check_proc_read(pid_t pid, struct ar_proc_facts **out, ar_error_t *err)
 {
 	ar_autoproc_facts struct ar_proc_facts *f = ar_xcalloc(1, sizeof(*f));
 	f->pid = pid;
-	if (read_status(pid, f, err) < 0 || read_mounts(pid, f, err) < 0)
+	read_namespaces(pid, f); /* while ours are still the caller's, to compare with */
+	if (ar_check_enter_userns(pid, err) < 0 || read_status(pid, f, err) < 0 ||
+	    read_mounts(pid, f, err) < 0)
 		return -1;
-	read_namespaces(pid, f);
 	read_cgroups(pid, f);
 	read_env_net(pid, f);
 	read_visible(pid, f);

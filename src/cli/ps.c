@@ -1,5 +1,6 @@
-/* agentrun ps [--all]: the sandboxes this machine runs: network: proxy ones from their
- * state under /run/agentrun (docs/network.md), with the proxy's allowed/denied counts
+/* agentrun ps [--all]: the caller's sandboxes (root's, or this user's: the state
+ * directory is per user, ar_net_state_root): network: proxy ones from their state
+ * (docs/network.md), with the proxy's allowed/denied counts
  * so far (read from the audit); the others from the record in their uid lease
  * (docs/sandbox.md). Name, PID, uptime, network. */
 #define _GNU_SOURCE
@@ -99,8 +100,8 @@ int ar_cmd_ps(int argc, char **argv)
 			    "check\n--name NAME` take it), PID of the sandbox's init, uptime, "
 			    "network "
 			    "(none, or the\nsandbox's address and the proxy listener), and the "
-			    "proxy's allowed and denied\nrequests. Sandboxes started by root "
-			    "only (a user's run keeps no record).\n\n"
+			    "proxy's allowed and denied\nrequests. The caller's own sandboxes "
+			    "only (root's, or\nyours: each user keeps its state apart).\n\n"
 			    "  --all   also what dead sandboxes left (removed by `agentrun gc`)\n");
 			return AR_EXIT_OK;
 		}

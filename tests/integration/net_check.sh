@@ -24,7 +24,7 @@ RUN=$!
 on_exit "kill -TERM $RUN; wait $RUN"
 SB="$NAME-$RUN"
 net_state "$SB" >/dev/null || fail "no state for $SB"
-INIT=$(sed -n 's/^pid=//p' "/run/agentrun/$SB/state")
+INIT=$(sed -n 's/^pid=//p' "$AR_STATE/$SB/state")
 sleep 0.3
 
 expect_status "healthy sandbox, --name: no drift" 0 "$AGENTRUN" check --name "$SB"
@@ -59,7 +59,7 @@ expect_eq "a route past the /30: one finding" "DRIFT route 10.254.255.0/24 dev e
 in_sb ip route del 10.254.255.0/24 dev eth0
 
 # drift in the proxy netns: another listener beside the proxy's
-ST=$(cat "/run/agentrun/$SB/state")
+ST=$(cat "$AR_STATE/$SB/state")
 pip=$(printf '%s\n' "$ST" | sed -n 's/^proxy_ip=//p')
 python3 "$AR_SOURCE_DIR/tests/integration/net/peerns.py" \
 	"$(printf '%s\n' "$ST" | sed -n 's/^proxy_pid=//p')" "$pip" 3128 -- \
@@ -88,8 +88,8 @@ CRUN=$!
 on_exit "kill -TERM $CRUN; wait $CRUN"
 CSB="$NAME-c-$CRUN"
 net_state "$CSB" >/dev/null || fail "no state for $CSB"
-CINIT=$(sed -n 's/^pid=//p' "/run/agentrun/$CSB/state")
-CST=$(cat "/run/agentrun/$CSB/state")
+CINIT=$(sed -n 's/^pid=//p' "$AR_STATE/$CSB/state")
+CST=$(cat "$AR_STATE/$CSB/state")
 cpip=$(printf '%s\n' "$CST" | sed -n 's/^proxy_ip=//p')
 cppid=$(printf '%s\n' "$CST" | sed -n 's/^proxy_pid=//p')
 sleep 0.3
