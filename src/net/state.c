@@ -419,6 +419,11 @@ static int find_netns(const struct ar_net_state *s, void *data)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)s->pid);
 	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0) {
+		/* a user's sandbox: its init is not dumpable, its command may be read */
+		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)ar_net_state_command_pid(s));
+		n = readlink(path, link, sizeof(link) - 1);
+	}
 	if (n <= 0)
 		return 0;
 	link[n] = '\0';
