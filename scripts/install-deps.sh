@@ -21,6 +21,7 @@ command -v node >/dev/null && command -v npm >/dev/null || test_pkgs+=(nodejs np
 test_pkgs+=(docker.io nftables)
 bench_pkgs=(hyperfine bubblewrap tinyproxy squid nginx-light wrk firejail)
 bench_pkgs+=(dnsmasq-base) # bench/dns.sh: dnsmasq without its system service
+bench_pkgs+=(ripgrep socat) # bench/rootless.sh PEERS=1: what sandbox-runtime (srt) needs
 
 pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}")
 if [ "${1:-}" = "--bench" ]; then pkgs+=("${bench_pkgs[@]}"); fi
