@@ -20,7 +20,8 @@ static char *passwd_home(void)
 {
 	FILE *f = fopen("/etc/passwd", "re");
 	struct passwd *pw = NULL;
-	while (f != NULL && (pw = fgetpwent(f)) != NULL && pw->pw_uid != geteuid())
+	uid_t me = geteuid();
+	while (f != NULL && (pw = fgetpwent(f)) != NULL && pw->pw_uid != me)
 		;
 	char *home = pw != NULL ? ar_xstrdup(pw->pw_dir) : NULL;
 	if (f != NULL)

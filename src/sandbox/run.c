@@ -165,8 +165,13 @@ static int network_attach(struct sandbox *sb, ar_error_t *err)
 	if (sb->userns && sb->p->network == AR_NETWORK_PROXY) {
 		char path[64];
 		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)sb->pid);
-		if ((userns = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-			return ar_error_make(err, errno, "open the sandbox's user namespace");
+		if ((userns = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+			int e = errno, status = 0;
+			/* it died already (no namespaces left to name): its report says why */
+			if (e == ENOENT && read_report(sb, &status, err) == -1)
+				return -1;
+			return ar_error_make(err, e, "open the sandbox's user namespace");
+		}
 		with.userns = userns;
 	}
 	return ar_net_attach(&sb->net, &with, err);
