@@ -4,7 +4,8 @@
 # sandbox gets its own user namespace with the caller's own uid and gid mapped in (podman's
 # --userns=keep-id: what it writes to a read-write mount is the caller's), or the
 # policy's `user` mapped to the caller; everything else as for root (the probe's list).
-# The user has no cgroup here: without --no-cgroups run fails closed.
+# Unprivileged users get no cgroup here (cgroup v1 is never delegated): without
+# --no-cgroups run says which limits are not enforced (cgroup_user.sh), and runs.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 user_setup
@@ -42,8 +43,10 @@ expect_status "unprivileged: exit status" 3 "${A[@]}" -- sh -c 'exit 3'
 expect_status "unprivileged: not found" 127 "${A[@]}" -- /nonexistent
 expect_status "unprivileged: not executable" 126 "${A[@]}" -- /etc/passwd
 expect_status "unprivileged: killed by a signal: 128+N" 137 "${A[@]}" -- sh -c 'kill -9 $$'
-expect_status "unprivileged without --no-cgroups: fails closed" 125 as_user "$UAGENTRUN" -- true
-expect_match "unprivileged without --no-cgroups: says why" "^agentrun: cgroup.*Permission denied \\(pass --no-cgroups to run without limits\\)$" "$(cat "$AR_TMP/err")"
+expect_status "unprivileged without --no-cgroups: runs" 0 as_user "$UAGENTRUN" -- true
+# (the line itself and --require-limits: cgroup_user.sh)
+expect_match "unprivileged without --no-cgroups: says which limits are not enforced" "^agentrun: limits not enforced \\(memory 512m, pids 256, cpus 1\\): " "$(cat "$AR_TMP/err")"
+expect_status "unprivileged --require-limits: fails closed" 125 as_user "$UAGENTRUN" --require-limits -- true
 
 out=$("${A[@]}" --mount "$AR_USER_BIN:/ar-bin" -- /ar-bin/ar-probe </dev/null) || fail "probe exited $?"
 for line in "uid=$U" cap_prm=0000000000000000 cap_eff=0000000000000000 cap_bnd=0000000000000000 \
