@@ -92,7 +92,7 @@ expect_match "B's check --name: the message" "no such sandbox" "$(cat "$AR_TMP/e
 expect_status "B cannot list A's state" 2 as_b ls "$ST"
 expect_status "B cannot read A's state" 1 as_b cat "$state"
 expect_status "B cannot read A's audit" 1 as_b cat "$ST/audit/$SB.jsonl"
-expect_eq "B's gc removes nothing" "removed 0 dead sandbox(es)" "$(as_b "$UAGENTRUN" gc)"
+expect_eq "B's gc removes nothing" "removed 0 dead sandbox(es)" "$(as_b "$UAGENTRUN" gc | tail -1)"
 expect_eq "A's sandbox lives on after B's gc" 1 "$(test -e "$state" && kill -0 "$INIT" && echo 1)"
 expect_nomatch "root's ps does not list A's" "$SB" "$("$AGENTRUN" ps)"
 
@@ -102,7 +102,9 @@ kill -9 "$RUN"
 { wait "$RUN"; } 2>/dev/null || true
 sleep 0.3 # PDEATHSIG: the proxy and the sandbox follow
 expect_match "A's ps --all: dead" "$SB .*dead" "$(as_user "$UAGENTRUN" ps --all)"
-expect_eq "A's gc removes it" "removed 1 dead sandbox(es)" "$(as_user "$UAGENTRUN" gc)"
+as_user "$UAGENTRUN" gc >"$AR_TMP/gc.out"
+expect_eq "A's gc removes it" "removed 1 dead sandbox(es)" "$(tail -1 "$AR_TMP/gc.out")"
+expect_match "A's gc names it" "^removed $SB: " "$(cat "$AR_TMP/gc.out")"
 left=""
 [ -e "$ST/$SB" ] && left="$left state;"
 [ -e "$ST/net/$IDX" ] && left="$left /30;"
@@ -112,7 +114,7 @@ alive "$INIT" && left="$left sandbox;"
 expect_eq "kill -9 + gc: nothing left" "" "$left"
 
 # --- a state directory made by someone else first: refused, never read ---
-rm -rf "$RB"
+rm -rf "$RB" "/tmp/agentrun-$UB" # a removed user's of the same uid, if any
 mkdir -m 0777 "/tmp/agentrun-$UB"
 expect_status "a state directory of another's: 125" 125 as_b "$UAGENTRUN" --no-cgroups --policy "$POLICY" -- true
 expect_eq "a state directory of another's: the message" \
