@@ -43,6 +43,7 @@ setpriv --reuid "$UA" --regid "$AR_USER_GID" --init-groups env XDG_RUNTIME_DIR="
 RUN=$!
 on_exit "kill -9 $RUN"
 SB="$NAME-$RUN"
+on_exit "rm -f $ST/audit/$SB.jsonl" # finished audits stay by design: this test's goes
 state=$(net_state "$SB") || fail "no state for $SB in $ST: $(cat "$AR_TMP/a.err")"
 wait_file_has "$AR_TMP/a.out" "hello from origin" || fail "A's sandbox reached nothing"
 expect_eq "the state is A's own, 0700" "$UA 700" "$(stat -c '%u %a' "$ST")"
