@@ -112,8 +112,8 @@ int ar_policy_default(struct ar_policy **out, ar_error_t *err)
 	if (ar_policy_parse(embedded_default, sizeof(embedded_default) - 1, "<embedded default>",
 			    out, err) == -1)
 		return -1;
-	/* 65534 is only the fallback for a user namespace; as root, run picks a
-	 * dynamic uid (DESIGN §3) */
+	/* not a user the policy names: as root, run picks a dynamic uid (DESIGN §3); run
+	 * by an ordinary user, the caller's own ids (keep-id, docs/rootless.md) */
 	(*out)->user_set = false;
 	return 0;
 }
