@@ -25,6 +25,13 @@ enum ar_network {
 	AR_NETWORK_NONE,
 };
 
+/* "mode": enforce (the default) or learn (docs/learn.md): the proxy lets a name
+ * outside the list through and audits it as learned. */
+enum ar_mode {
+	AR_MODE_ENFORCE,
+	AR_MODE_LEARN,
+};
+
 enum ar_sni_mode {
 	AR_SNI_OFF,	/* no ClientHello inspection */
 	AR_SNI_CHECK,	/* when a ClientHello has SNI it must match the CONNECT host */
@@ -98,6 +105,7 @@ struct ar_policy {
 	char *seccomp; /* "default", "unconfined" or a path to a profile */
 	enum ar_network network;
 	struct ar_proxy_settings proxy;
+	enum ar_mode mode;
 
 	/* Derived from name. */
 	char net_name[AR_POLICY_NAME_MAX + 16];	   /* NAME-net */

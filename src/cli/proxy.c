@@ -40,6 +40,8 @@ static void usage(FILE *out)
 		"                          host (default check; require also refuses non-TLS\n"
 		"                          tunnels; 421 otherwise; not with --policy)\n"
 		"  --pass-forwarded        keep a client's Forwarded and X-Forwarded-For fields\n"
+		"  --learn                 learn mode: let names outside the list through and\n"
+		"                          audit them as learned (docs/learn.md)\n"
 		"  --dns-files-only        resolve from /etc/hosts only, never query DNS\n"
 		"  -h, --help              show this help\n\n"
 		"SIGHUP reloads --policy without dropping open tunnels; SIGTERM/SIGINT stop and\n"
@@ -62,6 +64,7 @@ enum {
 	OPT_MAX_BYTES_OUT,
 	OPT_SNI,
 	OPT_PASS_FORWARDED,
+	OPT_LEARN,
 };
 
 static const struct option options[] = {
@@ -80,6 +83,7 @@ static const struct option options[] = {
     {"max-bytes-out", required_argument, NULL, OPT_MAX_BYTES_OUT},
     {"sni", required_argument, NULL, OPT_SNI},
     {"pass-forwarded", no_argument, NULL, OPT_PASS_FORWARDED},
+    {"learn", no_argument, NULL, OPT_LEARN},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -176,6 +180,7 @@ static int build_egress(struct cli_state *st)
 	s.idle_timeout_ms = st->cfg.idle_timeout_ms;
 	s.keepalive_timeout_ms = st->cfg.keepalive_timeout_ms;
 	s.pass_forwarded = st->cfg.pass_forwarded;
+	s.learn = st->cfg.learn;
 	if (ar_egress_new(&s, &st->cfg.egress, &err) == -1) {
 		ar_error_wrap(&err, "proxy");
 		ar_error_print(&err);
@@ -254,6 +259,9 @@ static int parse_opt(struct cli_state *st, int opt, const char *arg)
 		return set_sni(st, arg);
 	case OPT_PASS_FORWARDED:
 		cfg->pass_forwarded = true;
+		return 0;
+	case OPT_LEARN:
+		cfg->learn = true;
 		return 0;
 	default:
 		return set_timeout(st, opt, arg);

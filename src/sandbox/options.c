@@ -193,6 +193,15 @@ static int add_allow_private(struct ar_policy *p, struct ar_run_opts *o, const c
 	return 0;
 }
 
+/* Learn mode (docs/learn.md) observes the proxy's traffic: it needs network: proxy. */
+static int set_learn(struct ar_policy *p, struct ar_run_opts *o, const char *flag, const char *v,
+		     ar_error_t *err)
+{
+	p->mode = AR_MODE_LEARN;
+	p->network = AR_NETWORK_PROXY;
+	return 0;
+}
+
 static int set_audit(struct ar_policy *p, struct ar_run_opts *o, const char *flag, const char *v,
 		     ar_error_t *err)
 {
@@ -232,6 +241,8 @@ static const struct override_entry table[] = {
      set_no_cgroups},
     {{"--allow-private", "CIDR", "let the proxy dial this private range (repeatable)"},
      add_allow_private},
+    {{"--learn", NULL, "learn mode: let names outside the allow-list through, audited as learned"},
+     set_learn},
     {{"--audit", "FILE", "the proxy's audit log (default /run/agentrun/audit/NAME.jsonl)"},
      set_audit},
     {{"--proxy-log", "FILE", "the proxy's log lines (default: stderr)"}, set_proxy_log},

@@ -146,8 +146,14 @@ static void test_lookup_and_table(void **state)
 	size_t n = 0;
 	while (ar_override_at(n) != NULL)
 		n++;
-	assert_int_equal(n, 14);
+	assert_int_equal(n, 15);
 	assert_string_equal(ar_override_at(0)->flag, "--memory");
+	/* --learn: learn mode, which needs the proxy network */
+	ar_autopolicy struct ar_policy *p = default_policy();
+	struct ar_run_opts o = {0};
+	assert_int_equal(ar_override_apply(p, &o, "--learn", NULL, NULL), 0);
+	assert_int_equal(p->mode, AR_MODE_LEARN);
+	assert_int_equal(p->network, AR_NETWORK_PROXY);
 }
 
 /* --allow-private appends to proxy.allow_private (NULL-terminated); bad CIDRs name the flag;
