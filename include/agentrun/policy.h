@@ -15,6 +15,12 @@
 #define AR_POLICY_NAME_MAX	     31
 #define AR_DEFAULT_PROXY_PORT	     3128
 #define AR_DEFAULT_KUBECONFIG_TARGET "/home/agent/.kube/config"
+/* A policy file's limits when it sets none (docs/policy.md; review compares with them). */
+#define AR_POLICY_DEFAULT_PIDS	     64
+#define AR_POLICY_DEFAULT_MEMORY     (256LL << 20)
+#define AR_POLICY_DEFAULT_MEMORY_STR "256m"
+#define AR_POLICY_DEFAULT_CPUS_MILLI 1000
+#define AR_POLICY_DEFAULT_CPUS_STR   "1"
 /* The range `run` takes a sandbox's uid/gid from when the policy names no `user`
  * (systemd's DynamicUser range, never a host account). */
 #define AR_DYNAMIC_UID_MIN 61184

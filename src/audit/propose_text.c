@@ -9,125 +9,9 @@
 #include <string.h>
 
 #include "agentrun/propose.h"
+#include "jsonspan.h"
 
-#define MAX_MEMBERS 64
-#define INLINE_MAX  100 /* a value that fits this line width stays on one line */
-
-struct member {
-	char key[32]; /* "" when longer: no key we edit is */
-	size_t key_at, vstart, vend;
-};
-
-struct object {
-	size_t open, close; /* the braces */
-	struct member m[MAX_MEMBERS];
-	size_t n;
-};
-
-static size_t skip_ws(const char *s, size_t len, size_t i)
-{
-	while (i < len && strchr(" \t\r\n", s[i]) != NULL && s[i] != '\0')
-		i++;
-	return i;
-}
-
-static int scan_value(const char *s, size_t len, size_t *pos, int depth);
-
-static int scan_string(const char *s, size_t len, size_t *pos)
-{
-	size_t i = *pos + 1;
-	for (; i < len && s[i] != '"'; i++)
-		if (s[i] == '\\')
-			i++;
-	if (i >= len)
-		return -1;
-	*pos = i + 1;
-	return 0;
-}
-
-/* An array or object: walk to its closing bracket. */
-static int scan_nested(const char *s, size_t len, size_t *pos, int depth)
-{
-	char close = s[*pos] == '{' ? '}' : ']';
-	size_t i = skip_ws(s, len, *pos + 1);
-	if (depth > 64)
-		return -1;
-	while (i < len && s[i] != close) {
-		if (close == '}') {
-			if (s[i] != '"' || scan_string(s, len, &i) == -1)
-				return -1;
-			i = skip_ws(s, len, i);
-			if (i >= len || s[i] != ':')
-				return -1;
-			i = skip_ws(s, len, i + 1);
-		}
-		if (scan_value(s, len, &i, depth + 1) == -1)
-			return -1;
-		i = skip_ws(s, len, i);
-		if (i < len && s[i] == ',')
-			i = skip_ws(s, len, i + 1);
-	}
-	if (i >= len)
-		return -1;
-	*pos = i + 1;
-	return 0;
-}
-
-static int scan_value(const char *s, size_t len, size_t *pos, int depth)
-{
-	size_t i = *pos;
-	if (i >= len)
-		return -1;
-	if (s[i] == '"')
-		return scan_string(s, len, pos);
-	if (s[i] == '{' || s[i] == '[')
-		return scan_nested(s, len, pos, depth);
-	while (i < len && strchr(",}] \t\r\n", s[i]) == NULL && s[i] != '\0')
-		i++;
-	if (i == *pos)
-		return -1;
-	*pos = i;
-	return 0;
-}
-
-/* The members of the object whose '{' is at `at`. */
-static int read_object(const char *s, size_t len, size_t at, struct object *o)
-{
-	size_t i = skip_ws(s, len, at + 1);
-	memset(o, 0, sizeof(*o));
-	o->open = at;
-	while (i < len && s[i] != '}') {
-		struct member m = {.key_at = i};
-		size_t k = i;
-		if (s[i] != '"' || scan_string(s, len, &k) == -1 || o->n == MAX_MEMBERS)
-			return -1;
-		if (k - i - 2 < sizeof(m.key))
-			memcpy(m.key, s + i + 1, k - i - 2);
-		i = skip_ws(s, len, k);
-		if (i >= len || s[i] != ':')
-			return -1;
-		m.vstart = i = skip_ws(s, len, i + 1);
-		if (scan_value(s, len, &i, 0) == -1)
-			return -1;
-		m.vend = i;
-		o->m[o->n++] = m;
-		i = skip_ws(s, len, i);
-		if (i < len && s[i] == ',')
-			i = skip_ws(s, len, i + 1);
-	}
-	if (i >= len)
-		return -1;
-	o->close = i;
-	return 0;
-}
-
-static const struct member *find(const struct object *o, const char *key)
-{
-	for (size_t i = 0; i < o->n; i++)
-		if (strcmp(o->m[i].key, key) == 0)
-			return &o->m[i];
-	return NULL;
-}
+#define INLINE_MAX 100 /* a value that fits this line width stays on one line */
 
 /* The whitespace before the first non-blank byte of the line holding `at`. */
 static void line_indent(const char *s, size_t at, char *out, size_t size)
@@ -252,14 +136,14 @@ static char *proxy_value(const struct ar_proposal *p, const char *indent, size_t
 /* Members an object lacks, inserted after its last member in one edit (so that their
  * order is the order they are added in). */
 struct inserts {
-	const struct object *o;
+	const struct json_object *o;
 	const char *s;
 	struct ar_buf text;
 	char indent[64];
 	bool inline_obj; /* the last member shares the line of the opening brace */
 };
 
-static void inserts_init(struct inserts *in, const char *s, const struct object *o)
+static void inserts_init(struct inserts *in, const char *s, const struct json_object *o)
 {
 	memset(in, 0, sizeof(*in));
 	in->o = o;
@@ -295,7 +179,7 @@ static void inserts_done(struct inserts *in, struct edits *e)
 }
 
 /* Replace a member's value (formatted from where it starts), or insert it. */
-static void set_member(const char *s, const struct member *m, struct inserts *in,
+static void set_member(const char *s, const struct json_member *m, struct inserts *in,
 		       const struct ar_proposal *p, const char *key, value_fn *fn, struct edits *e)
 {
 	char indent[64];
@@ -315,12 +199,12 @@ static char *enforce_value(const struct ar_proposal *p, const char *indent, size
 	return ar_xstrdup("\"enforce\"");
 }
 
-static void edit_proxy(const char *s, size_t len, const struct object *top,
+static void edit_proxy(const char *s, size_t len, const struct json_object *top,
 		       const struct ar_proposal *p, struct inserts *top_in, struct edits *e,
-		       struct object *px)
+		       struct json_object *px)
 {
-	const struct member *m = find(top, "proxy");
-	if (m == NULL || s[m->vstart] != '{' || read_object(s, len, m->vstart, px) == -1) {
+	const struct json_member *m = json_find(top, "proxy");
+	if (m == NULL || s[m->vstart] != '{' || json_read_object(s, len, m->vstart, px) == -1) {
 		if (m == NULL && (proxy_has(p, 0) || proxy_has(p, 1)))
 			inserts_add(top_in, p, "proxy", proxy_value);
 		return;
@@ -328,7 +212,7 @@ static void edit_proxy(const char *s, size_t len, const struct object *top,
 	struct inserts in;
 	inserts_init(&in, s, px);
 	for (size_t i = 0; i < AR_ARRAY_SIZE(proxy_keys); i++) {
-		const struct member *k = find(px, proxy_keys[i].key);
+		const struct json_member *k = json_find(px, proxy_keys[i].key);
 		if (k != NULL || proxy_has(p, i))
 			set_member(s, k, &in, p, proxy_keys[i].key, proxy_keys[i].value, e);
 	}
@@ -370,19 +254,20 @@ static void fresh_policy(const struct ar_proposal *p, struct ar_buf *out)
 int ar_propose_policy_text(const struct ar_proposal *p, const char *text, size_t len,
 			   struct ar_buf *out, ar_error_t *err)
 {
-	struct object top, px;
+	struct json_object top, px;
 	struct edits e = {0};
 	struct inserts in;
 	if (text == NULL) {
 		fresh_policy(p, out);
 		return 0;
 	}
-	size_t at = skip_ws(text, len, 0);
-	if (at >= len || text[at] != '{' || read_object(text, len, at, &top) == -1)
+	size_t at = json_skip_ws(text, len, 0);
+	if (at >= len || text[at] != '{' || json_read_object(text, len, at, &top) == -1)
 		return ar_error_make(err, 0, "not a JSON object the proposal can edit");
 	inserts_init(&in, text, &top);
-	set_member(text, find(&top, "allowed_hosts"), &in, p, "allowed_hosts", hosts_value, &e);
-	const struct member *mode = find(&top, "mode");
+	set_member(text, json_find(&top, "allowed_hosts"), &in, p, "allowed_hosts", hosts_value,
+		   &e);
+	const struct json_member *mode = json_find(&top, "mode");
 	if (p->mode_learn && mode != NULL)
 		edit_add(&e, mode->vstart, mode->vend, enforce_value(p, "", 0));
 	edit_proxy(text, len, &top, p, &in, &e, &px);
