@@ -40,7 +40,8 @@ static void usage(FILE *out)
 		"\nSee `agentrun COMMAND --help` for each command's options.\n"
 		"Exit status: run returns the command's status (128+N on signal N; 125 agentrun\n"
 		"failed, 126 not executable, 127 not found); check 0 no drift, 1 drift, 2 bad\n"
-		"input; everything else 0 ok, 2 bad input or usage.\n");
+		"input; review 1 on findings at or above --fail-on; everything else 0 ok, 2 bad\n"
+		"input or usage.\n");
 }
 
 int ar_cli_usage_error(const char *cmd, int code, const char *fmt, ...)

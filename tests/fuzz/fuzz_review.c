@@ -38,8 +38,9 @@ void ar_fuzz_kubeconfig(const uint8_t *data, size_t size)
 	}
 	check_json(&r);
 	ar_review_free(&r);
-	size_t n = strcspn(buf, "\n");
-	buf[n] = '\0';
-	ar_autofree char *payload = ar_jwt_payload(buf);
+	ar_autofree char *line = ar_fuzz_strndup(data, size); /* NUL-terminated */
+	size_t n = strcspn(line, "\n");
+	line[n] = '\0';
+	ar_autofree char *payload = ar_jwt_payload(line);
 	AR_FUZZ_CHECK(payload == NULL || strlen(payload) <= n, "payload longer than its token");
 }

@@ -6,6 +6,10 @@
 # offline, Debian's python3-jsonschema); the exit status follows --fail-on; bad input
 # exits 2 naming the flag; and a live sandbox: drift from check's own findings when the
 # running sandbox and the reviewed policy differ, none when they agree.
+# review/sarif-schema-2.1.0.json is the OASIS SARIF TC's schema, byte for byte: repository
+# oasis-tcs/sarif-spec, Documents/CommitteeSpecifications/2.1.0/sarif-schema-2.1.0.json at
+# commit 3682e9ee648f2f3e11ba1fcd47fc390a0b8f9dab (its $id names the same file under
+# Schemata/); the test checks its sha256 so an edit cannot pass unnoticed.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 need_cmd python3
@@ -13,6 +17,8 @@ need_cmd python3
 	skip "python3-jsonschema (Debian) is not installed"
 HERE="$(dirname "$0")/review"
 SCHEMA="$HERE/sarif-schema-2.1.0.json"
+expect_eq "the committed SARIF schema is the official one" \
+	80cd7ffb9b62a4162d541aa9170862dd264f6cce0f04c57f1ac9f2337b808958 "$(sha256sum "$SCHEMA" | cut -d' ' -f1)"
 DIR="$AR_TMP/d"
 mkdir -p "$DIR/repo/.git" "$DIR/out" "$DIR/.aws" "$DIR/ssh-XXXXabcd"
 touch "$DIR/ssh-XXXXabcd/agent.4242"
