@@ -75,8 +75,9 @@ static void learn_notice(const struct ar_net *n)
 		"as learned in %s; still refused: private and metadata addresses outside "
 		"proxy.allow_private, address literals, SNI or Host mismatches, labels over %d "
 		"characters, more than %d random-looking names under one parent; then `agentrun "
-		"audit %s --propose`\n",
-		n->state.audit, AR_DNS_LEARN_LABEL_MAX, AR_DNS_LEARN_FLOOD, n->state.name);
+		"audit %s --propose%s%s`\n",
+		n->state.audit, AR_DNS_LEARN_LABEL_MAX, AR_DNS_LEARN_FLOOD, n->state.name,
+		n->state.policy[0] ? " --policy " : "", n->state.policy);
 }
 
 /* The /30 only: the namespaces and the proxy come after the clone (ar_net_attach), so

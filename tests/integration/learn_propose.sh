@@ -77,7 +77,7 @@ sandbox "$AR_TMP/learn.jsonl" work.sh probe.sh >"$AR_TMP/learn.out" 2>"$AR_TMP/l
 out=$(cat "$AR_TMP/learn.out")
 val() { printf '%s\n' "$out" | sed -n "s/^$1=//p"; }
 expect_match "the start says learn mode, what it refuses and what to run next" \
-	"learn mode: names outside allowed_hosts are let through.*still refused: private and metadata addresses outside proxy.allow_private, address literals.*agentrun audit $NAME-[0-9]+ --propose" \
+	"learn mode: names outside allowed_hosts are let through.*still refused: private and metadata addresses outside proxy.allow_private, address literals.*agentrun audit $NAME-[0-9]+ --propose --policy $POLICY" \
 	"$(cat "$AR_TMP/learn.err")"
 for k in a post w1 w2 w3 w4 captured; do
 	expect_eq "learn: $k let through" 200 "$(val "$k")"
