@@ -161,7 +161,8 @@ void ar_propose_fold(char *const *names, size_t n, int port, size_t min, const s
 	for (size_t j = 0; j < k; j++)
 		if (!covered[j])
 			add_name(add_rule(out, n_out, ar_xasprintf("%s:%d", u[j], port)), u[j]);
-	qsort(*out + first, *n_out - first, sizeof(**out), cmp_rule);
+	if (*n_out > first)
+		qsort(*out + first, *n_out - first, sizeof(**out), cmp_rule);
 }
 
 /* The distinct host:port pairs of the run's allowed connections. */
