@@ -2,11 +2,12 @@
  * audit log; with --propose, the smallest policy that would have allowed the run
  * (docs/learn.md). */
 #define _GNU_SOURCE
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "agentrun/audit.h"
 #include "agentrun/cli.h"
@@ -24,80 +25,71 @@ struct audit_opts {
 	size_t wildcard_min;
 };
 
-static void usage(void)
+static int set_wildcard_min(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
-	printf(
-	    "Usage: agentrun audit FILE|NAME [--json]\n"
-	    "       agentrun audit FILE|NAME --propose [--policy P] [--wildcard-min N] [--json]\n\n"
-	    "Summarise a proxy audit log (JSON Lines): per-host request counts (allowed and\n"
-	    "served; allowed but failed: the proxy answered 413, 502, 503 or 504; denied),\n"
-	    "bytes out and in, and a closing summary line. NAME is a sandbox as `agentrun ps`\n"
-	    "lists it (live or finished), or a policy name: its newest sandbox.\n\n"
-	    "  --json     print {\"entries\": [...], \"hosts\": {...}, \"summary\": {...}}\n"
-	    "  --propose  the smallest allowed_hosts, max_bytes_out and allow_private that\n"
-	    "             would have allowed the run (docs/learn.md)\n"
-	    "  --policy P compare with policy P: rules that allowed nothing, what to add,\n"
-	    "             as a unified diff of P\n"
-	    "  --wildcard-min N  distinct names under a parent for a *.parent rule (4)\n"
-	    "  -h, --help this help\n\n"
-	    "Exit status: 0 ok (an empty log too), 2 bad input (missing or unreadable file,\n"
-	    "a file with lines but no audit entry, bad flag).\n"
-	    "Lines that are not audit objects are counted and reported on stderr.\n");
-}
-
-static int parse_opts(int argc, char **argv, struct audit_opts *o)
-{
-	static const struct option longopts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"propose", no_argument, NULL, 'P'},
-	    {"policy", required_argument, NULL, 'p'},
-	    {"wildcard-min", required_argument, NULL, 'w'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	int64_t v;
-	int c;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "hp:", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			o->json = true;
-			break;
-		case 'P':
-			o->propose = true;
-			break;
-		case 'p':
-			o->policy = optarg;
-			break;
-		case 'w':
-			if (ar_parse_int(optarg, 2, 1000, &v) == -1)
-				return ar_cli_usage_error("audit", -AR_EXIT_USAGE,
-							  "--wildcard-min `%s`: expected 2..1000",
-							  optarg);
-			o->wildcard_min = (size_t)v;
-			break;
-		case 'h':
-			usage();
-			return 1;
-		default:
-			return ar_cli_usage_error("audit", -AR_EXIT_USAGE, "unknown option `%s`",
-						  argv[optind - 1]);
-		}
-	}
-	if (optind == argc)
-		return ar_cli_usage_error("audit", -AR_EXIT_USAGE, "missing FILE or NAME");
-	if (optind != argc - 1)
-		return ar_cli_usage_error("audit", -AR_EXIT_USAGE, "unexpected argument `%s`",
-					  argv[optind + 1]);
-	o->file = argv[optind];
-	if (!o->propose && (o->policy || o->wildcard_min))
-		return ar_cli_usage_error("audit", -AR_EXIT_USAGE,
-					  "--policy and --wildcard-min go with --propose");
+	int64_t n;
+	if (ar_parse_int(v, 2, 1000, &n) == -1)
+		return ar_error_make(err, 0, "%s `%s`: expected 2..1000", opt->flag, v);
+	((struct audit_opts *)ctx)->wildcard_min = (size_t)n;
 	return 0;
 }
 
-/* The proposed policy text and, against a policy, its diff (NULL without one). */
+static const struct ar_opt opts[] = {
+    {"--json", 0, NULL, "print {\"entries\": [...], \"hosts\": {...}, \"summary\": {...}}",
+     ar_opt_true, offsetof(struct audit_opts, json)},
+    {"--propose", 0, NULL,
+     "the smallest allowed_hosts, max_bytes_out and allow_private\nthat would have allowed the "
+     "run (docs/learn.md)",
+     ar_opt_true, offsetof(struct audit_opts, propose)},
+    {"--policy", 'p', "P",
+     "with --propose: compare with policy P: the rules that allowed\nnothing, what to add, as a "
+     "unified diff of P",
+     ar_opt_str, offsetof(struct audit_opts, policy)},
+    {"--wildcard-min", 0, "N",
+     "with --propose: distinct names under a parent for a\n*.parent rule (default 4)",
+     set_wildcard_min, 0},
+    {NULL},
+};
+
+const struct ar_cli_cmd ar_cli_audit = {
+    .name = "audit",
+    .fn = ar_cmd_audit,
+    .summary = "summarise a proxy audit log, or a sandbox's",
+    .synopsis = "audit FILE|NAME [--json]\n"
+		"audit FILE|NAME --propose [--policy P] [--wildcard-min N] [--json]",
+    .about = "Summarise a proxy audit log (JSON Lines): per-host request counts (allowed and\n"
+	     "served; allowed but failed: the proxy answered 413, 502, 503 or 504; denied),\n"
+	     "bytes out and in, and a closing summary line. NAME is a sandbox as `agentrun ps`\n"
+	     "lists it (live or finished), or a policy name: its newest sandbox.\n"
+	     "Lines that are not audit objects are counted and reported on stderr.\n\n"
+	     "--propose: from the run's allowed connections, the smallest allowed_hosts (exact\n"
+	     "names with their ports; *.parent past N names under it, never at or above a\n"
+	     "public suffix), max_bytes_out (twice what was sent) and allow_private (the\n"
+	     "private addresses used); with --policy, what to remove and add as a unified\n"
+	     "diff of the file. The same audit gives the same proposal.",
+    .opts = opts,
+    .operand = "FILE or NAME",
+    .exit_status = "0 ok (an empty log too), 2 bad input (missing or unreadable file,\n"
+		   "a file with lines but no audit entry, bad flag; with --propose a policy\n"
+		   "that does not load, no libpsl).",
+    .usage_exit = AR_EXIT_USAGE,
+};
+
+/* NAME is a live sandbox `ps` lists with network none: it has no proxy, so nothing
+ * was audited, which is an answer, not an error. */
+static bool without_proxy(const char *name, ar_error_t *err)
+{
+	struct ar_net_state st;
+	bool exact;
+	if (strchr(name, '/') != NULL || ar_cli_sandbox_find(name, &st, &exact) == 0 ||
+	    strcmp(st.network, "none") != 0)
+		return false;
+	ar_error_release(err);
+	ar_warn("audit: %s has network none: no proxy, so nothing to audit", st.name);
+	return true;
+}
+
+/* The proposed policy text and, against a policy, its diff (empty when none). */
 static int proposal_texts(const struct ar_proposal *pr, const char *policy, struct ar_buf *text,
 			  struct ar_buf *diff, ar_error_t *err)
 {
@@ -153,13 +145,20 @@ int ar_cmd_audit(int argc, char **argv)
 	struct ar_audit_summary s;
 	size_t len = 0;
 
-	int r = parse_opts(argc, argv, &o);
-	if (r != 0)
-		return r > 0 ? AR_EXIT_OK : -r;
+	ar_autoopts struct ar_opt_result r = {0};
+	int status;
+	if (ar_cli_parse(&ar_cli_audit, argc, argv, &o, &r, &status) != 0)
+		return status;
+	o.file = r.operands[0];
+	if (!o.propose && (o.policy || o.wildcard_min))
+		return ar_cli_usage_error("audit", AR_EXIT_USAGE,
+					  "--policy and --wildcard-min go with --propose");
 	file = ar_net_audit_resolve(o.file, &note, &err);
 	if (note != NULL)
 		ar_warn("audit: %s", note);
-	if (file == NULL || ar_read_file(file, 1u << 30, &data, &len, &err) < 0) {
+	if (file == NULL && without_proxy(o.file, &err)) /* an empty summary */
+		data = ar_xstrdup("");
+	else if (file == NULL || ar_read_file(file, 1u << 30, &data, &len, &err) < 0) {
 		ar_error_wrap(&err, "audit");
 		ar_error_print(&err);
 		return AR_EXIT_USAGE;

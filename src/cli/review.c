@@ -3,8 +3,8 @@
  * with evidence (docs/review.md). This file reads the inputs; src/review judges.
  * Exit 0 no finding at or above --fail-on, 1 some, 2 bad input. */
 #define _GNU_SOURCE
-#include <getopt.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,130 +20,111 @@
 #include "agentrun/review.h"
 #include "agentrun/util.h"
 
-enum { OUT_TEXT, OUT_JSON, OUT_SARIF };
-
 struct review_opts {
 	const char *policy;
 	const char *audit;
 	struct ar_check_target target;
-	int targets;
-	int format;
+	bool json, sarif;
 	enum ar_severity fail_on;
 	uint64_t write_kib;
 };
 
-static void usage(void)
+#define OPT(f) offsetof(struct review_opts, f)
+
+static int set_pid(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
-	printf("Usage: agentrun review --policy P [--audit FILE|NAME]\n"
-	       "                       [--container C | --pid PID | --name N | --manifest F]\n"
-	       "                       [--json | --sarif] [--fail-on SEV] [--write-kib N]\n\n"
-	       "Review a policy before an agent goes live, with evidence: per allowed host what\n"
-	       "the audited run did (requests, methods, bytes out, request bodies) and a verdict\n"
-	       "(write channel, read, unused); wildcards over platforms where anyone can publish;\n"
-	       "credentials in env; the kubeconfig's token lifetime and RBAC question; mounts of\n"
-	       "home, .git, container runtime sockets, /run, SSH agents; limits; and drift of a\n"
-	       "running target (check's findings). Each finding: id, severity, evidence, fix.\n\n"
-	       "  -p, --policy P     the policy file (its lines locate the findings)\n"
-	       "      --audit A      an audit log, or a sandbox as `agentrun ps` lists it\n"
-	       "      --container C | --pid PID | --name N | --manifest F\n"
-	       "                     also report drift of that target (as agentrun check)\n"
-	       "      --json         {\"policy\", \"target\", \"audit\", \"hosts\", \"findings\",\n"
-	       "                     \"summary\"}\n"
-	       "      --sarif        SARIF 2.1.0, findings on the policy file's lines\n"
-	       "      --fail-on SEV  exit 1 on findings at or above SEV: info, low, medium,\n"
-	       "                     high (default), critical\n"
-	       "      --write-kib N  bytes out past which a host is a write channel (64)\n"
-	       "  -h, --help         this help\n\n"
-	       "Exit status: 0 no finding at or above --fail-on, 1 some, 2 bad input.\n");
+	struct review_opts *o = ctx;
+	int64_t pid;
+	if (ar_parse_int(v, 1, 4194304, &pid) < 0)
+		return ar_error_make(err, 0, "--pid `%s`: not a process id", v);
+	o->target.pid_text = v;
+	o->target.pid = (int)pid;
+	return 0;
 }
 
-#define bad(...) ar_cli_usage_error("review", -AR_EXIT_USAGE, __VA_ARGS__)
-
-static int parse_one(struct review_opts *o, int c, const char *arg)
+static int set_fail_on(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
-	int64_t v;
-	switch (c) {
-	case 'p':
-		o->policy = arg;
-		return 0;
-	case 'a':
-		o->audit = arg;
-		return 0;
-	case 'c':
-		o->target.container = arg, o->targets++;
-		return 0;
-	case 'P':
-		if (ar_parse_int(arg, 1, 4194304, &v) < 0)
-			return bad("--pid `%s`: not a process id", arg);
-		o->target.pid_text = arg, o->target.pid = (int)v, o->targets++;
-		return 0;
-	case 'n':
-		o->target.name = arg, o->targets++;
-		return 0;
-	case 'm':
-		o->target.manifest = arg, o->targets++;
-		return 0;
-	case 'j':
-	case 's':
-		if (o->format != OUT_TEXT)
-			return bad("%s", "--json and --sarif: choose one");
-		o->format = c == 'j' ? OUT_JSON : OUT_SARIF;
-		return 0;
-	case 'f':
-		if (ar_severity_parse(arg) < 0)
-			return bad("--fail-on `%s`: expected info, low, medium, high or critical",
-				   arg);
-		o->fail_on = (enum ar_severity)ar_severity_parse(arg);
-		return 0;
-	case 'w':
-		if (ar_parse_int(arg, 1, 1 << 30, &v) < 0)
-			return bad("--write-kib `%s`: expected a number of KiB", arg);
-		o->write_kib = (uint64_t)v;
-		return 0;
-	}
-	return bad("%s", "internal: unknown option");
+	int sev = ar_severity_parse(v);
+	if (sev < 0)
+		return ar_error_make(
+		    err, 0, "--fail-on `%s`: expected info, low, medium, high or critical", v);
+	((struct review_opts *)ctx)->fail_on = (enum ar_severity)sev;
+	return 0;
 }
 
-static int parse_opts(int argc, char **argv, struct review_opts *o)
+static int set_write_kib(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
-	static const struct option longopts[] = {
-	    {"policy", required_argument, NULL, 'p'},
-	    {"audit", required_argument, NULL, 'a'},
-	    {"container", required_argument, NULL, 'c'},
-	    {"pid", required_argument, NULL, 'P'},
-	    {"name", required_argument, NULL, 'n'},
-	    {"manifest", required_argument, NULL, 'm'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"sarif", no_argument, NULL, 's'},
-	    {"fail-on", required_argument, NULL, 'f'},
-	    {"write-kib", required_argument, NULL, 'w'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	int c;
-	opterr = 0;
-	optind = 1;
-	o->fail_on = AR_SEV_HIGH;
-	while ((c = getopt_long(argc, argv, "+:p:h", longopts, NULL)) != -1) {
-		int r = 0;
-		if (c == 'h') {
-			usage();
-			return 1;
-		}
-		if (c == ':')
-			return bad("option `%s` needs a value", argv[optind - 1]);
-		if (c == '?')
-			return bad("unknown option `%s`", argv[optind - 1]);
-		if ((r = parse_one(o, c, optarg)) != 0)
-			return r;
-	}
-	if (optind < argc)
-		return bad("unexpected argument `%s`", argv[optind]);
+	int64_t kib;
+	if (ar_parse_int(v, 1, 1 << 30, &kib) < 0)
+		return ar_error_make(err, 0, "--write-kib `%s`: expected a number of KiB", v);
+	((struct review_opts *)ctx)->write_kib = (uint64_t)kib;
+	return 0;
+}
+
+static const struct ar_opt opts[] = {
+    {"--policy", 'p', "P", "the policy file (its lines locate the findings)", ar_opt_str,
+     OPT(policy)},
+    {"--audit", 0, "FILE|NAME", "an audit log, or a sandbox as `agentrun ps` lists it", ar_opt_str,
+     OPT(audit)},
+    {"--container", 'c', "C", "also report drift of a docker container (as check)", ar_opt_str,
+     OPT(target.container)},
+    {"--pid", 0, "PID", "... of a running process", set_pid, 0},
+    {"--name", 0, "N", "... of an agentrun sandbox", ar_opt_str, OPT(target.name)},
+    {"--manifest", 0, "F", "... of Kubernetes objects (YAML or JSON)", ar_opt_str,
+     OPT(target.manifest)},
+    {"--json", 0, NULL,
+     "print {\"policy\", \"target\", \"audit\", \"hosts\", \"findings\",\n\"summary\"}",
+     ar_opt_true, OPT(json)},
+    {"--sarif", 0, NULL, "SARIF 2.1.0, the findings on the policy file's lines", ar_opt_true,
+     OPT(sarif)},
+    {"--fail-on", 0, "SEV",
+     "exit 1 on findings at or above SEV: info, low, medium,\nhigh (default), critical",
+     set_fail_on, 0},
+    {"--write-kib", 0, "N", "bytes out past which a host is a write channel (64)", set_write_kib,
+     0},
+    {NULL},
+};
+
+const struct ar_cli_cmd ar_cli_review = {
+    .name = "review",
+    .fn = ar_cmd_review,
+    .summary = "review a policy with the evidence of an audit and a target",
+    .synopsis = "review --policy P [--audit FILE|NAME]\n"
+		" [--container C | --pid PID | --name N | --manifest F]\n"
+		" [--json | --sarif] [--fail-on SEV] [--write-kib N]",
+    .about = "Review a policy before an agent goes live, with evidence: per allowed host what\n"
+	     "the audited run did (requests, methods, bytes out, request bodies) and a verdict\n"
+	     "(write channel, read, unused); wildcards over platforms where anyone can publish;\n"
+	     "credentials in env; the kubeconfig's token lifetime and RBAC question; mounts of\n"
+	     "home, .git, container runtime sockets, /run, SSH agents; limits; and drift of a\n"
+	     "running target (check's findings). Each finding: id, severity, evidence, fix\n"
+	     "(docs/review.md).",
+    .opts = opts,
+    .exit_status = "0 no finding at or above --fail-on, 1 some, 2 bad input.",
+    .usage_exit = AR_EXIT_USAGE,
+};
+
+#define bad(...) ar_cli_usage_error("review", AR_EXIT_USAGE, __VA_ARGS__)
+
+/* What the table cannot say: one policy, at most one target, one output. */
+static int check_opts(const struct review_opts *o)
+{
+	const struct ar_check_target *t = &o->target;
 	if (o->policy == NULL)
 		return bad("%s", "missing --policy P");
-	if (o->targets > 1)
+	if ((t->container != NULL) + (t->pid_text != NULL) + (t->name != NULL) +
+		(t->manifest != NULL) >
+	    1)
 		return bad("%s", "give at most one of --container, --pid, --name, --manifest");
+	if (o->json && o->sarif)
+		return bad("%s", "--json and --sarif: choose one");
 	return 0;
+}
+
+static bool has_target(const struct review_opts *o)
+{
+	const struct ar_check_target *t = &o->target;
+	return t->container || t->pid_text || t->name || t->manifest;
 }
 
 /* Everything review reads, owned here. */
@@ -206,7 +187,7 @@ static int read_inputs(const struct review_opts *o, struct inputs *in, ar_error_
 	if (in->p->kubeconfig != NULL &&
 	    ar_read_file(in->p->kubeconfig, 1u << 22, &in->kube_text, &in->kube_len, &soft) < 0)
 		in->kube_error = ar_xstrdup(soft ? soft->msg : "unreadable");
-	if (o->targets == 1 &&
+	if (has_target(o) &&
 	    ar_check_drift(&o->target, o->policy, in->p, &in->drift, &in->subject, err) < 0)
 		return -1;
 	return 0;
@@ -214,15 +195,18 @@ static int read_inputs(const struct review_opts *o, struct inputs *in, ar_error_
 
 int ar_cmd_review(int argc, char **argv)
 {
-	struct review_opts o = {0};
+	struct review_opts o = {.fail_on = AR_SEV_HIGH};
 	__attribute__((cleanup(inputs_free))) struct inputs in = {0};
+	ar_autoopts struct ar_opt_result res = {0};
 	ar_auto_error ar_error_t err = NULL;
 	ar_autobuf struct ar_buf out = {0};
 	struct ar_review r;
 
-	int rc = parse_opts(argc, argv, &o);
-	if (rc != 0)
-		return rc > 0 ? AR_EXIT_OK : -rc;
+	int rc;
+	if (ar_cli_parse(&ar_cli_review, argc, argv, &o, &res, &rc) != 0)
+		return rc;
+	if ((rc = check_opts(&o)) != 0)
+		return rc;
 	if (read_inputs(&o, &in, &err) < 0) {
 		ar_error_wrap(&err, "review");
 		ar_error_print(&err);
@@ -242,16 +226,16 @@ int ar_cmd_review(int argc, char **argv)
 	    .kubeconfig_error = in.kube_error,
 	    .now = (int64_t)time(NULL),
 	    .write_kib = o.write_kib,
-	    .drift = o.targets ? &in.drift : NULL,
+	    .drift = has_target(&o) ? &in.drift : NULL,
 	    .target = in.subject,
 	};
 	ar_review_run(&ri, &r);
-	void (*fmt[])(const struct ar_review *, struct ar_buf *) = {
-	    [OUT_TEXT] = ar_review_format_text,
-	    [OUT_JSON] = ar_review_format_json,
-	    [OUT_SARIF] = ar_review_format_sarif,
-	};
-	fmt[o.format](&r, &out);
+	if (o.sarif)
+		ar_review_format_sarif(&r, &out);
+	else if (o.json)
+		ar_review_format_json(&r, &out);
+	else
+		ar_review_format_text(&r, &out);
 	fwrite(out.data, 1, out.len, stdout);
 	rc = ar_review_count(&r, o.fail_on) > 0 ? 1 : AR_EXIT_OK;
 	ar_review_free(&r);

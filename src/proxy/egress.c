@@ -71,6 +71,7 @@ int ar_egress_new(const struct ar_egress_settings *s, struct ar_egress **out, ar
 	e->sni = s->sni;
 	e->pass_forwarded = s->pass_forwarded;
 	e->learn = s->learn;
+	e->private_hint = "--allow-private";
 	copy_budgets(e, s->budgets, s->n_budgets);
 	add_cidrs(e, s->allow_private, s->n_allow_private);
 	set_timeouts(e, s);
@@ -112,6 +113,7 @@ int ar_egress_from_policy(const struct ar_policy *p, const struct ar_egress_sett
 	s.learn = extra->learn || p->mode == AR_MODE_LEARN;
 	if (ar_egress_new(&s, out, err) == -1)
 		return -1;
+	(*out)->private_hint = "the policy's proxy.allow_private";
 	add_cidrs(*out, cidrs, p->proxy.n_allow_private);
 	return 0;
 }
