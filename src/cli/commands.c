@@ -72,14 +72,15 @@ void ar_cli_top_help(FILE *out)
 		     "hosts\nthrough an auditing egress proxy.\n\nCommands:\n");
 	for (size_t i = 0; ar_cli_commands[i] != NULL; i++)
 		fprintf(out, "  %-9s %s\n", ar_cli_commands[i]->name, ar_cli_commands[i]->summary);
-	fprintf(out, "\n"
-		     "  -h, --help     this help (`agentrun help COMMAND`: a command's help)\n"
-		     "  -V, --version  the version\n\n"
-		     "See `agentrun COMMAND --help` for each command's options, and agentrun(1).\n"
-		     "Exit status: run returns the command's status (128+N on signal N; 125 "
-		     "agentrun\nfailed, 126 not executable, 127 not found); check 0 no drift, 1 "
-		     "drift, 2 bad\ninput; hook and net 1 when they failed or refused; everything "
-		     "else 0 ok,\n2 bad input or usage.\n");
+	fprintf(out,
+		"\n"
+		"  -h, --help     this help (`agentrun help COMMAND`: a command's help)\n"
+		"  -V, --version  the version\n\n"
+		"See `agentrun COMMAND --help` for each command's options, and agentrun(1).\n"
+		"Exit status: run returns the command's status (128+N on signal N; 125 "
+		"agentrun\nfailed, 126 not executable, 127 not found); check 0 no drift, 1 "
+		"drift, 2 bad\ninput; hook and net 1 when they failed or refused; review 1 on "
+		"findings at or\nabove --fail-on; everything else 0 ok, 2 bad input or usage.\n");
 }
 
 /* The operands the table's command takes, and nothing else. */
