@@ -1,5 +1,6 @@
-/* agentrun ps [--all]: the sandboxes this machine runs: network: proxy ones from their
- * state under /run/agentrun (docs/network.md), with the proxy's allowed/denied counts
+/* agentrun ps [--all]: the caller's sandboxes (root's, or this user's: the state
+ * directory is per user, ar_net_state_root): network: proxy ones from their state
+ * (docs/network.md), with the proxy's allowed/denied counts
  * so far (read from the audit); the others from the record in their uid lease
  * (docs/sandbox.md). Name, PID, uptime, network. */
 #define _GNU_SOURCE
@@ -145,6 +146,15 @@ static void print_json(const struct ps_ctx *c)
 	printf("%s\n", text);
 }
 
+/* A state file. A live network: none sandbox is listed from its record instead: its
+ * state, when it has one, only keeps its cgroup for gc (docs/cgroups.md#cleanup). */
+static int state_row(const struct ar_net_state *s, void *data)
+{
+	if (strcmp(s->network, "none") == 0 && ar_net_proc_alive(s->owner, s->owner_start))
+		return 0;
+	return row(s, data);
+}
+
 /* A sandbox without a proxy: its lease record (a proxy one is listed from its state). */
 static int record_row(const struct ar_sandbox_record *r, void *data)
 {
@@ -170,7 +180,8 @@ const struct ar_cli_cmd ar_cli_ps = {
     .about = "List the live sandboxes: name (as `agentrun audit NAME` and `agentrun check\n"
 	     "--name NAME` take it), PID of the sandbox's init, uptime, network (none, or the\n"
 	     "sandbox's address and the proxy listener), and the proxy's allowed and denied\n"
-	     "requests. Sandboxes started by root only (a user's run keeps no record).",
+	     "requests. The caller's own sandboxes only (root's, or yours: each user keeps\n"
+	     "its state apart).",
     .opts = opts,
     .exit_status = "0 ok, 2 usage.",
     .usage_exit = AR_EXIT_USAGE,
@@ -183,7 +194,7 @@ int ar_cmd_ps(int argc, char **argv)
 	int status;
 	if (ar_cli_parse(&ar_cli_ps, argc, argv, &c, &r, &status) != 0)
 		return status;
-	ar_net_state_foreach(row, &c);
+	ar_net_state_foreach(state_row, &c);
 	ar_sandbox_record_foreach(record_row, &c);
 	if (c.json)
 		print_json(&c);

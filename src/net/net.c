@@ -15,6 +15,7 @@
 
 #include "agentrun/capture.h"
 #include "agentrun/cgroup.h"
+#include "agentrun/log.h"
 #include "agentrun/proxy.h"
 #include "agentrun/rules.h"
 #include "agentrun/net.h"
@@ -70,11 +71,6 @@ static int start_network(struct ar_net *n, const struct ar_net_opts *o, ar_error
 {
 	struct ar_net_range range;
 
-	if (geteuid() != 0)
-		return ar_error_make(err, 0,
-				     "%s: network: proxy needs root (the proxy netns and the veth "
-				     "pair); run as root or use network: none",
-				     n->p->origin);
 	if (ar_net_range_current(&range, err) == -1 || net_check_capture(n->p, err) == -1 ||
 	    ar_capture_pool_check(n->p->proxy.dns_pool, range.base, range.prefix, err) == -1 ||
 	    ar_net_alloc(&range, n->p->proxy.port, &n->plan, err) == -1)
@@ -112,7 +108,7 @@ int net_capture_routes(const struct ar_policy *p, struct ar_net_topology *t, ar_
 	return 0;
 }
 
-static int start_proxy(struct ar_net *n, ar_error_t *err)
+static int start_proxy(struct ar_net *n, int userns, ar_error_t *err)
 {
 	char cgname[AR_POLICY_NAME_MAX + 48];
 
@@ -126,6 +122,7 @@ static int start_proxy(struct ar_net *n, ar_error_t *err)
 	    /* it stops when the sandbox's init exits, as agentrun wakes to it: its exit
 	     * then runs beside agentrun's teardown instead of after a SIGTERM from it */
 	    .stop_with = n->state.pid,
+	    .userns_fd = userns,
 	};
 	if (ar_net_proxy_start(&po, &n->proxy, err) == -1)
 		return -1;
@@ -145,8 +142,7 @@ int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_ne
 			     .resolv_fd = -1,
 			     .no_cgroups = o->no_cgroups};
 	n->state.net_index = -1;
-	if (geteuid() == 0)
-		ar_net_gc();
+	ar_net_gc(); /* the caller's own: root's, or this user's */
 	snprintf(n->state.name, sizeof(n->state.name), "%s-%d", p->name, (int)getpid());
 	n->state.owner = getpid();
 	n->state.owner_start = ar_net_proc_start(getpid());
@@ -211,7 +207,7 @@ int ar_net_attach(struct ar_net *n, const struct ar_net_sandbox *sb, ar_error_t 
 	if (n->p->network != AR_NETWORK_PROXY)
 		return sb->beside ? sb->beside(sb->arg, err) : 0;
 	/* the proxy first: its setup runs beside the proxy netns' creation */
-	if (start_proxy(n, err) == -1)
+	if (start_proxy(n, sb->userns, err) == -1)
 		return -1;
 	close_fd(&n->audit_fd); /* the proxy has its copies now */
 	close_fd(&n->log_fd);
@@ -233,12 +229,30 @@ int ar_net_attach(struct ar_net *n, const struct ar_net_sandbox *sb, ar_error_t 
 	return r;
 }
 
+/* network: none: a cgroup no later run would sweep (cgroup.h) is gc's to find; the
+ * record is best effort (a user without a state directory still runs). */
+static void record_cgroup(struct ar_net *n, const struct ar_cgroup *cg)
+{
+	ar_auto_error ar_error_t err = NULL;
+
+	if (!ar_cgroup_unswept(cg))
+		return;
+	ar_cgroup_dirs(cg, n->state.cgroup, sizeof(n->state.cgroup));
+	if (ar_net_state_write(&n->state, &err) == -1)
+		ar_debug("network: none: no state for gc (%s)", err->msg);
+	else
+		n->state_written = true;
+}
+
 int ar_net_ready(struct ar_net *n, const struct ar_cgroup *cg, ar_error_t *err)
 {
 	/* the state is written once, for the sandboxes that hold something gc must find:
-	 * a /30, a proxy (network: none keeps none: its start stays a clone and an exec) */
-	if (n->p->network != AR_NETWORK_PROXY)
+	 * a /30, a proxy, a cgroup no run sweeps (otherwise network: none keeps none: its
+	 * start stays a clone and an exec) */
+	if (n->p->network != AR_NETWORK_PROXY) {
+		record_cgroup(n, cg);
 		return 0;
+	}
 	/* every hierarchy's directory, so gc removes them all (v1: memory, pids, cpu); while
 	 * the proxy finishes its own setup */
 	ar_cgroup_dirs(cg, n->state.cgroup, sizeof(n->state.cgroup));

@@ -269,12 +269,17 @@ static int m_target(struct pctx *c, const cJSON *v, const char *path, void *t)
 	return set_path(c, v, path, PATH_MOUNT_TARGET, &((struct ar_mount *)t)->target);
 }
 
-static int m_readonly(struct pctx *c, const cJSON *v, const char *path, void *t)
+static int get_bool(struct pctx *c, const cJSON *v, const char *path, bool *out)
 {
 	if (!cJSON_IsBool(v))
 		return type_err(c, path, "a boolean", v);
-	((struct ar_mount *)t)->readonly = cJSON_IsTrue(v);
+	*out = cJSON_IsTrue(v);
 	return 0;
+}
+
+static int m_readonly(struct pctx *c, const cJSON *v, const char *path, void *t)
+{
+	return get_bool(c, v, path, &((struct ar_mount *)t)->readonly);
 }
 
 static const struct field mount_fields[] = {
@@ -375,10 +380,18 @@ static int l_cpus(struct pctx *c, const cJSON *v, const char *path, void *t)
 	return 0;
 }
 
+/* Root's limits are always required (run fails closed); a caller without root gets
+ * a warning instead unless this is true (docs/cgroups.md#without-root). */
+static int l_required(struct pctx *c, const cJSON *v, const char *path, void *t)
+{
+	return get_bool(c, v, path, &c->p->limits.required);
+}
+
 static const struct field limit_fields[] = {
     {"pids", l_pids},
     {"memory", l_memory},
     {"cpus", l_cpus},
+    {"required", l_required},
 };
 
 static int f_limits(struct pctx *c, const cJSON *v, const char *path, void *t)
@@ -641,10 +654,7 @@ static int x_allow_private(struct pctx *c, const cJSON *v, const char *path, voi
 
 static int x_transparent(struct pctx *c, const cJSON *v, const char *path, void *t)
 {
-	if (!cJSON_IsBool(v))
-		return type_err(c, path, "a boolean", v);
-	c->p->proxy.transparent = cJSON_IsTrue(v);
-	return 0;
+	return get_bool(c, v, path, &c->p->proxy.transparent);
 }
 
 static int x_dns_pool(struct pctx *c, const cJSON *v, const char *path, void *t)

@@ -181,6 +181,13 @@ static int set_no_cgroups(void *ctx, const struct ar_opt *opt, const char *v, ar
 	return 0;
 }
 
+/* The policy's limits.required (docs/cgroups.md#without-root). */
+static int set_require_limits(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
+{
+	((struct ctx *)ctx)->p->limits.required = true;
+	return 0;
+}
+
 /* Network overrides (docs/network.md): the same field the policy's proxy.allow_private
  * fills, validated as the file's is. */
 static int add_allow_private(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
@@ -238,8 +245,10 @@ const struct ar_opt ar_run_options[] = {
      add_mount, 0},
     {"--rootfs", 0, "DIR", "use DIR as the root instead of a view of the host root", set_rootfs, 0},
     {"--seccomp", 0, "FILE|default|unconfined", "seccomp profile", set_seccomp, 0},
-    {"--no-cgroups", 0, NULL, "run without resource limits instead of failing closed",
-     set_no_cgroups, 0},
+    {"--no-cgroups", 0, NULL, "run without resource limits (no cgroup, no warning)", set_no_cgroups,
+     0},
+    {"--require-limits", 0, NULL, "without root too, fail rather than run without limits",
+     set_require_limits, 0},
     {"--allow-private", 0, "CIDR", "let the proxy dial this private range (repeatable)",
      add_allow_private, 0},
     {"--audit", 0, "FILE", "the proxy's audit log (default /run/agentrun/audit/NAME.jsonl)",

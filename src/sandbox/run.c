@@ -76,7 +76,7 @@ static int prepare(struct sandbox *sb, ar_error_t *err)
 {
 	if (ar_seccomp_prepare_program(sb->p->seccomp, &sb->seccomp, err) == -1)
 		return -1;
-	if (ar_mount_plan_build(sb->p, sb->o->caller_home, &sb->plan, err) == -1)
+	if (ar_mount_plan_build(sb->p, sb->o->caller_private, &sb->plan, err) == -1)
 		return -1;
 	return sandbox_idmap_prepare(sb, err);
 }
@@ -177,8 +177,28 @@ static int sandbox_netns(void *arg, int *route, ar_error_t *err)
  * limits are independent of the network). */
 static int network_attach(struct sandbox *sb, ar_error_t *err)
 {
-	struct ar_net_sandbox with = {
-	    .pid = sb->pid, .netns = sandbox_netns, .beside = cgroup_late_job, .arg = sb};
+	struct ar_net_sandbox with = {.pid = sb->pid,
+				      .userns = -1,
+				      .netns = sandbox_netns,
+				      .beside = cgroup_late_job,
+				      .arg = sb};
+	/* not root: the proxy netns belongs to the sandbox's user namespace too (the only
+	 * way both ends of the veth are in namespaces one netlink request may touch); the
+	 * proxy child enters it for that alone (docs/rootless.md). Opened now, while the
+	 * init is still dumpable; it names the namespace, not the process. */
+	ar_autoclose int userns = -1;
+	if (sb->userns && sb->p->network == AR_NETWORK_PROXY) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)sb->pid);
+		if ((userns = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+			int e = errno, status = 0;
+			/* it died already (no namespaces left to name): its report says why */
+			if (e == ENOENT && read_report(sb, &status, err) == -1)
+				return -1;
+			return ar_error_make(err, e, "open the sandbox's user namespace");
+		}
+		with.userns = userns;
+	}
 	return ar_net_attach(&sb->net, &with, err);
 }
 
@@ -201,6 +221,28 @@ static int cgroup_failed(ar_error_t *err)
 	return -1;
 }
 
+/* Root fails closed when a limit cannot be enforced. A caller without root uses a
+ * cgroup v2 subtree delegated to it; what that lacks is said in one line, and the
+ * sandbox runs, unless limits.required (--require-limits) makes it a failure. */
+static int cgroup_plan(struct sandbox *sb, ar_error_t *err)
+{
+	struct ar_cgroup_gap gap;
+
+	if (!sb->userns)
+		return ar_cgroup_plan(sb->p, sb->cgroup_name, &sb->cg, err);
+	if (ar_cgroup_plan_delegated(sb->p, sb->cgroup_name, &sb->cg, &gap, err) == -1)
+		return -1;
+	if (gap.missing == 0)
+		return 0;
+	if (sb->p->limits.required)
+		return ar_error_make(err, 0,
+				     "limits required (--require-limits or limits.required) but "
+				     "not enforced without root (%s): %s",
+				     gap.limits, gap.why);
+	fprintf(stderr, "agentrun: limits not enforced (%s): %s\n", gap.limits, gap.why);
+	return 0;
+}
+
 /* Which manager, and on v1 which directories; nothing is created yet. On v2 the
  * cgroup is made now: its manager may move agentrun itself into a leaf cgroup, which
  * only works while no child shares agentrun's cgroup. On v1 it is made after the
@@ -211,8 +253,10 @@ static int cgroup(struct sandbox *sb, ar_error_t *err)
 		return 0;
 	snprintf(sb->cgroup_name, sizeof(sb->cgroup_name), "agentrun-%s-%d", sb->p->name,
 		 (int)getpid());
-	if (ar_cgroup_plan(sb->p, sb->cgroup_name, &sb->cg, err) == -1)
+	if (cgroup_plan(sb, err) == -1)
 		return cgroup_failed(err);
+	if (sb->cg == NULL)
+		return 0; /* without root: nothing of the limits can be enforced here */
 	sb->child_enters_cgroup = ar_cgroup_self_entry(sb->cg);
 	if (!sb->child_enters_cgroup && ar_cgroup_make(sb->cg, sb->p, err) == -1)
 		return cgroup_failed(err);

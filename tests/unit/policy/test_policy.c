@@ -144,7 +144,7 @@ static void test_null_is_absent(void **state)
 	ar_autopolicy struct ar_policy *p = parse_ok(
 	    "{\"name\": null, \"image\": null, \"rootfs\": null, \"allowed_hosts\": null,"
 	    " \"kubeconfig\": null, \"mounts\": null, \"tmpfs\": null,"
-	    " \"limits\": {\"pids\": null, \"memory\": null, \"cpus\": null},"
+	    " \"limits\": {\"pids\": null, \"memory\": null, \"cpus\": null, \"required\": null},"
 	    " \"user\": null, \"env\": {\"A\": null}, \"seccomp\": null, \"network\": null,"
 	    " \"proxy\": {\"port\": null, \"max_bytes_out\": null, \"sni\": null}}");
 	assert_string_equal(p->name, "agent");
@@ -181,6 +181,7 @@ static void test_numbers_and_spellings(void **state)
 	assert_string_equal(p->limits.memory_str, "8388608");
 	assert_int_equal(p->limits.cpus_milli, 500);
 	assert_string_equal(p->limits.cpus_str, "0.5");
+	assert_false(p->limits.required);
 	assert_string_equal(p->user, "7");
 	assert_int_equal(p->uid, 7);
 	assert_int_equal(p->gid, 7);
@@ -196,6 +197,9 @@ static void test_numbers_and_spellings(void **state)
 	assert_int_equal(q->limits.memory, 1LL << 30);
 	assert_int_equal(q->limits.cpus_milli, 2000);
 	assert_string_equal(q->limits.cpus_str, "2");
+	ar_autopolicy struct ar_policy *r = parse_ok("{\"limits\": {\"required\": true}}");
+	assert_true(r->limits.required);
+	assert_int_equal(r->limits.pids, 64);
 	assert_string_equal(q->seccomp, "unconfined");
 	assert_string_equal(q->egress_name, "abcdefghijklmnopqrstuvwxyz01234-egress");
 }
@@ -262,6 +266,8 @@ static void test_proxy_private_and_transparent(void **state)
 		   "\"172.16.0.0/12\" or \"fd00::/8\", got \"kind\"");
 	expect_err("{\"proxy\": {\"allow_private\": \"10.0.0.0/8\"}}",
 		   "p.json: proxy.allow_private: expected an array of strings, got string");
+	expect_err("{\"limits\": {\"required\": 1}}",
+		   "p.json: limits.required: expected a boolean, got number");
 	expect_err("{\"proxy\": {\"transparent\": \"yes\"}}",
 		   "p.json: proxy.transparent: expected a boolean, got string");
 }
