@@ -17,7 +17,7 @@ A=(as_user "$UAGENTRUN")
 expect_status "render" 0 "${A[@]}" render --policy "$W/triage.json" -- python3 agent.py
 expect_match "render: the agent's docker run" "^docker run .*--name triage-agent" "$(grep '^docker run' "$AR_TMP/out")"
 expect_status "render --format oci --bundle" 0 "${A[@]}" render --policy "$W/offline.json" --format oci \
-	--rootfs /nonexistent-rootfs --bundle "$W/bundle" -- /bin/true
+	--rootfs rootfs --bundle "$W/bundle" -- /bin/true
 expect_eq "the bundle is the user's" "$AR_USER_UID" "$(stat -c %u "$W/bundle/config.json")"
 expect_status "check --bundle of it: clean" 0 "${A[@]}" check --policy "$W/offline.json" --bundle "$W/bundle"
 "${A[@]}" render --policy "$W/triage.json" --format k8s -- python3 agent.py >"$W/m.yaml" ||

@@ -90,7 +90,9 @@ kill -9 "$RUN"
 { wait "$RUN"; } 2>/dev/null || true
 sleep 0.3 # PDEATHSIG: the proxy and the sandbox follow
 expect_match "A's ps --all: dead" "$SB .*dead" "$(as_user "$UAGENTRUN" ps --all)"
-expect_eq "A's gc removes it" "removed 1 dead sandbox(es)" "$(as_user "$UAGENTRUN" gc)"
+as_user "$UAGENTRUN" gc >"$AR_TMP/gc.out"
+expect_eq "A's gc removes it" "removed 1 dead sandbox(es)" "$(tail -1 "$AR_TMP/gc.out")"
+expect_eq "A's gc names it" "removed $SB: its state, address, proxy and cgroups" "$(head -1 "$AR_TMP/gc.out")"
 left=""
 [ -e "$ST/$SB" ] && left="$left state;"
 [ -e "$ST/net/$IDX" ] && left="$left /30;"
