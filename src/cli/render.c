@@ -46,7 +46,8 @@ static int set_format(void *ctx, const struct ar_opt *opt, const char *v, ar_err
 #define ARG(field) offsetof(struct render_args, field)
 
 static const struct ar_opt opts[] = {
-    {"--policy", 'p', "FILE", "the policy (JSON), required", ar_opt_str, ARG(policy)},
+    {"--policy", 'p', "FILE", "the policy (JSON) or a profile's name, required", ar_opt_str,
+     ARG(policy)},
     {"--format", 'f', "FORMAT",
      "text (default): one shell-quoted command per line\n"
      "json: the same plan as argv lists\n"
