@@ -105,7 +105,7 @@ sleep 0.3 # PDEATHSIG: the proxy and the sandbox follow
 expect_match "A's ps --all: dead" "$SB .*dead" "$(as_user "$UAGENTRUN" ps --all)"
 as_user "$UAGENTRUN" gc >"$AR_TMP/gc.out"
 expect_eq "A's gc removes it" "removed 1 dead sandbox(es)" "$(tail -1 "$AR_TMP/gc.out")"
-expect_match "A's gc names it" "^removed $SB: " "$(cat "$AR_TMP/gc.out")"
+expect_eq "A's gc names it" "removed $SB: its state, address, proxy and cgroups" "$(head -1 "$AR_TMP/gc.out")"
 left=""
 [ -e "$ST/$SB" ] && left="$left state;"
 [ -e "$ST/net/$IDX" ] && left="$left /30;"
