@@ -76,6 +76,7 @@ struct ar_proxy_settings {
 
 struct ar_policy {
 	char *origin; /* file path it was read from, or "<embedded default>" */
+	char *path;   /* that file, absolute (what state records); NULL: not a file */
 
 	char *name;
 	char *image;  /* may be NULL: render then needs one */

@@ -11,16 +11,21 @@
 #include <sys/types.h>
 
 #include "agentrun/error.h"
+#include "agentrun/opts.h"
 #include "agentrun/policy.h"
+
+#define AR_CALLER_PRIVATE_MAX 3
 
 /* Settings of one run that are not part of the policy. */
 struct ar_run_opts {
-	bool no_cgroups;	 /* --no-cgroups: run without limits instead of failing closed */
-	bool no_tty;		 /* --no-tty: no pty of its own even when stdin is a terminal */
-	const char *caller_home; /* the caller's $HOME, hidden in the host root view */
-	const char *term;	 /* the caller's $TERM, passed through when set */
-	const char *cwd;	 /* the caller's working directory: kept when the sandbox
-				    shows it, else / */
+	bool no_cgroups; /* --no-cgroups: run without limits instead of failing closed */
+	bool no_tty;	 /* --no-tty: no pty of its own even when stdin is a terminal */
+	/* the caller's own places, hidden in the host root view wherever they are: $HOME,
+	 * the home passwd names, $XDG_RUNTIME_DIR (entries may be NULL) */
+	const char *caller_private[AR_CALLER_PRIVATE_MAX];
+	const char *term; /* the caller's $TERM, passed through when set */
+	const char *cwd;  /* the caller's working directory: kept when the sandbox
+			     shows it, else / */
 	/* network (docs/network.md) */
 	const char *policy_path; /* --policy FILE, recorded in the sandbox's state */
 	const char *audit_path;	 /* --audit FILE: the proxy's audit (default: state dir) */
@@ -44,6 +49,7 @@ struct ar_sandbox_record {
 	int64_t started;		    /* unix seconds */
 	char network[8];		    /* "none" or "proxy" */
 	char name[AR_POLICY_NAME_MAX + 16]; /* NAME-PID */
+	char policy[256];		    /* its policy file, absolute; "" the default */
 };
 /* Visit the record of every live sandbox (its agentrun alive, checked by start time);
  * stops at the first non-zero return of fn and returns it. */
@@ -51,18 +57,11 @@ int ar_sandbox_record_foreach(int (*fn)(const struct ar_sandbox_record *r, void 
 
 /* ---- CLI overrides (src/sandbox/options.c): table-driven, pure. ---- */
 
-struct ar_override {
-	const char *flag;  /* "--memory" */
-	const char *value; /* "VALUE" for the help text, NULL for a switch */
-	const char *help;
-};
-/* The i-th entry of the override table (for --help), NULL past the end. */
-const struct ar_override *ar_override_at(size_t i);
-/* Is `flag` an override, and does it take a value? Returns -1 when unknown, else 0
- * with *takes_value set. */
-int ar_override_lookup(const char *flag, bool *takes_value);
-/* Apply one override to p and o. Errors name the flag:
- * `--memory: cannot parse "x" as a size (e.g. 256m, 1g)`. */
+/* run's option table, --policy first, NULL-terminated (the CLI parses and documents
+ * run from it). */
+extern const struct ar_opt ar_run_options[];
+/* Apply one override to p and o, then validate the policy. Errors name the flag:
+ * `--memory x: expected a size ...`, `--memory 5m: limits.memory: ... minimum`. */
 int ar_override_apply(struct ar_policy *p, struct ar_run_opts *o, const char *flag,
 		      const char *value, ar_error_t *err);
 /* Parse "UID" or "UID:GID" (numeric). Returns 0 or -1. */
@@ -104,6 +103,9 @@ struct ar_mount_op {
 	bool copy;     /* AR_MNT_BIND of a file (the kubeconfig): a private read-only copy
 			  owned by the sandbox's uid, on a tmpfs of its own, is bound instead */
 	int source_fd; /* > 0: the source is this open file (a generated one), not a path */
+	/* > 0: a detached clone of the source, idmapped onto its owner (a read-write bind
+	 * as root, src/sandbox/idmap.c), moved into place instead of a bind; owned */
+	int idmap_tree;
 };
 
 struct ar_mount_plan {
@@ -113,9 +115,10 @@ struct ar_mount_plan {
 	size_t n_ops;
 };
 
-/* Build the ordered list of mounts for p. caller_home (may be NULL) is hidden too
- * in the host root view. Errors name the policy field (relative or duplicate targets). */
-int ar_mount_plan_build(const struct ar_policy *p, const char *caller_home,
+/* Build the ordered list of mounts for p. caller_private (NULL, or
+ * AR_CALLER_PRIVATE_MAX paths, each may be NULL) is hidden too in the host root view.
+ * Errors name the policy field (relative or duplicate targets). */
+int ar_mount_plan_build(const struct ar_policy *p, const char *const *caller_private,
 			struct ar_mount_plan *plan, ar_error_t *err);
 void ar_mount_plan_free(struct ar_mount_plan *plan);
 /* Append a private read-only copy of the open file fd (not owned; open until the

@@ -76,7 +76,8 @@ static int start(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_
 				       .log_fd = -1,
 				       .cgroup_name = o->no_cgroups ? NULL : cgname,
 				       .detached = true,
-				       .stop_with = o->owner};
+				       .stop_with = o->owner,
+				       .userns_fd = -1};
 	if (ar_net_proxy_start(&po, px, err) == -1)
 		return -1;
 	s->proxy_pid = px->pid;

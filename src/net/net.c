@@ -71,11 +71,6 @@ static int start_network(struct ar_net *n, const struct ar_net_opts *o, ar_error
 {
 	struct ar_net_range range;
 
-	if (geteuid() != 0)
-		return ar_error_make(err, 0,
-				     "%s: network: proxy needs root (the proxy netns and the veth "
-				     "pair); run as root or use network: none",
-				     n->p->origin);
 	if (ar_net_range_current(&range, err) == -1 || net_check_capture(n->p, err) == -1 ||
 	    ar_capture_pool_check(n->p->proxy.dns_pool, range.base, range.prefix, err) == -1 ||
 	    ar_net_alloc(&range, n->p->proxy.port, &n->plan, err) == -1)
@@ -98,10 +93,8 @@ static int make_resolv(struct ar_net *n, ar_error_t *err)
 			   "# agentrun: the DNS stub of the proxy (network: proxy, "
 			   "transparent)\nnameserver %s\n",
 			   n->plan.proxy_ip);
-	n->resolv_fd = memfd_create("resolv.conf", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (n->resolv_fd == -1 || ar_write_all(n->resolv_fd, text, (size_t)len) == -1 ||
-	    fcntl(n->resolv_fd, F_ADD_SEALS,
-		  F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) == -1)
+	n->resolv_fd = ar_sealed_memfd("resolv.conf", text, (size_t)len);
+	if (n->resolv_fd == -1)
 		return ar_error_make(err, errno, "network: the sandbox's resolv.conf");
 	return 0;
 }
@@ -115,7 +108,7 @@ int net_capture_routes(const struct ar_policy *p, struct ar_net_topology *t, ar_
 	return 0;
 }
 
-static int start_proxy(struct ar_net *n, ar_error_t *err)
+static int start_proxy(struct ar_net *n, int userns, ar_error_t *err)
 {
 	char cgname[AR_POLICY_NAME_MAX + 48];
 
@@ -129,6 +122,7 @@ static int start_proxy(struct ar_net *n, ar_error_t *err)
 	    /* it stops when the sandbox's init exits, as agentrun wakes to it: its exit
 	     * then runs beside agentrun's teardown instead of after a SIGTERM from it */
 	    .stop_with = n->state.pid,
+	    .userns_fd = userns,
 	};
 	if (ar_net_proxy_start(&po, &n->proxy, err) == -1)
 		return -1;
@@ -148,16 +142,17 @@ int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_ne
 			     .resolv_fd = -1,
 			     .no_cgroups = o->no_cgroups};
 	n->state.net_index = -1;
-	if (geteuid() == 0)
-		ar_net_gc();
+	ar_net_gc(); /* the caller's own: root's, or this user's */
 	snprintf(n->state.name, sizeof(n->state.name), "%s-%d", p->name, (int)getpid());
 	n->state.owner = getpid();
 	n->state.owner_start = ar_net_proc_start(getpid());
 	n->state.started = (int64_t)time(NULL);
 	snprintf(n->state.network, sizeof(n->state.network), "%s",
 		 p->network == AR_NETWORK_PROXY ? "proxy" : "none");
+	/* "?" (not a path) when it does not fit: check --name then asks for --policy */
+	const char *policy = o->policy_path ? o->policy_path : "";
 	snprintf(n->state.policy, sizeof(n->state.policy), "%s",
-		 o->policy_path ? o->policy_path : "");
+		 strlen(policy) < sizeof(n->state.policy) ? policy : "?");
 	if (p->network == AR_NETWORK_PROXY && start_network(n, o, err) == -1)
 		goto fail;
 	if (p->network == AR_NETWORK_PROXY && p->proxy.transparent && make_resolv(n, err) == -1)
@@ -212,7 +207,7 @@ int ar_net_attach(struct ar_net *n, const struct ar_net_sandbox *sb, ar_error_t 
 	if (n->p->network != AR_NETWORK_PROXY)
 		return sb->beside ? sb->beside(sb->arg, err) : 0;
 	/* the proxy first: its setup runs beside the proxy netns' creation */
-	if (start_proxy(n, err) == -1)
+	if (start_proxy(n, sb->userns, err) == -1)
 		return -1;
 	close_fd(&n->audit_fd); /* the proxy has its copies now */
 	close_fd(&n->log_fd);

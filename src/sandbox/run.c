@@ -55,6 +55,7 @@ static void release_sandbox(struct sandbox *sb)
 		ar_warn("%s", err->msg);
 	sb->cg = NULL;
 	ar_net_stop(&sb->net);
+	close_fd(&sb->hosts_fd);
 	for (int i = 0; i < 2; i++) {
 		close_fd(&sb->release[i]);
 		close_fd(&sb->report[i]);
@@ -75,16 +76,40 @@ static int prepare(struct sandbox *sb, ar_error_t *err)
 {
 	if (ar_seccomp_prepare_program(sb->p->seccomp, &sb->seccomp, err) == -1)
 		return -1;
-	return ar_mount_plan_build(sb->p, sb->o->caller_home, &sb->plan, err);
+	if (ar_mount_plan_build(sb->p, sb->o->caller_private, &sb->plan, err) == -1)
+		return -1;
+	return sandbox_idmap_prepare(sb, err);
 }
 
-static bool resolv_conf_coverable(const char *rootfs)
+/* /etc/FILE can be covered: in a rootfs, nothing is created, so only a regular file
+ * there is. */
+static bool etc_coverable(const char *rootfs, const char *file)
 {
 	struct stat st;
 	if (rootfs == NULL)
 		return true; /* the host view is a tmpfs: a mount point can be made */
-	ar_autofree char *path = ar_xasprintf("%s/etc/resolv.conf", rootfs);
+	ar_autofree char *path = ar_xasprintf("%s/etc/%s", rootfs, file);
 	return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The sandbox's own /etc/hosts: its network is never the host's (none or the proxy's),
+ * so the host's names (its own addresses, other machines, an allowed name pinned to a
+ * host address) would resolve to what the sandbox cannot reach, or past the proxy's DNS
+ * stub, whose synthetic addresses carry the name to the proxy (docs/network.md). */
+static int hosts_file(struct sandbox *sb, ar_error_t *err)
+{
+	if (!etc_coverable(sb->plan.rootfs, "hosts"))
+		return 0;
+	ar_autofree char *text = ar_xasprintf(
+	    "# agentrun: the sandbox's own hosts file (its network is not the host's)\n"
+	    "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+	    "127.0.1.1\t%s\n",
+	    sb->p->name);
+	sb->hosts_fd = ar_sealed_memfd("hosts", text, strlen(text));
+	if (sb->hosts_fd == -1)
+		return ar_error_make(err, errno, "the sandbox's /etc/hosts");
+	ar_mount_plan_add_file(&sb->plan, sb->hosts_fd, "/etc/hosts", "the sandbox's /etc/hosts");
+	return 0;
 }
 
 /* The network (DESIGN §7, src/net/): gc of dead sandboxes, this sandbox's name and
@@ -104,10 +129,10 @@ static int network(struct sandbox *sb, ar_error_t *err)
 	sb->env = ar_sandbox_env_net(sb->p, sb->o, ar_net_proxy_url(&sb->net));
 	/* transparent capture: the sandbox's resolver is the proxy's DNS stub (in a rootfs,
 	 * nothing is created: only a regular /etc/resolv.conf there is covered) */
-	if (ar_net_resolv_fd(&sb->net) >= 0 && resolv_conf_coverable(sb->plan.rootfs))
+	if (ar_net_resolv_fd(&sb->net) >= 0 && etc_coverable(sb->plan.rootfs, "resolv.conf"))
 		ar_mount_plan_add_file(&sb->plan, ar_net_resolv_fd(&sb->net), "/etc/resolv.conf",
 				       "network: proxy: /etc/resolv.conf");
-	return 0;
+	return hosts_file(sb, err);
 }
 
 static int cgroup_late(struct sandbox *sb, ar_error_t *err);
@@ -152,8 +177,28 @@ static int sandbox_netns(void *arg, int *route, ar_error_t *err)
  * limits are independent of the network). */
 static int network_attach(struct sandbox *sb, ar_error_t *err)
 {
-	struct ar_net_sandbox with = {
-	    .pid = sb->pid, .netns = sandbox_netns, .beside = cgroup_late_job, .arg = sb};
+	struct ar_net_sandbox with = {.pid = sb->pid,
+				      .userns = -1,
+				      .netns = sandbox_netns,
+				      .beside = cgroup_late_job,
+				      .arg = sb};
+	/* not root: the proxy netns belongs to the sandbox's user namespace too (the only
+	 * way both ends of the veth are in namespaces one netlink request may touch); the
+	 * proxy child enters it for that alone (docs/rootless.md). Opened now, while the
+	 * init is still dumpable; it names the namespace, not the process. */
+	ar_autoclose int userns = -1;
+	if (sb->userns && sb->p->network == AR_NETWORK_PROXY) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)sb->pid);
+		if ((userns = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+			int e = errno, status = 0;
+			/* it died already (no namespaces left to name): its report says why */
+			if (e == ENOENT && read_report(sb, &status, err) == -1)
+				return -1;
+			return ar_error_make(err, e, "open the sandbox's user namespace");
+		}
+		with.userns = userns;
+	}
 	return ar_net_attach(&sb->net, &with, err);
 }
 
@@ -389,6 +434,7 @@ int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char 
 	    .release = {-1, -1},
 	    .report = {-1, -1},
 	    .uid_lease = -1,
+	    .hosts_fd = -1,
 	};
 	int wstatus = 0;
 

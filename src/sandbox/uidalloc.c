@@ -21,8 +21,9 @@
  * The lease is also the sandbox's record for `agentrun ps` (network: none keeps no
  * state directory): one fixed-size line, written in place after the clone (no
  * truncate: on ext4 a truncate-then-write is flushed at the last close, on the exit
- * path), naming agentrun's pid and start time, the init's pid, the start, the network
- * and the name. A run with an explicit `user` takes a record slot `sN` the same way.
+ * path), naming agentrun's pid and start time, the init's pid, the start, the network,
+ * the name and the policy file (absolute; empty for the embedded default) that
+ * `check --name` reads. A run with an explicit `user` takes a record slot `sN` the same way.
  * The files are never unlinked (at most one per uid or slot in use at once, a few
  * hundred bytes each): unlinking a leased file races with its next taker, and the
  * unlink and last close cost ~2 ms of the user's wait on the exit path. No global
@@ -45,12 +46,11 @@
 #include "agentrun/util.h"
 #include "sandbox-internal.h"
 
-#define UIDS_PARENT "/run/agentrun"
-#define UIDS_DIR    UIDS_PARENT "/.uids"
+#define UIDS_SUB ".uids" /* under AR_NET_STATE_ROOT: root's, or the user's own */
 
 #define RANGE_N	     (AR_DYNAMIC_UID_MAX - AR_DYNAMIC_UID_MIN + 1)
 #define SLOTS_N	     4096 /* record slots of runs with an explicit `user` */
-#define RECORD_SIZE  256
+#define RECORD_SIZE  512  /* the policy's path is at most 255 bytes (ar_net_state) */
 #define RECORD_MAGIC "agentrun-sandbox 1"
 
 /* The ids of the range that the account databases name, as a bitmap. */
@@ -147,7 +147,9 @@ static int try_lease(int dirfd, const char *name, ar_error_t *err)
 	for (int tries = 0; tries < 4; tries++) {
 		int fd = openat(dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd == -1)
-			return ar_error_make(err, errno, "%s/%s", UIDS_DIR, name), -2;
+			return ar_error_make(err, errno, "%s/" UIDS_SUB "/%s", AR_NET_STATE_ROOT,
+					     name),
+			       -2;
 		if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
 			close(fd);
 			return -1;
@@ -161,13 +163,14 @@ static int try_lease(int dirfd, const char *name, ar_error_t *err)
 
 static int open_dir(ar_error_t *err)
 {
-	if (mkdir(UIDS_PARENT, 0755) == -1 && errno != EEXIST)
-		return ar_error_make(err, errno, "dynamic uid: mkdir %s", UIDS_PARENT);
-	if (mkdir(UIDS_DIR, 0700) == -1 && errno != EEXIST)
-		return ar_error_make(err, errno, "dynamic uid: mkdir %s", UIDS_DIR);
-	int fd = open(UIDS_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	ar_autofree char *dir = ar_xasprintf("%s/" UIDS_SUB, AR_NET_STATE_ROOT);
+	if (ar_net_state_root_make(err) == -1)
+		return -1;
+	if (mkdir(dir, 0700) == -1 && errno != EEXIST)
+		return ar_error_make(err, errno, "dynamic uid: mkdir %s", dir);
+	int fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd == -1)
-		return ar_error_make(err, errno, "dynamic uid: %s", UIDS_DIR);
+		return ar_error_make(err, errno, "dynamic uid: %s", dir);
 	return fd;
 }
 
@@ -212,10 +215,25 @@ static int alloc_uid(struct sandbox *sb, int dirfd, ar_error_t *err)
 	/* a proxy's lease (src/net/uid.c) comes without run options: no `user` to give */
 	return ar_error_make(err, 0,
 			     "dynamic uid: all of %u-%u are host accounts or leased to running "
-			     "sandboxes and their proxies (%s); %s",
-			     AR_DYNAMIC_UID_MIN, AR_DYNAMIC_UID_MAX, UIDS_DIR,
+			     "sandboxes and their proxies (%s/" UIDS_SUB "); %s",
+			     AR_DYNAMIC_UID_MIN, AR_DYNAMIC_UID_MAX, AR_NET_STATE_ROOT,
 			     sb->o != NULL ? "give the policy a `user`"
 					   : "a proxy needs one of its own: stop some sandboxes");
+}
+
+/* In a user namespace the one id mapped is the caller's own: the command runs as the
+ * caller's uid and gid (podman's --userns=keep-id: what it writes to a read-write
+ * mount is the caller's), or as the policy's `user` mapped to the caller. No quota to
+ * split (it is the caller's anyway), so no dynamic uid: a record slot only, under the
+ * caller's own state directory. */
+static int alloc_userns(struct sandbox *sb, ar_error_t *err)
+{
+	sb->uid = sb->p->user_set ? sb->p->uid : sb->outer_uid;
+	sb->gid = sb->p->user_set ? sb->p->gid : sb->outer_gid;
+	ar_autoclose int dirfd = open_dir(err);
+	if (dirfd == -1)
+		return -1;
+	return alloc_slot(sb, dirfd, err);
 }
 
 int sandbox_uid_alloc(struct sandbox *sb, ar_error_t *err)
@@ -223,10 +241,8 @@ int sandbox_uid_alloc(struct sandbox *sb, ar_error_t *err)
 	sb->uid = sb->p->uid;
 	sb->gid = sb->p->gid;
 	sb->uid_lease = -1;
-	/* in a user namespace the one mapped id is the caller's: no quota to split, and
-	 * /run/agentrun is root's (such a run keeps no record) */
 	if (sb->userns)
-		return 0;
+		return alloc_userns(sb, err);
 	if (sb->p->user_set) {
 		ar_autofree char *warning = ar_policy_user_warning(sb->p);
 		if (warning != NULL)
@@ -244,12 +260,16 @@ void sandbox_uid_record(const struct sandbox *sb)
 {
 	char rec[RECORD_SIZE];
 	const struct ar_net_state *s = &sb->net.state;
+	const char *policy = sb->o != NULL && sb->o->policy_path ? sb->o->policy_path : "";
 
 	if (sb->uid_lease < 0)
 		return;
-	int n =
-	    snprintf(rec, sizeof(rec), "%s %d %" PRIu64 " %d %" PRId64 " %s %s\n", RECORD_MAGIC,
-		     (int)s->owner, s->owner_start, (int)sb->pid, s->started, s->network, s->name);
+	if (strlen(policy) >= sizeof(((struct ar_sandbox_record *)0)->policy) ||
+	    strchr(policy, '\n') != NULL)
+		policy = "?"; /* not a path: check --name then asks for --policy */
+	int n = snprintf(rec, sizeof(rec), "%s %d %" PRIu64 " %d %" PRId64 " %s %s %s\n",
+			 RECORD_MAGIC, (int)s->owner, s->owner_start, (int)sb->pid, s->started,
+			 s->network, s->name, policy);
 	if (n < 0 || (size_t)n >= sizeof(rec))
 		return;
 	memset(rec + n, ' ', sizeof(rec) - (size_t)n); /* the rest of an older, longer line */
@@ -269,20 +289,28 @@ void sandbox_uid_release(struct sandbox *sb)
 
 static bool parse_record(const char *buf, struct ar_sandbox_record *r)
 {
-	int owner = 0, pid = 0;
+	int owner = 0, pid = 0, end = 0;
 	if (strncmp(buf, RECORD_MAGIC " ", sizeof(RECORD_MAGIC)) != 0)
 		return false;
-	if (sscanf(buf + sizeof(RECORD_MAGIC), "%d %" SCNu64 " %d %" SCNd64 " %7s %46s", &owner,
-		   &r->owner_start, &pid, &r->started, r->network, r->name) != 6)
+	if (sscanf(buf + sizeof(RECORD_MAGIC), "%d %" SCNu64 " %d %" SCNd64 " %7s %46s%n", &owner,
+		   &r->owner_start, &pid, &r->started, r->network, r->name, &end) != 6)
 		return false;
 	r->owner = owner;
 	r->pid = pid;
+	/* the policy: the rest of the line after one space (a path may hold spaces) */
+	const char *policy = buf + sizeof(RECORD_MAGIC) + end;
+	if (*policy == ' ') {
+		size_t len = strcspn(policy + 1, "\n");
+		if (len < sizeof(r->policy))
+			snprintf(r->policy, sizeof(r->policy), "%.*s", (int)len, policy + 1);
+	}
 	return owner > 0 && pid > 0;
 }
 
 int ar_sandbox_record_foreach(int (*fn)(const struct ar_sandbox_record *r, void *data), void *data)
 {
-	DIR *d = opendir(UIDS_DIR);
+	ar_autofree char *dir = ar_xasprintf("%s/" UIDS_SUB, AR_NET_STATE_ROOT);
+	DIR *d = ar_net_state_root_trusted() ? opendir(dir) : NULL;
 	if (d == NULL)
 		return 0;
 	int ret = 0;

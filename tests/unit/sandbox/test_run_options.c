@@ -59,26 +59,39 @@ static void test_bad_values(void **state)
 	static const struct {
 		const char *flag, *value, *msg;
 	} cases[] = {
-	    {"--memory", "x", "--memory: cannot parse \"x\" as a size (e.g. 256m, 1g, 1048576)"},
-	    {"--memory", "0", "--memory: cannot parse \"0\" as a size (e.g. 256m, 1g, 1048576)"},
-	    {"--pids", "0", "--pids: cannot parse \"0\" as a number of processes (e.g. 64)"},
-	    {"--pids", "-3", "--pids: cannot parse \"-3\" as a number of processes (e.g. 64)"},
-	    {"--cpus", "fast", "--cpus: cannot parse \"fast\" as a number of CPUs (e.g. 0.5, 2)"},
+	    {"--memory", "x",
+	     "--memory x: expected a size of at least 6m (e.g. 256m, 1g, 1048576)"},
+	    {"--memory", "0",
+	     "--memory 0: expected a size of at least 6m (e.g. 256m, 1g, 1048576)"},
+	    /* a value that parses but is out of range: the policy's check, named by the flag */
+	    {"--memory", "5m", "--memory 5m: limits.memory: \"5m\" is below the minimum of 6m"},
+	    {"--pids", "0", "--pids 0: limits.pids: must be an integer from 1 to 4194304, got 0"},
+	    {"--pids", "-3",
+	     "--pids -3: limits.pids: must be an integer from 1 to 4194304, got -3"},
+	    {"--pids", "x", "--pids x: expected a number of processes (e.g. 64)"},
+	    {"--cpus", "fast",
+	     "--cpus fast: expected a number of CPUs from 0.001 to 1024 with at most 3 decimals "
+	     "(e.g. 0.5, 2)"},
+	    {"--cpus", "0.0001",
+	     "--cpus 0.0001: expected a number of CPUs from 0.001 to 1024 with at most 3 decimals "
+	     "(e.g. 0.5, 2)"},
 	    {"--user", "root",
-	     "--user: cannot parse \"root\" as a numeric UID or UID:GID (e.g. 1000, 1000:1000)"},
+	     "--user root: expected a numeric UID or UID:GID (e.g. 1000, 1000:1000)"},
 	    {"--user", "1:x",
-	     "--user: cannot parse \"1:x\" as a numeric UID or UID:GID (e.g. 1000, 1000:1000)"},
-	    {"--env", "NOEQUALS", "--env: cannot parse \"NOEQUALS\" as KEY=VALUE"},
-	    {"--env", "=v", "--env: cannot parse \"=v\" as KEY=VALUE"},
-	    {"--tmpfs", "tmp", "--tmpfs: cannot parse \"tmp\" as an absolute path"},
-	    {"--mount", "/a", "--mount: cannot parse \"/a\" as SRC:DST[:rw]"},
-	    {"--mount", "a:/b",
-	     "--mount: cannot parse \"a:/b\" as SRC:DST[:rw] with absolute paths"},
+	     "--user 1:x: expected a numeric UID or UID:GID (e.g. 1000, 1000:1000)"},
+	    {"--user", "0", "--user 0: user: uid 0 is root on the host; use a non-root uid"},
+	    {"--env", "NOEQUALS", "--env NOEQUALS: expected KEY=VALUE"},
+	    {"--env", "=v", "--env =v: expected KEY=VALUE"},
+	    {"--env", "1X=v", "--env 1X=v: env: key \"1X\" must match ^[A-Za-z_][A-Za-z0-9_]*$"},
+	    {"--tmpfs", "tmp", "--tmpfs tmp: expected an absolute path"},
+	    {"--mount", "/a", "--mount /a: expected SRC:DST[:rw]"},
+	    {"--mount", "a:/b", "--mount a:/b: expected SRC:DST[:rw] with absolute paths"},
 	    {"--mount", "/a:/b:rx",
-	     "--mount: cannot parse \"/a:/b:rx\" as SRC:DST[:rw] (the mode is ro or rw)"},
-	    {"--rootfs", "rel", "--rootfs: cannot parse \"rel\" as an absolute directory path"},
-	    {"--seccomp", "", "--seccomp: cannot parse \"\" as FILE, default or unconfined"},
-	    {"--memory", NULL, "--memory: needs a value (--memory SIZE)"},
+	     "--mount /a:/b:rx: expected SRC:DST[:rw] (the mode is ro or rw)"},
+	    {"--mount", "/a:/tmp", "--mount /a:/tmp: target: \"/tmp\" is also tmpfs[0]"},
+	    {"--rootfs", "rel", "--rootfs rel: expected an absolute directory path"},
+	    {"--seccomp", "", "--seccomp \"\": expected FILE, default or unconfined"},
+	    {"--memory", NULL, "option `--memory` needs a value (--memory SIZE)"},
 	    {"--frobnicate", "1", "unknown option `--frobnicate`"},
 	};
 	for (size_t i = 0; i < AR_ARRAY_SIZE(cases); i++) {
@@ -99,21 +112,12 @@ static void test_user_env_paths(void **state)
 	assert_int_equal(p->uid, 1000);
 	assert_int_equal(p->gid, 1001);
 	assert_string_equal(p->user, "1000:1001");
-	assert_null(apply(p, &o, "--user", "0"));
-	assert_int_equal(p->uid, 0);
-	assert_int_equal(p->gid, 0);
-	/* the flag parses, then validation refuses host root (exit 125 in run) */
+	/* the flag parses, then validation refuses host root, naming the flag (exit 125) */
+	ar_autofree char *root = apply(p, &o, "--user", "1000:0");
+	assert_string_equal(
+	    root, "--user 1000:0: user: gid 0 is root's group on the host; use a non-root gid");
+	assert_string_equal(p->origin, "<embedded default>"); /* the file's origin again */
 	ar_auto_error ar_error_t err = NULL;
-	assert_int_equal(ar_policy_validate(p, &err), -1);
-	assert_string_equal(
-	    err->msg, "<embedded default>: user: uid 0 is root on the host; use a non-root uid");
-	ar_error_release(&err);
-	assert_null(apply(p, &o, "--user", "1000:0"));
-	assert_int_equal(ar_policy_validate(p, &err), -1);
-	assert_string_equal(
-	    err->msg,
-	    "<embedded default>: user: gid 0 is root's group on the host; use a non-root gid");
-	ar_error_release(&err);
 	assert_null(apply(p, &o, "--user", "1000:1001"));
 	assert_int_equal(ar_policy_validate(p, &err), 0);
 	assert_null(apply(p, &o, "--env", "B=2=3"));
@@ -137,20 +141,17 @@ static void test_user_env_paths(void **state)
 	assert_int_equal(ar_policy_validate(p, &err), 0);
 }
 
-static void test_lookup_and_table(void **state)
+/* The table run parses and documents: --policy first, every flag once. */
+static void test_table(void **state)
 {
-	bool takes = false;
-	assert_int_equal(ar_override_lookup("--memory", &takes), 0);
-	assert_true(takes);
-	assert_int_equal(ar_override_lookup("--no-cgroups", &takes), 0);
-	assert_false(takes);
-	assert_int_equal(ar_override_lookup("--policy", &takes), -1); /* the CLI's own */
-	assert_int_equal(ar_override_lookup("--nope", &takes), -1);
 	size_t n = 0;
-	while (ar_override_at(n) != NULL)
-		n++;
-	assert_int_equal(n, 15);
-	assert_string_equal(ar_override_at(0)->flag, "--memory");
+	for (const struct ar_opt *e = ar_run_options; e->flag != NULL; e++, n++)
+		for (const struct ar_opt *f = ar_run_options; f < e; f++)
+			assert_string_not_equal(e->flag, f->flag);
+	assert_true(n >= 15);
+	assert_string_equal(ar_run_options[0].flag, "--policy");
+	assert_null(ar_run_options[0].set); /* read before the policy is loaded */
+	assert_string_equal(ar_run_options[1].flag, "--memory");
 }
 
 /* --allow-private appends to proxy.allow_private (NULL-terminated); bad CIDRs name the flag;
@@ -258,13 +259,19 @@ static void test_plan_host_root(void **state)
 
 	assert_null(apply(p, &o, "--mount", "/srv/logs:/logs"));
 	p->kubeconfig = ar_xstrdup("/home/me/.kube/agent");
-	assert_int_equal(ar_mount_plan_build(p, "/srv/me", &plan, &err), 0);
+	assert_int_equal(
+	    ar_mount_plan_build(
+		p, (const char *[AR_CALLER_PRIVATE_MAX]){"/srv/me", "/opt/me", "/etc/run-me"},
+		&plan, &err),
+	    0);
 	assert_true(plan.host_root);
-	/* credentials inside the allowed directories hidden, and the caller's $HOME;
+	/* credentials inside the allowed directories hidden, and the caller's own places
+	 * ($HOME, passwd's home, $XDG_RUNTIME_DIR) wherever they are;
 	 * /root, /home, /run are absent from the view (mount.c), not hidden here; /tmp
 	 * is a policy tmpfs */
-	static const char *const hidden[] = {"/etc/shadow", "/etc/gshadow", "/etc/kubernetes",
-					     "/etc/rancher", "/srv/me"};
+	static const char *const hidden[] = {"/etc/shadow",  "/etc/gshadow", "/etc/kubernetes",
+					     "/etc/rancher", "/srv/me",	     "/opt/me",
+					     "/etc/run-me"};
 	for (size_t i = 0; i < AR_ARRAY_SIZE(hidden); i++)
 		assert_int_not_equal(find_op(&plan, AR_MNT_HIDE, hidden[i]), SIZE_MAX);
 	assert_int_equal(find_op(&plan, AR_MNT_HIDE, "/home"), SIZE_MAX);
@@ -301,7 +308,8 @@ static void test_plan_rootfs_and_home(void **state)
 	struct ar_mount_plan plan;
 
 	p->rootfs = ar_xstrdup("/srv/image");
-	assert_int_equal(ar_mount_plan_build(p, "/root", &plan, &err), 0);
+	assert_int_equal(
+	    ar_mount_plan_build(p, (const char *[AR_CALLER_PRIVATE_MAX]){"/root"}, &plan, &err), 0);
 	assert_false(plan.host_root);
 	assert_string_equal(plan.rootfs, "/srv/image");
 	for (size_t i = 0; i < plan.n_ops; i++)
@@ -313,14 +321,20 @@ static void test_plan_rootfs_and_home(void **state)
 	/* a $HOME below a hidden directory, or "/", adds nothing */
 	free(p->rootfs);
 	p->rootfs = NULL;
-	assert_int_equal(ar_mount_plan_build(p, "/etc/kubernetes/me", &plan, &err), 0);
+	assert_int_equal(
+	    ar_mount_plan_build(p, (const char *[AR_CALLER_PRIVATE_MAX]){"/etc/kubernetes/me"},
+				&plan, &err),
+	    0);
 	assert_int_equal(find_op(&plan, AR_MNT_HIDE, "/etc/kubernetes/me"), SIZE_MAX);
 	size_t n = plan.n_ops;
 	ar_mount_plan_free(&plan);
-	assert_int_equal(ar_mount_plan_build(p, "/", &plan, &err), 0);
+	assert_int_equal(
+	    ar_mount_plan_build(p, (const char *[AR_CALLER_PRIVATE_MAX]){"/"}, &plan, &err), 0);
 	assert_int_equal(plan.n_ops, n);
 	ar_mount_plan_free(&plan);
-	assert_int_equal(ar_mount_plan_build(p, "relative", &plan, &err), 0);
+	assert_int_equal(
+	    ar_mount_plan_build(p, (const char *[AR_CALLER_PRIVATE_MAX]){"relative"}, &plan, &err),
+	    0);
 	assert_int_equal(plan.n_ops, n);
 	ar_mount_plan_free(&plan);
 }
@@ -332,7 +346,13 @@ static void test_plan_bad_target(void **state)
 	struct ar_mount_plan plan;
 	struct ar_run_opts o = {0};
 
-	assert_null(apply(p, &o, "--mount", "/a:/"));
+	/* the flag is refused as it applies, naming itself */
+	ar_autofree char *msg = apply(p, &o, "--mount", "/a:/");
+	assert_string_equal(msg, "--mount /a:/: target: must not be \"/\", got \"/\"");
+	/* and the plan refuses what a policy struct could still hold */
+	p->mounts = ar_xcalloc(1, sizeof(*p->mounts));
+	p->mounts[0] = (struct ar_mount){.source = ar_xstrdup("/a"), .target = ar_xstrdup("/")};
+	p->n_mounts = 1;
 	assert_int_equal(ar_mount_plan_build(p, NULL, &plan, &err), -1);
 	assert_string_equal(
 	    err->msg, "<embedded default>: mounts[0]: target must be an absolute path below /");
@@ -388,7 +408,7 @@ int main(void)
 	    cmocka_unit_test(test_limits),
 	    cmocka_unit_test(test_bad_values),
 	    cmocka_unit_test(test_user_env_paths),
-	    cmocka_unit_test(test_lookup_and_table),
+	    cmocka_unit_test(test_table),
 	    cmocka_unit_test(test_network_overrides),
 	    cmocka_unit_test(test_env_net),
 	    cmocka_unit_test(test_parse_user),
