@@ -349,7 +349,14 @@ static void test_plan_bad_target(void **state)
 	/* the flag is refused as it applies, naming itself */
 	ar_autofree char *msg = apply(p, &o, "--mount", "/a:/");
 	assert_string_equal(msg, "--mount /a:/: target: must not be \"/\", got \"/\"");
-	/* and the plan refuses what a policy struct could still hold */
+	/* and the plan refuses what a policy struct could still hold (the flag's mount,
+	 * applied before its check, replaced by one without a flag) */
+	for (size_t i = 0; i < p->n_mounts; i++) {
+		free(p->mounts[i].source);
+		free(p->mounts[i].target);
+		free(p->mounts[i].flag);
+	}
+	free(p->mounts);
 	p->mounts = ar_xcalloc(1, sizeof(*p->mounts));
 	p->mounts[0] = (struct ar_mount){.source = ar_xstrdup("/a"), .target = ar_xstrdup("/")};
 	p->n_mounts = 1;
