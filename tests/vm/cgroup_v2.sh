@@ -249,6 +249,13 @@ r doom_out "$(cat /run/doom.out)"
 r dbomb_rc $?
 r dbomb_forks "$(tail -n 1 /run/dbomb.out)"
 r dbomb_err "$(cat /run/dbomb.err)"
+/run/as_user_in deleg "$UA" --cpus 0.2 -- python3 -c 'import time
+t, c = time.monotonic(), time.process_time()
+while time.monotonic() - t < 2:
+    pass
+print(int(100 * (time.process_time() - c) / (time.monotonic() - t)))' >/run/dcpu.out 2>&1
+r dcpu_rc $?
+r dcpu_pct "$(cat /run/dcpu.out)"
 /run/as_user_in deleg "$UA" -- sh -c 'sleep 30 & sleep 30' &
 apid=$!
 sleep 1.5
@@ -448,6 +455,11 @@ if [ "${forks:-0}" -ge 20 ] && [ "${forks:-0}" -le 30 ]; then pass "deleg bomb: 
 	fail "deleg bomb: $forks forks under --pids 32 (expected 20..30)"
 fi
 expect_match "deleg bomb: fork failure reported by sh" "Cannot fork" "$(v dbomb_err)"
+expect_eq "deleg cpu: the loop runs" 0 "$(v dcpu_rc)"
+pct=$(v dcpu_pct)
+if [ "${pct:-100}" -le 30 ] 2>/dev/null; then pass "deleg cpu: ${pct}% under --cpus 0.2"; else
+	fail "deleg cpu: [$pct]% under --cpus 0.2 (expected <= 30)"
+fi
 expect_match "deleg kill -9: the empty cgroup and the leaf stay behind" \
 	"^\./agentrun-default-[0-9]+ \./agentrun_supervisor-[0-9]+ $" "$(v dkill9_stale)"
 expect_eq "deleg kill -9: the sandbox died with agentrun" 0 "$(v dkill9_procs)"
