@@ -13,8 +13,8 @@
  *     stay open in the struct for later steps in either netns (transparent capture
  *     adds its route there);
  *   - the proxy child (fork, confine, serve);
- *   - the state directory AR_NET_STATE_ROOT/NAME/ (root's /run/agentrun, a user's
- *     under $XDG_RUNTIME_DIR: ar_net_state_root), gc and the listing `ps` shows. */
+ *   - the state directory AR_STATE_ROOT/NAME/ (agentrun/state.h: root's
+ *     /run/agentrun, a user's under $XDG_RUNTIME_DIR), gc and the listing `ps` shows. */
 #ifndef AGENTRUN_NET_H
 #define AGENTRUN_NET_H
 
@@ -26,13 +26,12 @@
 #include "agentrun/capture.h"
 #include "agentrun/error.h"
 #include "agentrun/policy.h"
+#include "agentrun/state.h"
 
-#define AR_NET_DEFAULT_RANGE	 "10.254.0.0/16"
-#define AR_NET_RANGE_ENV	 "AGENTRUN_NET_RANGE" /* overrides the range */
-#define AR_NET_STATE_ROOT_SYSTEM "/run/agentrun"      /* root's */
-#define AR_NET_STATE_ROOT	 ar_net_state_root()
-#define AR_NET_SANDBOX_IF	 "eth0"
-#define AR_NET_PROXY_IF		 "veth0"
+#define AR_NET_DEFAULT_RANGE "10.254.0.0/16"
+#define AR_NET_RANGE_ENV     "AGENTRUN_NET_RANGE" /* overrides the range */
+#define AR_NET_SANDBOX_IF    "eth0"
+#define AR_NET_PROXY_IF	     "veth0"
 
 /* ---- The address plan of one sandbox (pure, src/net/plan.c). ---- */
 
@@ -65,32 +64,12 @@ int ar_net_plan_of(const struct ar_net_range *r, struct in_addr sandbox, int por
 /* The range in force: $AGENTRUN_NET_RANGE, else AR_NET_DEFAULT_RANGE. */
 int ar_net_range_current(struct ar_net_range *out, ar_error_t *err);
 
-/* ---- Allocation (src/net/alloc.c): under an flock of AR_NET_STATE_ROOT/net, one
+/* ---- Allocation (src/net/alloc.c): under an flock of AR_STATE_ROOT/net, one
  * symlink net/INDEX -> "PID.STARTTIME" per /30 in use; a link whose owner is gone is
  * taken over. ---- */
 
 int ar_net_alloc(const struct ar_net_range *r, int port, struct ar_net_plan *out, ar_error_t *err);
 void ar_net_release(const struct ar_net_plan *plan);
-
-/* ---- Whose state (src/net/root.c): root's under /run/agentrun; an ordinary user's
- * under $XDG_RUNTIME_DIR/agentrun (else /run/user/UID/agentrun, else
- * /tmp/agentrun-UID), a directory of the caller's own, mode 0700. ---- */
-
-/* The path (computed once per process). */
-const char *ar_net_state_root(void);
-/* Made when missing; for a user, refused unless it is a directory (not a link) of the
- * caller's own that no one else may enter. Errors name the path and the fix. */
-int ar_net_state_root_make(ar_error_t *err);
-/* May it be read as the caller's own (exists and passes the checks above)? Readers
- * (ps, gc, audit NAME, check --name) see nothing otherwise. */
-bool ar_net_state_root_trusted(void);
-
-/* ---- Process identity that survives PID reuse (src/net/state.c). ---- */
-
-/* The start time of pid (field 22 of /proc/PID/stat), 0 when it does not exist. */
-uint64_t ar_net_proc_start(pid_t pid);
-/* Is pid alive and started at `start`? */
-bool ar_net_proc_alive(pid_t pid, uint64_t start);
 
 /* ---- The topology (src/net/topology.c). ---- */
 
@@ -213,7 +192,7 @@ struct ar_net_state {
 	char proxy_cgroup[1024]; /* the proxy's, the same way */
 };
 
-/* AR_NET_STATE_ROOT/NAME, made (0700) and written; errors name the path. */
+/* AR_STATE_ROOT/NAME, made (0700) and written; errors name the path. */
 int ar_net_state_write(const struct ar_net_state *s, ar_error_t *err);
 int ar_net_state_read(const char *name, struct ar_net_state *s, ar_error_t *err);
 /* Remove the directory and what is in it (the audit only when it lives there and
@@ -237,7 +216,7 @@ int ar_net_state_foreach(int (*fn)(const struct ar_net_state *s, void *data), vo
  * their state names, address and state (ar_cgroup_sweep does the rest of the cgroups). Touches
  * nothing whose owner is alive. Returns how many. */
 int ar_net_gc(void);
-/* Where finished audits are kept: AR_NET_STATE_ROOT/audit/NAME.jsonl. */
+/* Where finished audits are kept: AR_STATE_ROOT/audit/NAME.jsonl. */
 char *ar_net_audit_path(const char *name);
 /* `agentrun audit ARG`: a file path as given; else the audit of sandbox ARG (live:
  * its state names it; finished: audit/ARG.jsonl); else the newest of the sandboxes
@@ -248,7 +227,7 @@ char *ar_net_audit_resolve(const char *arg, char **note, ar_error_t *err);
 
 struct ar_net_opts {
 	const char *policy_path; /* recorded in the state, may be NULL */
-	const char *audit_path;	 /* --audit FILE, else AR_NET_STATE_ROOT/audit/NAME.jsonl */
+	const char *audit_path;	 /* --audit FILE, else AR_STATE_ROOT/audit/NAME.jsonl */
 	const char *proxy_log;	 /* --proxy-log FILE, else agentrun's stderr */
 	bool no_cgroups;	 /* no cgroup for the proxy either */
 };

@@ -39,22 +39,6 @@ struct ar_run_opts {
 int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char *const argv[],
 		   int *status, ar_error_t *err);
 
-/* ---- Live sandboxes (src/sandbox/uidalloc.c): the record each run by root keeps in
- * its uid lease (or a record slot), read by `agentrun ps`. ---- */
-
-struct ar_sandbox_record {
-	pid_t owner; /* agentrun */
-	uint64_t owner_start;
-	pid_t pid;			    /* the sandbox's PID 1 */
-	int64_t started;		    /* unix seconds */
-	char network[8];		    /* "none" or "proxy" */
-	char name[AR_POLICY_NAME_MAX + 16]; /* NAME-PID */
-	char policy[256];		    /* its policy file, absolute; "" the default */
-};
-/* Visit the record of every live sandbox (its agentrun alive, checked by start time);
- * stops at the first non-zero return of fn and returns it. */
-int ar_sandbox_record_foreach(int (*fn)(const struct ar_sandbox_record *r, void *data), void *data);
-
 /* ---- CLI overrides (src/sandbox/options.c): table-driven, pure. ---- */
 
 /* run's option table, --policy first, NULL-terminated (the CLI parses and documents

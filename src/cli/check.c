@@ -182,7 +182,7 @@ static int resolve_name(struct check_opts *o, ar_error_t *err)
 	size_t n = strchr(o->name, '/') ? 0 : ar_cli_sandbox_find(o->name, &s, &exact);
 	ar_auto_error ar_error_t none = NULL;
 	if (n == 0 && strchr(o->name, '/') == NULL && ar_net_state_read(o->name, &s, &none) == 0 &&
-	    s.pid <= 0 && ar_net_proc_alive(s.owner, s.owner_start))
+	    s.pid <= 0 && ar_state_proc_alive(s.owner, s.owner_start))
 		return ar_error_make(err, 0,
 				     "--name `%s`: a netns `agentrun net up` prepared, with no "
 				     "process of its own to check: check the container in it "

@@ -2,7 +2,7 @@
  * behind: their state, /30, proxy and cgroups. `run` does the same at every start.
  * Live sandboxes, and anything not agentrun's, are never touched. Root's gc sees
  * root's state (/run/agentrun, the hooks' records, named netns); a user's, the user's
- * own (ar_net_state_root), never another's. */
+ * own (ar_state_root), never another's. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +23,7 @@ const struct ar_cli_cmd ar_cli_gc = {
     .summary = "remove what dead sandboxes left behind",
     .synopsis = "gc",
     .about = "Remove what the caller's dead sandboxes left (state, address, proxy, cgroups)\n"
-	     "under " AR_NET_STATE_ROOT_SYSTEM " for root, $XDG_RUNTIME_DIR/agentrun for a user,\n"
+	     "under " AR_STATE_ROOT_SYSTEM " for root, $XDG_RUNTIME_DIR/agentrun for a user,\n"
 	     "and say what was removed. Live sandboxes and other users' are not touched;\n"
 	     "audits stay in the state directory's audit/. `run` does the same at every start.",
     .opts = opts,
@@ -40,7 +40,7 @@ struct dead {
 static int collect(const struct ar_net_state *s, void *data)
 {
 	struct dead *d = data;
-	if (ar_net_proc_alive(s->owner, s->owner_start))
+	if (ar_state_proc_alive(s->owner, s->owner_start))
 		return 0;
 	d->names = ar_xrealloc(d->names, (d->n + 1) * sizeof(*d->names));
 	snprintf(d->names[d->n++], sizeof(*d->names), "%s", s->name);

@@ -23,8 +23,8 @@
 #include "agentrun/util.h"
 
 #define CMD	     "net"
-#define AR_NETNS_DIR AR_NET_STATE_ROOT_SYSTEM "/netns" /* root only */
-#define NAME_MAX_LEN 32				       /* netns-NAME fits the state's name */
+#define AR_NETNS_DIR AR_STATE_ROOT_SYSTEM "/netns" /* root only */
+#define NAME_MAX_LEN 32				   /* netns-NAME fits the state's name */
 
 struct args {
 	bool up;
@@ -97,7 +97,7 @@ static int up(const struct args *a, ar_error_t *err)
 	if (geteuid() != 0)
 		return ar_error_make(err, 0, "up needs root (a netns, a veth, a bind mount)");
 	abs = ar_xstrdup(p->path);
-	if ((mkdir(AR_NET_STATE_ROOT_SYSTEM, 0711) == -1 && errno != EEXIST) ||
+	if ((mkdir(AR_STATE_ROOT_SYSTEM, 0711) == -1 && errno != EEXIST) ||
 	    (mkdir(AR_NETNS_DIR, 0755) == -1 && errno != EEXIST))
 		return ar_error_make(err, errno, "create `%s`", AR_NETNS_DIR);
 	if (access(path, F_OK) == 0)
@@ -109,7 +109,7 @@ static int up(const struct args *a, ar_error_t *err)
 	st = (struct ar_net_state){.owner = getpid(), .net_index = -1};
 	snprintf(st.name, sizeof(st.name), "%s", sname);
 	snprintf(st.network, sizeof(st.network), "proxy");
-	st.owner_start = ar_net_proc_start(getpid());
+	st.owner_start = ar_state_proc_start(getpid());
 	if (ar_net_state_write(&st, err) == -1)
 		return -1;
 	ar_autoclose int ns = ar_net_netns_create(path, err);
@@ -160,7 +160,7 @@ int ar_netns_gc(void)
 			continue;
 		state_name(e->d_name, sname, sizeof(sname));
 		if (ar_net_state_read(sname, &st, &none) == 0 &&
-		    ar_net_proc_alive(st.owner, st.owner_start))
+		    ar_state_proc_alive(st.owner, st.owner_start))
 			continue;
 		ar_error_release(&none);
 		if (down(e->d_name, &none) == 0)

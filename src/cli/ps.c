@@ -1,5 +1,5 @@
 /* agentrun ps [--all]: the caller's sandboxes (root's, or this user's: the state
- * directory is per user, ar_net_state_root): network: proxy ones from their state
+ * directory is per user, ar_state_root): network: proxy ones from their state
  * (docs/network.md), with the proxy's allowed/denied counts
  * so far (read from the audit); the others from the record in their uid lease
  * (docs/sandbox.md). Name, PID, uptime, network. */
@@ -67,7 +67,7 @@ static void counts(const char *audit, uint64_t *allowed, uint64_t *denied)
 static int row(const struct ar_net_state *s, void *data)
 {
 	struct ps_ctx *c = data;
-	bool live = ar_net_proc_alive(s->owner, s->owner_start);
+	bool live = ar_state_proc_alive(s->owner, s->owner_start);
 	if (!live && !c->all)
 		return 0;
 	c->rows = ar_xrealloc(c->rows, (c->n + 1) * sizeof(*c->rows));
@@ -150,7 +150,7 @@ static void print_json(const struct ps_ctx *c)
  * state, when it has one, only keeps its cgroup for gc (docs/cgroups.md#cleanup). */
 static int state_row(const struct ar_net_state *s, void *data)
 {
-	if (strcmp(s->network, "none") == 0 && ar_net_proc_alive(s->owner, s->owner_start))
+	if (strcmp(s->network, "none") == 0 && ar_state_proc_alive(s->owner, s->owner_start))
 		return 0;
 	return row(s, data);
 }
@@ -195,7 +195,7 @@ int ar_cmd_ps(int argc, char **argv)
 	if (ar_cli_parse(&ar_cli_ps, argc, argv, &c, &r, &status) != 0)
 		return status;
 	ar_net_state_foreach(state_row, &c);
-	ar_sandbox_record_foreach(record_row, &c);
+	ar_state_record_foreach(record_row, &c);
 	if (c.json)
 		print_json(&c);
 	else if (c.n == 0)

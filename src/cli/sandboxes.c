@@ -19,7 +19,7 @@ struct find {
 
 static void consider(struct find *f, const struct ar_net_state *s)
 {
-	if (!ar_net_proc_alive(s->owner, s->owner_start) || s->pid <= 0 || f->exact)
+	if (!ar_state_proc_alive(s->owner, s->owner_start) || s->pid <= 0 || f->exact)
 		return;
 	if (strcmp(s->name, f->arg) == 0) {
 		*f->out = *s;
@@ -63,7 +63,7 @@ size_t ar_cli_sandbox_find(const char *arg, struct ar_net_state *out, bool *exac
 {
 	struct find f = {.arg = arg, .out = out};
 	ar_net_state_foreach(from_state, &f);
-	ar_sandbox_record_foreach(from_record, &f);
+	ar_state_record_foreach(from_record, &f);
 	*exact = f.exact;
 	return f.exact ? 1 : f.n;
 }

@@ -1,7 +1,7 @@
 /* The hook's network step, in one place: for `network: proxy` the container's netns
  * (/proc/PID/ns/net, checked empty but lo) is joined to a fresh proxy netns by a veth
  * made in place, with a detached confined proxy for the policy (src/net/detached.c);
- * the net state AR_NET_STATE_ROOT/NAME-PID is what poststop, `ps` and `gc` read.
+ * the net state AR_STATE_ROOT/NAME-PID is what poststop, `ps` and `gc` read.
  *
  * The address is fixed, not allocated: the config was rendered before any container
  * existed, so its proxy URL names AR_SPEC_PROXY_ADDR, the first /30 of the default

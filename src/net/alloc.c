@@ -1,5 +1,5 @@
 /* Allocation of /30s between concurrent sandboxes: a lock plus one entry per /30.
- * Under an exclusive flock of AR_NET_STATE_ROOT/net, the /30 number INDEX is taken by
+ * Under an exclusive flock of AR_STATE_ROOT/net, the /30 number INDEX is taken by
  * creating the symlink net/INDEX -> "PID.STARTTIME" (the owning agentrun); an entry
  * whose owner is gone (killed with SIGKILL before it could release) is taken over.
  * The search starts at a point derived from the PID so concurrent starts rarely probe
@@ -22,11 +22,11 @@
  * directory's lock and, under load, milliseconds. */
 int net_mkdir_root(const char *sub, ar_error_t *err)
 {
-	ar_autofree char *path = ar_xasprintf("%s/%s", AR_NET_STATE_ROOT, sub ? sub : "");
+	ar_autofree char *path = ar_xasprintf("%s/%s", AR_STATE_ROOT, sub ? sub : "");
 	/* a user's root is checked on every use: another user may have made it first */
 	if (geteuid() == 0 && access(path, F_OK) == 0)
 		return 0;
-	if (ar_net_state_root_make(err) == -1)
+	if (ar_state_root_make(err) == -1)
 		return -1;
 	if (sub == NULL)
 		return 0;
@@ -40,13 +40,13 @@ int net_lock_entries(ar_error_t *err)
 {
 	if (net_mkdir_root("net", err) == -1)
 		return -1;
-	ar_autofree char *dir = ar_xasprintf("%s/net", AR_NET_STATE_ROOT);
+	ar_autofree char *dir = ar_xasprintf("%s/net", AR_STATE_ROOT);
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd == -1)
-		return ar_error_make(err, errno, "open `%s/net`", AR_NET_STATE_ROOT);
+		return ar_error_make(err, errno, "open `%s/net`", AR_STATE_ROOT);
 	if (TEMP_FAILURE_RETRY(flock(fd, LOCK_EX)) == -1) {
 		close(fd);
-		return ar_error_make(err, errno, "lock `%s/net`", AR_NET_STATE_ROOT);
+		return ar_error_make(err, errno, "lock `%s/net`", AR_STATE_ROOT);
 	}
 	return fd;
 }
@@ -64,7 +64,7 @@ bool net_entry_live(int dirfd, const char *name)
 	target[n] = '\0';
 	if (sscanf(target, "%lld.%llu", &pid, &start) != 2)
 		return true;
-	return ar_net_proc_alive((pid_t)pid, start);
+	return ar_state_proc_alive((pid_t)pid, start);
 }
 
 static int take(int dirfd, uint32_t index, const char *owner)
@@ -88,7 +88,7 @@ int ar_net_alloc(const struct ar_net_range *r, int port, struct ar_net_plan *out
 
 	if (dirfd == -1)
 		return -1;
-	snprintf(owner, sizeof(owner), "%d.%" PRIu64, (int)getpid(), ar_net_proc_start(getpid()));
+	snprintf(owner, sizeof(owner), "%d.%" PRIu64, (int)getpid(), ar_state_proc_start(getpid()));
 	uint32_t first = (uint32_t)getpid() % count;
 	for (uint32_t i = 0; i < count; i++) {
 		uint32_t index = (first + i) % count;
@@ -105,6 +105,6 @@ int ar_net_alloc(const struct ar_net_range *r, int port, struct ar_net_plan *out
 
 void ar_net_release(const struct ar_net_plan *plan)
 {
-	ar_autofree char *path = ar_xasprintf("%s/net/%" PRIu32, AR_NET_STATE_ROOT, plan->index);
+	ar_autofree char *path = ar_xasprintf("%s/net/%" PRIu32, AR_STATE_ROOT, plan->index);
 	unlink(path);
 }

@@ -47,7 +47,7 @@ static void state_init(const struct ar_net_detached_opts *o, struct ar_net_state
 	memset(s, 0, sizeof(*s));
 	snprintf(s->name, sizeof(s->name), "%s", o->name);
 	s->owner = o->owner;
-	s->owner_start = o->owner > 0 ? ar_net_proc_start(o->owner) : 0;
+	s->owner_start = o->owner > 0 ? ar_state_proc_start(o->owner) : 0;
 	s->pid = o->pid;
 	s->started = (int64_t)time(NULL);
 	snprintf(s->network, sizeof(s->network), "proxy");
@@ -134,10 +134,10 @@ int ar_net_wire_detached(const struct ar_net_detached_opts *o, int ns_fd, struct
  * the one started at `start`, so no signal reaches a recycled pid. */
 static void stop_proxy(pid_t pid, uint64_t start)
 {
-	if (!ar_net_proc_alive(pid, start))
+	if (!ar_state_proc_alive(pid, start))
 		return;
 	ar_autoclose int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (pfd == -1 || !ar_net_proc_alive(pid, start))
+	if (pfd == -1 || !ar_state_proc_alive(pid, start))
 		return;
 	for (int sig = SIGTERM;; sig = SIGKILL) {
 		struct pollfd p = {.fd = pfd, .events = POLLIN};

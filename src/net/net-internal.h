@@ -12,9 +12,9 @@
 
 #define AR_NET_PROXY_MAX_FDS (AR_PROXY_MAX_CAPTURE + 3)
 
-/* mkdir AR_NET_STATE_ROOT (0711) and, when sub is set, AR_NET_STATE_ROOT/sub (0700). */
+/* mkdir AR_STATE_ROOT (0711) and, when sub is set, AR_STATE_ROOT/sub (0700). */
 int net_mkdir_root(const char *sub, ar_error_t *err);
-/* AR_NET_STATE_ROOT/net opened and flock'ed (exclusive); close to unlock. */
+/* AR_STATE_ROOT/net opened and flock'ed (exclusive); close to unlock. */
 int net_lock_entries(ar_error_t *err);
 /* Is the owner of the allocation entry `name` in dirfd alive? */
 bool net_entry_live(int dirfd, const char *name);
@@ -23,10 +23,6 @@ bool net_entry_live(int dirfd, const char *name);
  * agentrun's only; up to `tries` times, 2 ms apart, while its exited proxy is not yet
  * reaped (what stays, ar_cgroup_sweep removes later). */
 void net_remove_cgroups(const char *list, int tries);
-
-/* A dynamic uid (= gid) for one proxy, leased from the sandbox's allocator: the
- * locked lease fd (held for as long as the proxy lives) and *uid; -1 on error. */
-int net_proxy_uid_lease(uid_t *uid, ar_error_t *err);
 
 /* What the proxy child makes in a fresh netns of its own, while privileged
  * (topology.c). enter: unshare it, IPv6 off for the links made from now on, and a

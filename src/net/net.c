@@ -165,7 +165,7 @@ int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_ne
 	ar_net_gc(); /* the caller's own: root's, or this user's */
 	snprintf(n->state.name, sizeof(n->state.name), "%s-%d", p->name, (int)getpid());
 	n->state.owner = getpid();
-	n->state.owner_start = ar_net_proc_start(getpid());
+	n->state.owner_start = ar_state_proc_start(getpid());
 	n->state.started = (int64_t)time(NULL);
 	snprintf(n->state.network, sizeof(n->state.network), "%s",
 		 p->network == AR_NETWORK_PROXY ? "proxy" : "none");

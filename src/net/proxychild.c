@@ -267,11 +267,16 @@ static void free_cap(cap_t *c)
  * /run/agentrun, which the view hides. */
 static int lease_uid(struct child *c, ar_error_t *err)
 {
+	struct ar_uid_lease lease;
 	c->uid = geteuid();
 	if (c->rootless)
 		return 0;
-	c->uid_lease = net_proxy_uid_lease(&c->uid, err);
-	return c->uid_lease == -1 ? -1 : 0;
+	/* no policy: a dynamic uid of the proxy's own, whatever the sandbox's `user` */
+	if (ar_state_uid_lease(&(struct ar_uid_request){.p = NULL}, &lease, err) == -1)
+		return ar_error_wrap(err, "proxy");
+	c->uid = lease.uid;
+	c->uid_lease = lease.fd;
+	return 0;
 }
 
 static int drop_privileges(struct child *c, ar_error_t *err)
@@ -546,7 +551,7 @@ int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *p
 	}
 	if (px->pid == 0)
 		child_main(&c);
-	px->start = ar_net_proc_start(px->pid);
+	px->start = ar_state_proc_start(px->pid);
 	px->report = steal_fd(&rep[0]);
 	px->chan = steal_fd(&go[1]);
 	px->cgchan = steal_fd(&cg[1]);

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agentrun/net.h"
+#include "agentrun/state.h"
 #include "agentrun/util.h"
 
 static bool private_parent(const char *dir)
@@ -27,7 +27,7 @@ static bool private_parent(const char *dir)
 	       st.st_uid == geteuid() && (st.st_mode & 022) == 0;
 }
 
-const char *ar_net_state_root(void)
+const char *ar_state_root(void)
 {
 	static char root[PATH_MAX];
 	char run_user[64];
@@ -35,7 +35,7 @@ const char *ar_net_state_root(void)
 	if (root[0] != '\0')
 		return root;
 	if (geteuid() == 0) {
-		snprintf(root, sizeof(root), "%s", AR_NET_STATE_ROOT_SYSTEM);
+		snprintf(root, sizeof(root), "%s", AR_STATE_ROOT_SYSTEM);
 		return root;
 	}
 	snprintf(run_user, sizeof(run_user), "/run/user/%u", (unsigned)geteuid());
@@ -62,15 +62,15 @@ static int check_own(const char *root, struct stat *st)
 	return 0;
 }
 
-bool ar_net_state_root_trusted(void)
+bool ar_state_root_trusted(void)
 {
 	struct stat st;
-	return geteuid() == 0 || check_own(ar_net_state_root(), &st) == 0;
+	return geteuid() == 0 || check_own(ar_state_root(), &st) == 0;
 }
 
-int ar_net_state_root_make(ar_error_t *err)
+int ar_state_root_make(ar_error_t *err)
 {
-	const char *root = ar_net_state_root();
+	const char *root = ar_state_root();
 	struct stat st;
 
 	if (geteuid() == 0) {

@@ -1,8 +1,8 @@
-/* The state of live sandboxes under AR_NET_STATE_ROOT/NAME/ (docs/network.md):
+/* The state of live sandboxes under AR_STATE_ROOT/NAME/ (docs/network.md):
  * `state`, key=value lines written atomically (pids with their start times, so a
  * reused PID is never taken for the owner, addresses, audit path, policy, cgroups).
  * gc removes what is left of sandboxes whose agentrun is gone, and only those: other
- * sandboxes run beside it. Finished audits stay in AR_NET_STATE_ROOT/audit/. */
+ * sandboxes run beside it. Finished audits stay in AR_STATE_ROOT/audit/. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -22,53 +22,16 @@
 #include "agentrun/util.h"
 #include "net-internal.h"
 
-/* The start time, and the state letter (a zombie has died: Z, X). */
-static uint64_t proc_stat(pid_t pid, char *state)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	ar_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd == -1)
-		return 0;
-	ssize_t n = TEMP_FAILURE_RETRY(read(fd, buf, sizeof(buf) - 1));
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* the command name may hold spaces and parentheses: count from the last ')' */
-	char *p = strrchr(buf, ')');
-	unsigned long long start = 0;
-	if (p == NULL ||
-	    sscanf(p + 2,
-		   "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-		   "%*d %*d %llu",
-		   state, &start) != 2)
-		return 0;
-	return start;
-}
-
-uint64_t ar_net_proc_start(pid_t pid)
-{
-	char state;
-	return proc_stat(pid, &state);
-}
-
-bool ar_net_proc_alive(pid_t pid, uint64_t start)
-{
-	char state = 'Z';
-	return pid > 0 && start != 0 && proc_stat(pid, &state) == start && state != 'Z' &&
-	       state != 'X';
-}
-
 const char *ar_net_state_dir(const char *name)
 {
 	static char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/%s", AR_NET_STATE_ROOT, name);
+	snprintf(path, sizeof(path), "%s/%s", AR_STATE_ROOT, name);
 	return path;
 }
 
 char *ar_net_audit_path(const char *name)
 {
-	return ar_xasprintf("%s/audit/%s.jsonl", AR_NET_STATE_ROOT, name);
+	return ar_xasprintf("%s/audit/%s.jsonl", AR_STATE_ROOT, name);
 }
 
 static void format_state(const struct ar_net_state *s, struct ar_buf *b);
@@ -185,7 +148,7 @@ int ar_net_state_read(const char *name, struct ar_net_state *s, ar_error_t *err)
 
 	memset(s, 0, sizeof(*s));
 	s->net_index = -1;
-	if (!ar_net_state_root_trusted())
+	if (!ar_state_root_trusted())
 		return ar_error_make(err, ENOENT, "`%s`", file);
 	if (ar_read_file(file, 1 << 16, &text, NULL, err) == -1)
 		return -1;
@@ -212,7 +175,7 @@ void ar_net_state_remove(const char *name)
 
 int ar_net_state_foreach(int (*fn)(const struct ar_net_state *s, void *data), void *data)
 {
-	DIR *d = ar_net_state_root_trusted() ? opendir(AR_NET_STATE_ROOT) : NULL;
+	DIR *d = ar_state_root_trusted() ? opendir(AR_STATE_ROOT) : NULL;
 	struct dirent *e;
 	int r = 0;
 
@@ -233,14 +196,14 @@ int ar_net_state_foreach(int (*fn)(const struct ar_net_state *s, void *data), vo
 
 static void kill_if(pid_t pid, uint64_t start)
 {
-	if (ar_net_proc_alive(pid, start))
+	if (ar_state_proc_alive(pid, start))
 		kill(pid, SIGKILL);
 }
 
 static int gc_one(const struct ar_net_state *s, void *data)
 {
 	int *n = data;
-	if (ar_net_proc_alive(s->owner, s->owner_start))
+	if (ar_state_proc_alive(s->owner, s->owner_start))
 		return 0;
 	/* PDEATHSIG killed them already; a start time that matches says it is still them */
 	kill_if(s->proxy_pid, s->proxy_start);
@@ -259,8 +222,8 @@ static int gc_one(const struct ar_net_state *s, void *data)
 
 static bool has_dead_entry(void)
 {
-	ar_autofree char *dir = ar_xasprintf("%s/net", AR_NET_STATE_ROOT);
-	DIR *d = ar_net_state_root_trusted() ? opendir(dir) : NULL;
+	ar_autofree char *dir = ar_xasprintf("%s/net", AR_STATE_ROOT);
+	DIR *d = ar_state_root_trusted() ? opendir(dir) : NULL;
 	struct dirent *e;
 	bool dead = false;
 	while (d && !dead && (e = readdir(d)) != NULL)
@@ -306,10 +269,10 @@ static bool is_file(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* The newest AR_NET_STATE_ROOT/audit/NAME-*.jsonl, NULL when there is none. */
+/* The newest AR_STATE_ROOT/audit/NAME-*.jsonl, NULL when there is none. */
 static char *newest_audit(const char *name, size_t *count)
 {
-	ar_autofree char *dir = ar_xasprintf("%s/audit", AR_NET_STATE_ROOT);
+	ar_autofree char *dir = ar_xasprintf("%s/audit", AR_STATE_ROOT);
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	char *best = NULL;
@@ -317,7 +280,7 @@ static char *newest_audit(const char *name, size_t *count)
 	size_t len = strlen(name);
 
 	*count = 0;
-	if (d != NULL && !ar_net_state_root_trusted()) {
+	if (d != NULL && !ar_state_root_trusted()) {
 		closedir(d);
 		d = NULL;
 	}
@@ -362,7 +325,7 @@ char *ar_net_audit_resolve(const char *arg, char **note, ar_error_t *err)
 		ar_error_make(
 		    err, ENOENT,
 		    "`%s`: no such file, and no sandbox of that name has an audit in %s/audit", arg,
-		    AR_NET_STATE_ROOT);
+		    AR_STATE_ROOT);
 		return NULL;
 	}
 	if (n > 1)
@@ -390,7 +353,7 @@ static int newest_live(const struct ar_net_state *s, void *data)
 {
 	struct newest_ctx *c = data;
 	if (!ar_net_state_of_policy(s->name, c->policy) ||
-	    !ar_net_proc_alive(s->owner, s->owner_start) || s->pid <= 0)
+	    !ar_state_proc_alive(s->owner, s->owner_start) || s->pid <= 0)
 		return 0;
 	if (c->n++ == 0 || s->started >= c->out->started)
 		*c->out = *s;
@@ -415,7 +378,7 @@ static int find_netns(const struct ar_net_state *s, void *data)
 	struct find_ctx *c = data;
 	char path[64], link[64];
 	ssize_t n;
-	if (!ar_net_proc_alive(s->owner, s->owner_start) || s->pid <= 0)
+	if (!ar_state_proc_alive(s->owner, s->owner_start) || s->pid <= 0)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)s->pid);
 	n = readlink(path, link, sizeof(link) - 1);

@@ -152,6 +152,21 @@ static int need_paths(const struct ar_policy *p, ar_error_t *err)
 	return 0;
 }
 
+/* The ids the command runs as: the policy's `user`, the caller's own (in a user
+ * namespace) or a dynamic uid leased for as long as the init lives (src/state/uids.c). */
+static int lease_ids(struct sandbox *sb, ar_error_t *err)
+{
+	struct ar_uid_request rq = {.p = sb->p,
+				    .userns = sb->userns,
+				    .outer_uid = sb->outer_uid,
+				    .outer_gid = sb->outer_gid};
+	if (ar_state_uid_lease(&rq, &sb->lease, err) == -1)
+		return -1;
+	sb->uid = sb->lease.uid;
+	sb->gid = sb->lease.gid;
+	return 0;
+}
+
 int sandbox_preflight(struct sandbox *sb, ar_error_t *err)
 {
 	if (sandbox_check_stdio(err) == -1)
@@ -160,7 +175,7 @@ int sandbox_preflight(struct sandbox *sb, ar_error_t *err)
 		return -1;
 	if (need_kernel(sb, err) == -1)
 		return -1;
-	if (sandbox_uid_alloc(sb, err) == -1)
+	if (lease_ids(sb, err) == -1)
 		return -1;
 	return sandbox_pty_prepare(sb, err);
 }

@@ -67,7 +67,7 @@ static void release_sandbox(struct sandbox *sb)
 	ar_strv_free(sb->env);
 	sb->env = NULL;
 	sandbox_pty_stop(sb);
-	sandbox_uid_release(sb);
+	ar_state_uid_release(&sb->lease);
 }
 
 /* Everything that can be decided without touching the system: the seccomp filter
@@ -420,6 +420,25 @@ static int read_report(struct sandbox *sb, int *status, ar_error_t *err)
 	return ar_error_make(err, 0, "%s", r.msg);
 }
 
+/* The sandbox's line in its lease, for `agentrun ps` (after the clone: it names the
+ * init's pid). */
+static void record(const struct sandbox *sb)
+{
+	const struct ar_net_state *s = &sb->net.state;
+	struct ar_sandbox_record r = {.owner = s->owner,
+				      .owner_start = s->owner_start,
+				      .pid = sb->pid,
+				      .started = s->started};
+	const char *policy = sb->o->policy_path ? sb->o->policy_path : "";
+
+	snprintf(r.network, sizeof(r.network), "%s", s->network);
+	snprintf(r.name, sizeof(r.name), "%s", s->name);
+	/* not a path (too long): check --name then asks for --policy */
+	snprintf(r.policy, sizeof(r.policy), "%s",
+		 strlen(policy) < sizeof(r.policy) ? policy : "?");
+	ar_state_record_write(&sb->lease, &r);
+}
+
 static void teardown(struct sandbox *sb)
 {
 	ar_auto_error ar_error_t err = NULL;
@@ -446,7 +465,7 @@ int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char 
 	    .outer_gid = getegid(),
 	    .release = {-1, -1},
 	    .report = {-1, -1},
-	    .uid_lease = -1,
+	    .lease = {.fd = -1},
 	    .hosts_fd = -1,
 	};
 	int wstatus = 0;
@@ -466,8 +485,8 @@ int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char 
 		goto fail;
 	if (spawn(&sb, err) == -1)
 		goto fail;
-	sandbox_uid_record(&sb);
-	sandbox_uid_release(&sb); /* the init holds the dynamic uid's lease now */
+	record(&sb);
+	ar_state_uid_release(&sb.lease); /* the init holds the dynamic uid's lease now */
 	if (sandbox_pty_start(&sb, err) == -1)
 		goto fail;
 	if (sandbox_write_id_maps(&sb, err) == -1) {

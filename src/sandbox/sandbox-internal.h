@@ -15,6 +15,7 @@
 #include "agentrun/policy.h"
 #include "agentrun/sandbox.h"
 #include "agentrun/seccomp.h"
+#include "agentrun/state.h"
 
 struct sandbox {
 	const struct ar_policy *p;
@@ -35,11 +36,11 @@ struct sandbox {
 	char cgroup_name[96];
 
 	/* the ids the command and its init run as: the policy's `user`, or a dynamic
-	 * pair from uidalloc.c */
+	 * pair leased for as long as the init lives (agentrun/state.h) */
 	uid_t uid;
 	gid_t gid;
-	int uid_lease;		 /* the locked lease of a dynamic uid, else -1 */
-	struct sandbox_pty *pty; /* the command's own terminal (pty.c), NULL: none */
+	struct ar_uid_lease lease; /* lease.fd: the locked lease, else -1 */
+	struct sandbox_pty *pty;   /* the command's own terminal (pty.c), NULL: none */
 
 	bool userns; /* not root: the sandbox gets its own user namespace */
 	uid_t outer_uid;
@@ -76,15 +77,6 @@ struct child_report {
 
 /* preflight.c: kernel features and policy paths, before anything is created. */
 int sandbox_preflight(struct sandbox *sb, ar_error_t *err);
-
-/* uidalloc.c: the sandbox's uid/gid: the policy's `user`, or a dynamic pair leased
- * under /run/agentrun/.uids for as long as the sandbox's init lives. release closes
- * agentrun's own copy of the lease (after the clone, or on a failure; idempotent). */
-int sandbox_uid_alloc(struct sandbox *sb, ar_error_t *err);
-void sandbox_uid_release(struct sandbox *sb);
-/* The sandbox's line in its lease, for `agentrun ps` (after the clone: it names the
- * init's pid). */
-void sandbox_uid_record(const struct sandbox *sb);
 
 /* pty.c: when stdin is the caller's terminal (and not --no-tty), the command gets a
  * pty of its own: prepare (before clone), attach (the command, after setsid), start

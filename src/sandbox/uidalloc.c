@@ -11,7 +11,7 @@
  * A lease is a file /run/agentrun/.uids/UID holding an flock(2) for the sandbox's
  * lifetime: the sandbox's init inherits the locked descriptor at the clone and never
  * execs, so the lock lasts exactly as long as the sandbox; agentrun closes its own copy
- * right after the clone (sandbox_uid_release). A candidate is free when it is no host
+ * right after the clone (ar_state_uid_release). A candidate is free when it is no host
  * account, not one of systemd's dynamic users, and its lease can be locked; a lease
  * left by a killed sandbox is simply locked again (reclaimed). The walk starts at the
  * bottom of the range, so the same few files serve every run (creating a file on /run,
@@ -43,10 +43,10 @@
 #include <unistd.h>
 
 #include "agentrun/log.h"
+#include "agentrun/state.h"
 #include "agentrun/util.h"
-#include "sandbox-internal.h"
 
-#define UIDS_SUB ".uids" /* under AR_NET_STATE_ROOT: root's, or the user's own */
+#define UIDS_SUB ".uids" /* under AR_STATE_ROOT: root's, or the user's own */
 
 #define RANGE_N	     (AR_DYNAMIC_UID_MAX - AR_DYNAMIC_UID_MIN + 1)
 #define SLOTS_N	     4096 /* record slots of runs with an explicit `user` */
@@ -147,8 +147,7 @@ static int try_lease(int dirfd, const char *name, ar_error_t *err)
 	for (int tries = 0; tries < 4; tries++) {
 		int fd = openat(dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd == -1)
-			return ar_error_make(err, errno, "%s/" UIDS_SUB "/%s", AR_NET_STATE_ROOT,
-					     name),
+			return ar_error_make(err, errno, "%s/" UIDS_SUB "/%s", AR_STATE_ROOT, name),
 			       -2;
 		if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
 			close(fd);
@@ -163,8 +162,8 @@ static int try_lease(int dirfd, const char *name, ar_error_t *err)
 
 static int open_dir(ar_error_t *err)
 {
-	ar_autofree char *dir = ar_xasprintf("%s/" UIDS_SUB, AR_NET_STATE_ROOT);
-	if (ar_net_state_root_make(err) == -1)
+	ar_autofree char *dir = ar_xasprintf("%s/" UIDS_SUB, AR_STATE_ROOT);
+	if (ar_state_root_make(err) == -1)
 		return -1;
 	if (mkdir(dir, 0700) == -1 && errno != EEXIST)
 		return ar_error_make(err, errno, "dynamic uid: mkdir %s", dir);
@@ -175,7 +174,7 @@ static int open_dir(ar_error_t *err)
 }
 
 /* A record slot for a run with an explicit `user` (it needs no uid of its own). */
-static int alloc_slot(struct sandbox *sb, int dirfd, ar_error_t *err)
+static int alloc_slot(struct ar_uid_lease *l, int dirfd, ar_error_t *err)
 {
 	for (unsigned i = 0; i < SLOTS_N; i++) {
 		char name[16];
@@ -184,14 +183,15 @@ static int alloc_slot(struct sandbox *sb, int dirfd, ar_error_t *err)
 		if (fd == -2)
 			return -1;
 		if (fd >= 0) {
-			sb->uid_lease = fd;
+			l->fd = fd;
 			return 0;
 		}
 	}
 	return 0; /* no record: ps will not list this run, nothing else depends on it */
 }
 
-static int alloc_uid(struct sandbox *sb, int dirfd, ar_error_t *err)
+static int alloc_uid(const struct ar_uid_request *rq, struct ar_uid_lease *l, int dirfd,
+		     ar_error_t *err)
 {
 	struct taken taken;
 
@@ -206,18 +206,18 @@ static int alloc_uid(struct sandbox *sb, int dirfd, ar_error_t *err)
 		if (fd == -2)
 			return -1;
 		if (fd >= 0) {
-			sb->uid = id;
-			sb->gid = (gid_t)id;
-			sb->uid_lease = fd;
+			l->uid = id;
+			l->gid = (gid_t)id;
+			l->fd = fd;
 			return 0;
 		}
 	}
-	/* a proxy's lease (src/net/uid.c) comes without run options: no `user` to give */
+	/* a proxy's lease comes without a policy: no `user` to give */
 	return ar_error_make(err, 0,
 			     "dynamic uid: all of %u-%u are host accounts or leased to running "
 			     "sandboxes and their proxies (%s/" UIDS_SUB "); %s",
-			     AR_DYNAMIC_UID_MIN, AR_DYNAMIC_UID_MAX, AR_NET_STATE_ROOT,
-			     sb->o != NULL ? "give the policy a `user`"
+			     AR_DYNAMIC_UID_MIN, AR_DYNAMIC_UID_MAX, AR_STATE_ROOT,
+			     rq->p != NULL ? "give the policy a `user`"
 					   : "a proxy needs one of its own: stop some sandboxes");
 }
 
@@ -226,65 +226,66 @@ static int alloc_uid(struct sandbox *sb, int dirfd, ar_error_t *err)
  * mount is the caller's), or as the policy's `user` mapped to the caller. No quota to
  * split (it is the caller's anyway), so no dynamic uid: a record slot only, under the
  * caller's own state directory. */
-static int alloc_userns(struct sandbox *sb, ar_error_t *err)
+static int alloc_userns(const struct ar_uid_request *rq, struct ar_uid_lease *l, ar_error_t *err)
 {
-	sb->uid = sb->p->user_set ? sb->p->uid : sb->outer_uid;
-	sb->gid = sb->p->user_set ? sb->p->gid : sb->outer_gid;
+	bool user_set = rq->p != NULL && rq->p->user_set;
+	l->uid = user_set ? rq->p->uid : rq->outer_uid;
+	l->gid = user_set ? rq->p->gid : rq->outer_gid;
 	ar_autoclose int dirfd = open_dir(err);
 	if (dirfd == -1)
 		return -1;
-	return alloc_slot(sb, dirfd, err);
+	return alloc_slot(l, dirfd, err);
 }
 
-int sandbox_uid_alloc(struct sandbox *sb, ar_error_t *err)
+int ar_state_uid_lease(const struct ar_uid_request *rq, struct ar_uid_lease *out, ar_error_t *err)
 {
-	sb->uid = sb->p->uid;
-	sb->gid = sb->p->gid;
-	sb->uid_lease = -1;
-	if (sb->userns)
-		return alloc_userns(sb, err);
-	if (sb->p->user_set) {
-		ar_autofree char *warning = ar_policy_user_warning(sb->p);
+	bool user_set = rq->p != NULL && rq->p->user_set;
+	out->uid = user_set ? rq->p->uid : 0;
+	out->gid = user_set ? rq->p->gid : 0;
+	out->fd = -1;
+	if (rq->userns)
+		return alloc_userns(rq, out, err);
+	if (user_set) {
+		ar_autofree char *warning = ar_policy_user_warning(rq->p);
 		if (warning != NULL)
 			ar_warn("%s", warning);
 	}
 	ar_autoclose int dirfd = open_dir(err);
 	if (dirfd == -1)
 		return -1;
-	return sb->p->user_set ? alloc_slot(sb, dirfd, err) : alloc_uid(sb, dirfd, err);
+	return user_set ? alloc_slot(out, dirfd, err) : alloc_uid(rq, out, dirfd, err);
 }
 
 /* After the clone, while agentrun still holds its copy of the lease: one line, the
  * same size every time, written in place. */
-void sandbox_uid_record(const struct sandbox *sb)
+void ar_state_record_write(const struct ar_uid_lease *l, const struct ar_sandbox_record *r)
 {
 	char rec[RECORD_SIZE];
-	const struct ar_net_state *s = &sb->net.state;
-	const char *policy = sb->o != NULL && sb->o->policy_path ? sb->o->policy_path : "";
+	const char *policy = r->policy;
 
-	if (sb->uid_lease < 0)
+	if (l->fd < 0)
 		return;
-	if (strlen(policy) >= sizeof(((struct ar_sandbox_record *)0)->policy) ||
-	    strchr(policy, '\n') != NULL)
+	if (strchr(policy, '\n') != NULL)
 		policy = "?"; /* not a path: check --name then asks for --policy */
 	int n = snprintf(rec, sizeof(rec), "%s %d %" PRIu64 " %d %" PRId64 " %s %s %s\n",
-			 RECORD_MAGIC, (int)s->owner, s->owner_start, (int)sb->pid, s->started,
-			 s->network, s->name, policy);
+			 RECORD_MAGIC, (int)r->owner, r->owner_start, (int)r->pid, r->started,
+			 r->network, r->name, policy);
 	if (n < 0 || (size_t)n >= sizeof(rec))
 		return;
 	memset(rec + n, ' ', sizeof(rec) - (size_t)n); /* the rest of an older, longer line */
-	if (pwrite(sb->uid_lease, rec, sizeof(rec), 0) != (ssize_t)sizeof(rec)) {
+	if (pwrite(l->fd, rec, sizeof(rec), 0) != (ssize_t)sizeof(rec)) {
 		/* ps will not list this run; nothing else reads the record */
 	}
 }
 
-/* Once init holds the lease (after the clone), or on a failure before it. */
-void sandbox_uid_release(struct sandbox *sb)
+/* Once the process that holds the lease has it (after the clone), or on a failure
+ * before it. */
+void ar_state_uid_release(struct ar_uid_lease *l)
 {
-	if (sb->uid_lease < 0)
+	if (l->fd < 0)
 		return;
-	close(sb->uid_lease);
-	sb->uid_lease = -1;
+	close(l->fd);
+	l->fd = -1;
 }
 
 static bool parse_record(const char *buf, struct ar_sandbox_record *r)
@@ -307,10 +308,10 @@ static bool parse_record(const char *buf, struct ar_sandbox_record *r)
 	return owner > 0 && pid > 0;
 }
 
-int ar_sandbox_record_foreach(int (*fn)(const struct ar_sandbox_record *r, void *data), void *data)
+int ar_state_record_foreach(int (*fn)(const struct ar_sandbox_record *r, void *data), void *data)
 {
-	ar_autofree char *dir = ar_xasprintf("%s/" UIDS_SUB, AR_NET_STATE_ROOT);
-	DIR *d = ar_net_state_root_trusted() ? opendir(dir) : NULL;
+	ar_autofree char *dir = ar_xasprintf("%s/" UIDS_SUB, AR_STATE_ROOT);
+	DIR *d = ar_state_root_trusted() ? opendir(dir) : NULL;
 	if (d == NULL)
 		return 0;
 	int ret = 0;
@@ -328,7 +329,7 @@ int ar_sandbox_record_foreach(int (*fn)(const struct ar_sandbox_record *r, void 
 		if (n <= 0)
 			continue;
 		buf[n] = '\0';
-		if (parse_record(buf, &r) && ar_net_proc_alive(r.owner, r.owner_start))
+		if (parse_record(buf, &r) && ar_state_proc_alive(r.owner, r.owner_start))
 			ret = fn(&r, data);
 	}
 	closedir(d);
