@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "agentrun/propose.h"
-#include "jsonspan.h"
+#include "agentrun/jsonspan.h"
 
 #define INLINE_MAX 100 /* a value that fits this line width stays on one line */
 

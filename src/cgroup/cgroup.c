@@ -16,7 +16,7 @@
 #include "agentrun/cgroup.h"
 #include "agentrun/log.h"
 #include "agentrun/util.h"
-#include "cgroup_internal.h"
+#include "internal.h"
 
 const char *const cg_ctrl_names[CG_NCTRL] = {
     [CG_MEMORY] = "memory",

@@ -13,7 +13,7 @@
 
 #include "agentrun/cgroup.h"
 #include "agentrun/util.h"
-#include "cgroup_internal.h"
+#include "internal.h"
 
 _Static_assert(AR_CGROUP_MEMORY == 1u << CG_MEMORY && AR_CGROUP_PIDS == 1u << CG_PIDS &&
 		   AR_CGROUP_CPU == 1u << CG_CPU,

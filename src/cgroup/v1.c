@@ -14,7 +14,7 @@
 #include "agentrun/cgroup.h"
 #include "agentrun/log.h"
 #include "agentrun/util.h"
-#include "cgroup_internal.h"
+#include "internal.h"
 
 static int write_memory(const char *dir, int64_t bytes, ar_error_t *err)
 {

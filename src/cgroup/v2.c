@@ -16,7 +16,7 @@
 #include "agentrun/cgroup.h"
 #include "agentrun/log.h"
 #include "agentrun/util.h"
-#include "cgroup_internal.h"
+#include "internal.h"
 
 #define NO_CGROUPS_HINT "use --no-cgroups to run without limits"
 

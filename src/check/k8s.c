@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "agentrun/k8s.h"
-#include "k8s_check.h"
+#include "internal.h"
 
 /* Where a workload keeps its pod spec. */
 static const struct {

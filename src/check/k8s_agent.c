@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8s_check.h"
+#include "internal.h"
 
 #define NO_VALUE "(valueFrom)"
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8s_check.h"
+#include "internal.h"
 
 struct cctx {
 	struct kctx *k;

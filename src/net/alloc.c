@@ -16,7 +16,7 @@
 
 #include "agentrun/net.h"
 #include "agentrun/util.h"
-#include "net-internal.h"
+#include "internal.h"
 
 /* access() first: on a disk-backed /run a mkdir that finds the name still takes the
  * directory's lock and, under load, milliseconds. */

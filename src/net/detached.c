@@ -21,7 +21,7 @@
 #include "agentrun/cgroup.h"
 #include "agentrun/net.h"
 #include "agentrun/util.h"
-#include "net-internal.h"
+#include "internal.h"
 
 #define CGROUP_ROOT "/sys/fs/cgroup"
 

@@ -21,7 +21,7 @@
 #include "agentrun/rules.h"
 #include "agentrun/net.h"
 #include "agentrun/util.h"
-#include "net-internal.h"
+#include "internal.h"
 
 static void close_fd(int *fd)
 {

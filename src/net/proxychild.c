@@ -49,7 +49,7 @@
 #include "agentrun/rules.h"
 #include "agentrun/seccomp.h"
 #include "agentrun/util.h"
-#include "net-internal.h"
+#include "internal.h"
 
 #define PROXY_ROOT  "/tmp" /* the tmpfs root is built over it, in the child's mount ns */
 #define MAX_PRIVATE 32

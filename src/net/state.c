@@ -20,7 +20,7 @@
 #include "agentrun/cgroup.h"
 #include "agentrun/net.h"
 #include "agentrun/util.h"
-#include "net-internal.h"
+#include "internal.h"
 
 const char *ar_net_state_dir(const char *name)
 {

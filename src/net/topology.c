@@ -35,7 +35,7 @@
 #include "agentrun/proxy.h"
 #include "agentrun/rules.h"
 #include "agentrun/util.h"
-#include "net-internal.h"
+#include "internal.h"
 
 static void free_nl(struct nl_sock **sk)
 {

@@ -10,7 +10,7 @@
 #include "agentrun/policy.h"
 #include "agentrun/rules.h"
 #include "agentrun/util.h"
-#include "policy-private.h"
+#include "internal.h"
 
 /* "ORIGIN: KEY: message": the origin is the file, or the flag that set the key. */
 static int oerr(ar_error_t *err, const char *origin, const char *key, const char *fmt, ...)

@@ -13,7 +13,7 @@
 #include "agentrun/policy.h"
 #include "agentrun/rules.h"
 #include "agentrun/util.h"
-#include "policy-private.h"
+#include "internal.h"
 
 /* Ranges a pool may not overlap, and why (the default network range is
  * AR_NET_DEFAULT_RANGE of net.h; run checks the one in force again). */

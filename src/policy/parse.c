@@ -14,7 +14,7 @@
 #include "agentrun/policy.h"
 #include "agentrun/rules.h"
 #include "agentrun/util.h"
-#include "policy-private.h"
+#include "internal.h"
 
 static void cleanup_cjsonp(cJSON **p)
 {

@@ -10,7 +10,7 @@
 #include "agentrun/policy.h"
 #include "agentrun/rules.h"
 #include "agentrun/util.h"
-#include "policy-private.h"
+#include "internal.h"
 
 /* The policy `run` uses without --policy (DESIGN §2). It goes through the same
  * parser as a file, so it is validated the same way. */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "agentrun/util.h"
-#include "policy-private.h"
+#include "internal.h"
 
 bool policy_name_valid(const char *name)
 {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8s_internal.h"
+#include "internal.h"
 
 #define JOB_TTL_SECONDS	  3600
 #define TOKEN_SECONDS	  3600

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8s_internal.h"
+#include "internal.h"
 
 #define AUDIT_TAIL_IMAGE "busybox:1.36"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../audit/jsonspan.h"
+#include "agentrun/jsonspan.h"
 #include "agentrun/check.h"
 #include "agentrun/review.h"
 #include "internal.h"

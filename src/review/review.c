@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../audit/jsonspan.h"
+#include "agentrun/jsonspan.h"
 #include "agentrun/review.h"
 #include "agentrun/rules.h"
 #include "internal.h"

@@ -13,7 +13,7 @@
 
 #include "agentrun/cli.h"
 #include "agentrun/util.h"
-#include "sandbox-internal.h"
+#include "internal.h"
 
 static void cleanup_capp(cap_t *c)
 {

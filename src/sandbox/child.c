@@ -17,7 +17,7 @@
 
 #include "agentrun/cli.h"
 #include "agentrun/util.h"
-#include "sandbox-internal.h"
+#include "internal.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)

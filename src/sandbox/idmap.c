@@ -28,7 +28,7 @@
 
 #include "agentrun/log.h"
 #include "agentrun/util.h"
-#include "sandbox-internal.h"
+#include "internal.h"
 
 /* "/proc/PID/FILE" := "A B 1" (a one-id map). */
 static bool write_map(pid_t pid, const char *file, unsigned a, unsigned b)

@@ -21,7 +21,7 @@
 
 #include "agentrun/util.h"
 
-#include "sandbox-internal.h"
+#include "internal.h"
 
 const int sandbox_forwarded[SANDBOX_N_FORWARDED] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
 						    SIGUSR1, SIGUSR2, SIGWINCH};

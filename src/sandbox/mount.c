@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "agentrun/util.h"
-#include "sandbox-internal.h"
+#include "internal.h"
 
 #define FDPATH_MAX 32
 #define fdpath(fd) fdpath_buf((char[FDPATH_MAX]){0}, (fd))

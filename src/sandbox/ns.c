@@ -15,7 +15,7 @@
 
 #include "agentrun/cli.h"
 #include "agentrun/util.h"
-#include "sandbox-internal.h"
+#include "internal.h"
 
 /* A new child waits on its parent's CPU for as long as the parent keeps it busy (on
  * these 2-CPU hosts about a millisecond of agentrun's setup after the clone, with the

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "agentrun/util.h"
-#include "sandbox-internal.h"
+#include "internal.h"
 
 static const struct {
 	const char *ns;

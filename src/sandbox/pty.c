@@ -38,7 +38,7 @@
 #include <unistd.h>
 
 #include "agentrun/util.h"
-#include "sandbox-internal.h"
+#include "internal.h"
 
 struct sandbox_pty {
 	int sock[2]; /* [0] the command's end, [1] agentrun's */

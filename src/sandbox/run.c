@@ -27,7 +27,7 @@
 #include "agentrun/cli.h"
 #include "agentrun/log.h"
 #include "agentrun/util.h"
-#include "sandbox-internal.h"
+#include "internal.h"
 
 static void close_fd(int *fd)
 {

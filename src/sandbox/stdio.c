@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "agentrun/util.h"
-#include "sandbox-internal.h"
+#include "internal.h"
 
 /* Filesystems whose "regular files" are handles on kernel objects, not data: an
  * eventfd or a pidfd (anon inodes, pidfs), or a namespace (nsfs) to setns into. */

@@ -11,7 +11,7 @@
 #include <seccomp.h>
 
 #include "agentrun/util.h"
-#include "seccomp_internal.h"
+#include "internal.h"
 
 /* docker matches `arches` against Go's GOARCH; accept the kernel's name too. */
 static const char *const host_arches[] = {"amd64", "x86_64"};

@@ -24,7 +24,7 @@
 #include "agentrun/log.h"
 #include "agentrun/seccomp.h"
 #include "agentrun/util.h"
-#include "seccomp_internal.h"
+#include "internal.h"
 
 struct ar_seccomp {
 	struct ar_seccomp_profile profile;

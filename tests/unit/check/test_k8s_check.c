@@ -15,7 +15,7 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "../../../src/check/k8s_check.h"
+#include "../../../src/check/internal.h"
 #include "agentrun/k8s.h"
 #include "agentrun/policy.h"
 #include "agentrun/util.h"

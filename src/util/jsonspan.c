@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonspan.h"
+#include "agentrun/jsonspan.h"
 
 size_t json_skip_ws(const char *s, size_t len, size_t i)
 {
