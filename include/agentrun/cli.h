@@ -3,13 +3,6 @@
 #ifndef AGENTRUN_CLI_H
 #define AGENTRUN_CLI_H
 
-#define AR_EXIT_OK	 0
-#define AR_EXIT_USAGE	 2   /* bad input or usage, every subcommand but run */
-#define AR_EXIT_DRIFT	 1   /* check: drift found */
-#define AR_EXIT_RUN_FAIL 125 /* run: agentrun itself failed */
-#define AR_EXIT_NOEXEC	 126 /* run: command not executable */
-#define AR_EXIT_NOENT	 127 /* run: command not found */
-
 #include "agentrun/error.h"
 #include "agentrun/opts.h"
 

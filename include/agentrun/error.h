@@ -6,6 +6,15 @@
 #ifndef AGENTRUN_ERROR_H
 #define AGENTRUN_ERROR_H
 
+/* The exit statuses an error ends in (DESIGN §2), part of the same contract: the code
+ * that fails knows which one applies (the sandbox's child tells run 126 from 127). */
+#define AR_EXIT_OK	 0
+#define AR_EXIT_USAGE	 2   /* bad input or usage, every subcommand but run */
+#define AR_EXIT_DRIFT	 1   /* check: drift found */
+#define AR_EXIT_RUN_FAIL 125 /* run: agentrun itself failed */
+#define AR_EXIT_NOEXEC	 126 /* run: command not executable */
+#define AR_EXIT_NOENT	 127 /* run: command not found */
+
 struct ar_error_s {
 	int status; /* errno value, 0 when the error is not a system error */
 	char *msg;

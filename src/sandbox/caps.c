@@ -11,7 +11,6 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "agentrun/cli.h"
 #include "agentrun/util.h"
 #include "internal.h"
 

@@ -13,7 +13,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "agentrun/cli.h"
 #include "agentrun/util.h"
 #include "internal.h"
 

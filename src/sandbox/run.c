@@ -24,7 +24,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agentrun/cli.h"
 #include "agentrun/log.h"
 #include "agentrun/util.h"
 #include "internal.h"
