@@ -309,4 +309,23 @@ struct ar_check_bundle_opts {
 int ar_check_bundle(const struct ar_spec *sp, const char *json, size_t len,
 		    const struct ar_check_bundle_opts *o, struct ar_findings *out, ar_error_t *err);
 
+/* ---- Kubernetes (src/check/k8s*.c, docs/k8s.md) ---- */
+
+/* Read a manifest: JSON (an object, a v1/List or an array) or a YAML stream of the
+ * subset docs/k8s.md describes. Returns a cJSON array of objects (caller frees with
+ * cJSON_Delete), or NULL with *err naming origin and line. Pure. */
+struct cJSON;
+struct cJSON *ar_k8s_read_manifest(const char *text, size_t len, const char *origin,
+				   ar_error_t *err);
+
+enum ar_k8s_subject {
+	AR_K8S_POD,	 /* `kubectl get pod -o json`: no NetworkPolicy can be seen */
+	AR_K8S_MANIFEST, /* objects before they are applied, NetworkPolicies included */
+};
+
+/* Compare (pure): one finding per broken expectation, in table order. *subject gets the
+ * checked object as "Kind/name". Fails when the input has no pod spec to check. */
+int ar_check_k8s(const struct ar_policy *p, const struct cJSON *objects, enum ar_k8s_subject kind,
+		 struct ar_findings *out, char **subject, ar_error_t *err);
+
 #endif

@@ -4,8 +4,8 @@
  * Rendering builds the objects once as a small tree (maps, lists, scalars, each entry
  * with an optional comment naming the policy field it comes from) and prints that tree
  * as a multi-document YAML stream or as one JSON `v1/List`, so both cannot disagree.
- * Checking reads JSON or the YAML subset below into cJSON and compares the agent's pod
- * spec with the policy, the same findings as the docker and /proc checks. */
+ * Checking (agentrun/check.h: ar_check_k8s) reads JSON or the YAML subset docs/k8s.md
+ * describes and compares the agent's pod spec with the policy. */
 #ifndef AGENTRUN_K8S_H
 #define AGENTRUN_K8S_H
 
@@ -13,7 +13,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agentrun/check.h"
 #include "agentrun/error.h"
 #include "agentrun/policy.h"
 #include "agentrun/render.h"
@@ -42,23 +41,5 @@ int ar_render_k8s_format_parse(const char *s, enum ar_render_format *out);
  * known or the namespace/runtime class is not a DNS label. */
 int ar_render_k8s(const struct ar_policy *p, const struct ar_render_options *o,
 		  const struct ar_k8s_options *k, struct ar_buf *out, ar_error_t *err);
-
-/* ---- check ---- */
-
-/* Read a manifest: JSON (an object, a v1/List or an array) or a YAML stream of the
- * subset docs/k8s.md describes. Returns a cJSON array of objects (caller frees with
- * cJSON_Delete), or NULL with *err naming origin and line. Pure. */
-struct cJSON *ar_k8s_read_manifest(const char *text, size_t len, const char *origin,
-				   ar_error_t *err);
-
-enum ar_k8s_subject {
-	AR_K8S_POD,	 /* `kubectl get pod -o json`: no NetworkPolicy can be seen */
-	AR_K8S_MANIFEST, /* objects before they are applied, NetworkPolicies included */
-};
-
-/* Compare (pure): one finding per broken expectation, in table order. *subject gets the
- * checked object as "Kind/name". Fails when the input has no pod spec to check. */
-int ar_check_k8s(const struct ar_policy *p, const struct cJSON *objects, enum ar_k8s_subject kind,
-		 struct ar_findings *out, char **subject, ar_error_t *err);
 
 #endif

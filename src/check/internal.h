@@ -4,6 +4,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "agentrun/check.h"
 #include "agentrun/k8s.h"
 
 struct kctx {

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "agentrun/check.h"
 #include "agentrun/k8s.h"
 
 #define MAX_DEPTH 64

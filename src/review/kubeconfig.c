@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agentrun/check.h"
 #include "agentrun/k8s.h"
 #include "agentrun/review.h"
 

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "../../../src/check/internal.h"
+#include "agentrun/check.h"
 #include "agentrun/k8s.h"
 #include "agentrun/policy.h"
 #include "agentrun/util.h"
