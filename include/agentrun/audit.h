@@ -1,5 +1,6 @@
-/* Reading a proxy audit log (JSON Lines, DESIGN §5) into per-host totals for
- * `agentrun audit`. The writer lives in src/proxy/audit.c. */
+/* The proxy's audit log (JSON Lines, DESIGN §5): the record of one request (written by
+ * src/proxy/audit.c, one line each, also for the DNS stub's answers), and reading a log
+ * into per-host totals for `agentrun audit` (src/audit/). */
 #ifndef AGENTRUN_AUDIT_H
 #define AGENTRUN_AUDIT_H
 
@@ -10,6 +11,29 @@
 #include "agentrun/error.h"
 #include "agentrun/util.h"
 
+/* One finished request, as the audit line and the log line describe it. */
+struct ar_audit_rec {
+	int64_t at_ms; /* wall clock, ms since the epoch */
+	uint64_t id;
+	const char *method; /* NULL when the request line was unreadable */
+	const char *host;   /* NULL when unknown */
+	int port;	    /* 0 when unknown */
+	bool host_is_v6;
+	const char *addr; /* dialled address or NULL */
+	bool allowed;
+	int status;
+	const char *reason;
+	const char *rule; /* matching rule or NULL */
+	uint64_t bytes_out;
+	uint64_t bytes_in;
+	int64_t duration_ms;
+	/* Written only when set, after duration_ms: "learned": true (learn mode let a
+	 * destination outside the list through; rule is the one that would allow it), and
+	 * "body_bytes" (a plain HTTP request with a body: the body's bytes sent upstream). */
+	bool learned;
+	bool has_body;
+	uint64_t body_bytes;
+};
 /* Statuses the proxy itself answers for an allowed request it could not serve: the byte
  * budget (413), the origin unreachable or failing (502), over capacity (503), a timeout
  * (504). Such a request counts as "failed", not "allowed", in `agentrun audit` and in the

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agentrun/audit.h"
 #include "agentrun/error.h"
 #include "agentrun/policy.h"
 #include "agentrun/rules.h"
@@ -148,29 +149,6 @@ void ar_cleanup_proxyp(struct ar_proxy **px);
 
 /* --- pieces exposed for unit tests --- */
 
-/* Address classes refused for name rules unless --allow-private covers them. */
-enum ar_addr_class {
-	AR_ADDR_PUBLIC,
-	AR_ADDR_LOOPBACK,
-	AR_ADDR_PRIVATE,
-	AR_ADDR_LINK_LOCAL,
-	AR_ADDR_CGNAT,
-	AR_ADDR_MULTICAST,
-	AR_ADDR_THIS_NETWORK, /* 0.0.0.0/8, :: */
-	AR_ADDR_BROADCAST,
-	AR_ADDR_METADATA,      /* 169.254.169.254, fd00:ec2::254, 100.100.100.200 */
-	AR_ADDR_RESERVED,      /* 240.0.0.0/4, 192.0.0.0/24, 100::/64 */
-	AR_ADDR_DOCUMENTATION, /* 192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32 */
-	AR_ADDR_BENCHMARK,     /* 198.18.0.0/15, 2001:2::/48 */
-	AR_ADDR_ULA,	       /* fc00::/7 */
-	AR_ADDR_SITE_LOCAL,    /* fec0::/10 (deprecated) */
-};
-/* IPv6 forms that embed an IPv4 address (::/96, ::ffff:0:0/96, ::ffff:0:0:0/96,
- * 64:ff9b::/96, 64:ff9b:1::/48, 2002::/16, Teredo 2001::/32) get the class of the
- * embedded address when that one is refused. */
-enum ar_addr_class ar_proxy_addr_classify(int family, const void *addr);
-const char *ar_proxy_addr_class_name(enum ar_addr_class c);
-
 /* The server_name of a TLS ClientHello at the start of buf (proxy.sni). A buffer
  * whose first byte is not a handshake record (22) is NOT_TLS; anything else that is
  * not a complete, well-formed ClientHello of at most AR_SNI_HELLO_MAX bytes, in
@@ -189,29 +167,6 @@ int ar_proxy_client_hello_sni(const uint8_t *buf, size_t len, char *out, size_t 
 int ar_proxy_client_hello_parse(const uint8_t *buf, size_t len, char *out, size_t size,
 				const char **why);
 
-/* One finished request, as the audit line and the log line describe it. */
-struct ar_audit_rec {
-	int64_t at_ms; /* wall clock, ms since the epoch */
-	uint64_t id;
-	const char *method; /* NULL when the request line was unreadable */
-	const char *host;   /* NULL when unknown */
-	int port;	    /* 0 when unknown */
-	bool host_is_v6;
-	const char *addr; /* dialled address or NULL */
-	bool allowed;
-	int status;
-	const char *reason;
-	const char *rule; /* matching rule or NULL */
-	uint64_t bytes_out;
-	uint64_t bytes_in;
-	int64_t duration_ms;
-	/* Written only when set, after duration_ms: "learned": true (learn mode let a
-	 * destination outside the list through; rule is the one that would allow it), and
-	 * "body_bytes" (a plain HTTP request with a body: the body's bytes sent upstream). */
-	bool learned;
-	bool has_body;
-	uint64_t body_bytes;
-};
 /* The JSON Lines object with its trailing newline (DESIGN §5). */
 void ar_proxy_audit_format(const struct ar_audit_rec *r, struct ar_buf *out);
 /* `CONNECT api.github.com:443 ALLOW 200 out=590 in=6911 80ms matches rule *.github.com:443` */

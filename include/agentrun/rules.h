@@ -81,4 +81,29 @@ bool ar_cidr_contains(const struct ar_cidr *c, int family, const void *addr);
 /* Do the first `bits` bits of a and net agree? */
 bool ar_addr_prefix_match(const uint8_t *a, const uint8_t *net, int bits);
 
+/* ---- Address classes (src/rules/addr.c), pure: refused for name rules unless the
+ * policy's proxy.allow_private (--allow-private) covers them; the proxy, its DNS stub
+ * and audit --propose ask. ---- */
+enum ar_addr_class {
+	AR_ADDR_PUBLIC,
+	AR_ADDR_LOOPBACK,
+	AR_ADDR_PRIVATE,
+	AR_ADDR_LINK_LOCAL,
+	AR_ADDR_CGNAT,
+	AR_ADDR_MULTICAST,
+	AR_ADDR_THIS_NETWORK, /* 0.0.0.0/8, :: */
+	AR_ADDR_BROADCAST,
+	AR_ADDR_METADATA,      /* 169.254.169.254, fd00:ec2::254, 100.100.100.200 */
+	AR_ADDR_RESERVED,      /* 240.0.0.0/4, 192.0.0.0/24, 100::/64 */
+	AR_ADDR_DOCUMENTATION, /* 192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32 */
+	AR_ADDR_BENCHMARK,     /* 198.18.0.0/15, 2001:2::/48 */
+	AR_ADDR_ULA,	       /* fc00::/7 */
+	AR_ADDR_SITE_LOCAL,    /* fec0::/10 (deprecated) */
+};
+/* IPv6 forms that embed an IPv4 address (::/96, ::ffff:0:0/96, ::ffff:0:0:0/96,
+ * 64:ff9b::/96, 64:ff9b:1::/48, 2002::/16, Teredo 2001::/32) get the class of the
+ * embedded address when that one is refused. */
+enum ar_addr_class ar_rules_addr_classify(int family, const void *addr);
+const char *ar_rules_addr_class_name(enum ar_addr_class c);
+
 #endif

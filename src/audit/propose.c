@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "agentrun/propose.h"
-#include "agentrun/proxy.h"
 #include "agentrun/rules.h"
 
 /* One distinct host:port the run reached, with what went there. */
@@ -333,7 +332,7 @@ static struct addr *private_used(const struct ar_audit_entries *es, size_t *n)
 			continue; /* a literal rule reaches its address without allow_private */
 		a.family = strchr(e->addr, ':') ? AF_INET6 : AF_INET;
 		if (inet_pton(a.family, e->addr, a.b) != 1 ||
-		    ar_proxy_addr_classify(a.family, a.b) == AR_ADDR_PUBLIC)
+		    ar_rules_addr_classify(a.family, a.b) == AR_ADDR_PUBLIC)
 			continue;
 		inet_ntop(a.family, a.b, a.text, sizeof(a.text));
 		v = ar_xrealloc(v, (k + 1) * sizeof(*v));

@@ -9,8 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agentrun/audit.h"
 #include "agentrun/dns.h"
-#include "agentrun/proxy.h"
+#include "agentrun/rules.h"
 #include "agentrun/util.h"
 
 struct ar_dns_stub {

@@ -200,7 +200,7 @@ static enum cstate filter_cands(struct client *c)
 		    (k.family != c->s.pin.family ||
 		     memcmp(k.addr, c->s.pin.addr, k.family == AF_INET ? 4 : 16)))
 			continue;
-		enum ar_addr_class cls = ar_proxy_addr_classify(k.family, k.addr);
+		enum ar_addr_class cls = ar_rules_addr_classify(k.family, k.addr);
 		if (cls == AR_ADDR_PUBLIC || c->rule_literal ||
 		    egress_private_ok(c->egress, k.family, k.addr)) {
 			c->s.cands[kept++] = k;
@@ -222,7 +222,7 @@ static enum cstate filter_cands(struct client *c)
 	}
 	cand_text(&refused, 0, a, sizeof(a));
 	snprintf(why, sizeof(why), "%s resolves to %s, a %s address (allow it with %s)", c->host, a,
-		 ar_proxy_addr_class_name(refused_class), c->egress->private_hint);
+		 ar_rules_addr_class_name(refused_class), c->egress->private_hint);
 	return c->s.done(c, 403, why);
 }
 

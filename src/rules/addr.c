@@ -8,7 +8,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "agentrun/proxy.h"
+#include "agentrun/rules.h"
+#include "agentrun/util.h"
 
 struct range {
 	uint8_t net[16];
@@ -104,7 +105,7 @@ static enum ar_addr_class classify_embedded(const uint8_t *a)
 	return AR_ADDR_PUBLIC;
 }
 
-enum ar_addr_class ar_proxy_addr_classify(int family, const void *addr)
+enum ar_addr_class ar_rules_addr_classify(int family, const void *addr)
 {
 	const uint8_t *a = addr;
 	if (family == AF_INET)
@@ -134,7 +135,7 @@ static const char *const class_names[] = {
     [AR_ADDR_SITE_LOCAL] = "site-local",
 };
 
-const char *ar_proxy_addr_class_name(enum ar_addr_class c)
+const char *ar_rules_addr_class_name(enum ar_addr_class c)
 {
 	if ((size_t)c < AR_ARRAY_SIZE(class_names) && class_names[c])
 		return class_names[c];

@@ -17,9 +17,9 @@ static enum ar_addr_class classify(const char *text)
 {
 	uint8_t a[16];
 	if (inet_pton(AF_INET, text, a) == 1)
-		return ar_proxy_addr_classify(AF_INET, a);
+		return ar_rules_addr_classify(AF_INET, a);
 	if (inet_pton(AF_INET6, text, a) == 1)
-		return ar_proxy_addr_classify(AF_INET6, a);
+		return ar_rules_addr_classify(AF_INET6, a);
 	fail_msg("bad address %s", text);
 	return AR_ADDR_PUBLIC;
 }
@@ -107,10 +107,10 @@ static void test_classify(void **state)
 		enum ar_addr_class got = classify(cases[i].addr);
 		if (got != cases[i].cls)
 			fail_msg("%s: got %s, want %s", cases[i].addr,
-				 ar_proxy_addr_class_name(got),
-				 ar_proxy_addr_class_name(cases[i].cls));
+				 ar_rules_addr_class_name(got),
+				 ar_rules_addr_class_name(cases[i].cls));
 	}
-	assert_string_equal(ar_proxy_addr_class_name(AR_ADDR_METADATA), "metadata");
+	assert_string_equal(ar_rules_addr_class_name(AR_ADDR_METADATA), "metadata");
 }
 
 static bool contains(const char *cidr, const char *addr)
