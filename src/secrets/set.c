@@ -1,0 +1,211 @@
+/* The set of a run's secrets: placeholders made by agentrun, values read by the
+ * proxy process into a vault of their own (locked, out of core dumps, wiped at the
+ * end), and which secrets a host may receive. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agentrun/secrets.h"
+
+static int serr(ar_error_t *err, int e, const struct ar_secrets *s, const struct ar_secret *x,
+		const char *what)
+{
+	return ar_error_make(err, e, "%s: secrets.%s.from: %s %s", s->origin, x->name, x->from,
+			     what);
+}
+
+static int placeholder(struct ar_secret *x, ar_error_t *err)
+{
+	unsigned char r[AR_SECRET_HEX / 2];
+	size_t got = 0;
+	while (got < sizeof(r)) {
+		ssize_t n = getrandom(r + got, sizeof(r) - got, 0);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			return ar_error_make(err, errno, "secrets: getrandom");
+		got += (size_t)n;
+	}
+	int len = snprintf(x->placeholder, sizeof(x->placeholder), AR_SECRET_PREFIX "%s-", x->name);
+	for (size_t i = 0; i < sizeof(r); i++)
+		len += snprintf(x->placeholder + len, sizeof(x->placeholder) - (size_t)len, "%02x",
+				r[i]);
+	x->plen = (size_t)len;
+	return 0;
+}
+
+int ar_secrets_new(const struct ar_policy *p, struct ar_secrets **out, ar_error_t *err)
+{
+	*out = NULL;
+	if (p->n_secrets == 0)
+		return 0;
+	ar_autosecrets struct ar_secrets *s = ar_xcalloc(1, sizeof(*s));
+	s->origin = ar_xstrdup(p->origin ? p->origin : "<policy>");
+	s->s = ar_xcalloc(p->n_secrets, sizeof(*s->s));
+	for (size_t i = 0; i < p->n_secrets; i++, s->n++) {
+		struct ar_secret *x = &s->s[i];
+		x->name = ar_xstrdup(p->secrets[i].name);
+		x->from = ar_xstrdup(p->secrets[i].from);
+		ar_autofree char *what = ar_xasprintf("%s: secrets.%s.hosts", s->origin, x->name);
+		if (ar_rules_compile(p->secrets[i].hosts, p->secrets[i].n_hosts, what, &x->hosts,
+				     err) == -1 ||
+		    placeholder(x, err) == -1)
+			return -1;
+	}
+	*out = steal_pointer(&s);
+	return 0;
+}
+
+/* Read one source: the value, or the reason it cannot be one. */
+static int read_source(const struct ar_secrets *s, const struct ar_secret *x, char *buf,
+		       size_t size, size_t *len, ar_error_t *err)
+{
+	if (strncmp(x->from, "env:", 4) == 0) {
+		const char *v = getenv(x->from + 4);
+		if (v == NULL || v[0] == '\0')
+			return serr(err, 0, s, x, "is not set or empty");
+		if (strlen(v) >= size)
+			return serr(err, 0, s, x, "is longer than 64 KiB");
+		*len = strlen(v);
+		memcpy(buf, v, *len);
+		return 0;
+	}
+	ar_autoclose int fd = open(x->from + 5, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	struct stat st;
+	if (fd == -1 || fstat(fd, &st) == -1)
+		return serr(err, errno, s, x, "cannot be read");
+	if (!S_ISREG(st.st_mode))
+		return serr(err, 0, s, x, "is not a regular file");
+	ssize_t n = TEMP_FAILURE_RETRY(read(fd, buf, size));
+	if (n == -1)
+		return serr(err, errno, s, x, "cannot be read");
+	if ((size_t)n == size)
+		return serr(err, 0, s, x, "is longer than 64 KiB");
+	*len = (size_t)n;
+	if (*len > 0 && buf[*len - 1] == '\n')
+		(*len)--; /* `echo TOKEN > file` */
+	if (*len > 0 && buf[*len - 1] == '\r')
+		(*len)--;
+	if (*len == 0)
+		return serr(err, 0, s, x, "is empty");
+	return 0;
+}
+
+static int check_value(const struct ar_secrets *s, const struct ar_secret *x, const char *v,
+		       size_t len, ar_error_t *err)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f)
+			return serr(err, 0, s, x,
+				    "holds a control character (a value goes into header lines)");
+	return 0;
+}
+
+int ar_secrets_check_sources(const struct ar_secrets *s, ar_error_t *err)
+{
+	if (s == NULL)
+		return 0;
+	char *buf = malloc(AR_SECRET_VALUE_MAX);
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < s->n; i++) {
+		size_t len = 0;
+		r = read_source(s, &s->s[i], buf, AR_SECRET_VALUE_MAX, &len, err);
+		if (r == 0)
+			r = check_value(s, &s->s[i], buf, len, err);
+		explicit_bzero(buf, AR_SECRET_VALUE_MAX);
+	}
+	free(buf);
+	return r;
+}
+
+/* The vault: one mapping for every value, locked (no swap) when the limit allows,
+ * never in a core dump. */
+static int vault_open(struct ar_secrets *s, ar_error_t *err)
+{
+	s->vault_len = (s->n * AR_SECRET_VALUE_MAX + 4095) & ~(size_t)4095;
+	s->vault =
+	    mmap(NULL, s->vault_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (s->vault == MAP_FAILED) {
+		s->vault = NULL;
+		return ar_error_make(err, errno, "secrets: mmap");
+	}
+	if (madvise(s->vault, s->vault_len, MADV_DONTDUMP) == -1)
+		return ar_error_make(err, errno, "secrets: madvise MADV_DONTDUMP");
+	if (mlock(s->vault, s->vault_len) == -1) {
+		/* RLIMIT_MEMLOCK: the values may be swapped; still never dumped */
+	}
+	return 0;
+}
+
+int ar_secrets_load(struct ar_secrets *s, ar_error_t *err)
+{
+	if (s == NULL || s->vault != NULL)
+		return 0;
+	if (vault_open(s, err) == -1)
+		return -1;
+	for (size_t i = 0; i < s->n; i++) {
+		struct ar_secret *x = &s->s[i];
+		char *slot = s->vault + i * AR_SECRET_VALUE_MAX;
+		size_t len = 0;
+		if (read_source(s, x, slot, AR_SECRET_VALUE_MAX, &len, err) == -1 ||
+		    check_value(s, x, slot, len, err) == -1)
+			return -1;
+		slot[len] = '\0';
+		x->value = slot;
+		x->vlen = len;
+	}
+	return 0;
+}
+
+void ar_secrets_free(struct ar_secrets *s)
+{
+	if (s == NULL)
+		return;
+	if (s->vault != NULL) {
+		explicit_bzero(s->vault, s->vault_len);
+		munmap(s->vault, s->vault_len);
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		free(s->s[i].name);
+		free(s->s[i].from);
+		ar_rules_free(s->s[i].hosts);
+	}
+	free(s->s);
+	free(s->origin);
+	free(s);
+}
+
+void ar_cleanup_secretsp(struct ar_secrets **s)
+{
+	ar_secrets_free(*s);
+	*s = NULL;
+}
+
+uint64_t ar_secrets_bound(const struct ar_secrets *s, const struct ar_host *host, int port)
+{
+	uint64_t mask = 0;
+	for (size_t i = 0; s != NULL && i < s->n; i++) {
+		struct ar_decision d;
+		ar_rules_decide(s->s[i].hosts, host, port, &d);
+		if (d.allowed)
+			mask |= 1ULL << i;
+	}
+	return mask;
+}
+
+void ar_secrets_names(const struct ar_secrets *s, uint64_t mask, char *out, size_t size)
+{
+	size_t len = 0;
+	out[0] = '\0';
+	for (size_t i = 0; s != NULL && i < s->n && len + 1 < size; i++)
+		if (mask & (1ULL << i))
+			len += (size_t)snprintf(out + len, size - len, "%s%s", len ? "," : "",
+						s->s[i].name);
+}
