@@ -126,6 +126,7 @@ struct ar_net_proxy {
 	int cgchan; /* v1: its cgroup's `tasks` files go through here (ar_net_proxy_cgroup) */
 	int status; /* wait status once reaped */
 	bool reaped;
+	char *ca_pem; /* with secrets: the sandbox CA's certificate it reported, or NULL */
 };
 
 /* No proxy (yet): every descriptor -1. */
@@ -145,6 +146,9 @@ struct ar_net_proxy_opts {
 	pid_t stop_with; /* > 0: the proxy exits when this process does (the container's
 			  * init, through a pidfd), so a runtime that waits for all its
 			  * children (crun run, a subreaper) is not kept waiting */
+	/* The policy's secrets with their placeholders (ar_secrets_new), or NULL: the
+	 * child reads the values, makes the sandbox CA and reports its certificate. */
+	struct ar_secrets *secrets;
 };
 
 /* Fork the proxy: it makes the proxy netns first (lo up, IPv6 off for new links, its
@@ -247,6 +251,12 @@ struct ar_net {
 	struct ar_net_topology topo;
 	struct ar_net_proxy proxy;
 	int resolv_fd; /* the sandbox's /etc/resolv.conf (a sealed memfd), or -1 */
+	/* secrets (docs/secrets.md): the placeholders, and the sandbox's CA bundle (the
+	 * host's roots, then the sandbox CA once the proxy made it) in the state directory */
+	struct ar_secrets *secrets;
+	char *bundle;	     /* its path, or NULL */
+	char *bundle_target; /* where the sandbox sees it: the distribution's path */
+	int bundle_fd;
 };
 
 /* Before the clone: gc, the unique name, and for `network: proxy` the /30 and the audit
@@ -279,6 +289,10 @@ const char *ar_net_proxy_url(const struct ar_net *n);
 /* With transparent capture: a sealed memfd holding the sandbox's /etc/resolv.conf
  * (nameserver = the proxy's address: the DNS stub), else -1. Owned by n. */
 int ar_net_resolv_fd(const struct ar_net *n);
+/* With secrets: the placeholders, and the CA bundle's host path and sandbox path
+ * (NULL without secrets). */
+const struct ar_secrets *ar_net_secrets(const struct ar_net *n);
+const char *ar_net_ca_bundle(const struct ar_net *n, const char **target);
 /* Has the proxy died? (-1 when there is none.) Reaps it. */
 bool ar_net_proxy_died(struct ar_net *n);
 /* Stop the proxy, close the namespaces, release the /30, remove the state. Idempotent. */

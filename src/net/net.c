@@ -128,6 +128,7 @@ static int start_proxy(struct ar_net *n, ar_error_t *err)
 	    /* it stops when the sandbox's init exits, as agentrun wakes to it: its exit
 	     * then runs beside agentrun's teardown instead of after a SIGTERM from it */
 	    .stop_with = n->state.pid,
+	    .secrets = n->secrets,
 	};
 	if (ar_net_proxy_start(&po, &n->proxy, err) == -1)
 		return -1;
@@ -145,6 +146,7 @@ int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_ne
 			     .audit_fd = -1,
 			     .log_fd = -1,
 			     .resolv_fd = -1,
+			     .bundle_fd = -1,
 			     .no_cgroups = o->no_cgroups};
 	n->state.net_index = -1;
 	if (geteuid() == 0)
@@ -157,7 +159,11 @@ int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_ne
 		 p->network == AR_NETWORK_PROXY ? "proxy" : "none");
 	snprintf(n->state.policy, sizeof(n->state.policy), "%s",
 		 o->policy_path ? o->policy_path : "");
+	if (net_secrets_check(n, err) == -1)
+		goto fail;
 	if (p->network == AR_NETWORK_PROXY && start_network(n, o, err) == -1)
+		goto fail;
+	if (net_secrets_bundle(n, err) == -1)
 		goto fail;
 	if (p->network == AR_NETWORK_PROXY && p->proxy.transparent && make_resolv(n, err) == -1)
 		goto fail;
@@ -245,6 +251,8 @@ int ar_net_ready(struct ar_net *n, const struct ar_cgroup *cg, ar_error_t *err)
 	ar_cgroup_dirs(n->proxy.cg, n->state.proxy_cgroup, sizeof(n->state.proxy_cgroup));
 	if (ar_net_proxy_ready(&n->proxy, err) == -1)
 		return ar_error_wrap(err, "proxy");
+	if (net_secrets_ready(n, err) == -1)
+		return -1;
 	n->state_written = true;
 	return ar_net_state_write(&n->state, err);
 }
@@ -279,6 +287,7 @@ void ar_net_stop(struct ar_net *n)
 	n->allocated = false;
 	/* while the proxy exits: a kill -9 from here on leaves only cgroups named for a dead
 	 * agentrun, which the next cgroup made beside them sweeps (ar_cgroup_sweep) */
+	net_secrets_stop(n);
 	if (n->state_written)
 		ar_net_state_remove(n->state.name);
 	n->state_written = false;

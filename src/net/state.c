@@ -202,7 +202,9 @@ void ar_net_state_remove(const char *name)
 {
 	char *dir = ar_xstrdup(ar_net_state_dir(name));
 	ar_autofree char *file = ar_xasprintf("%s/state", dir);
+	ar_autofree char *bundle = ar_xasprintf("%s/" NET_CA_BUNDLE_FILE, dir);
 	unlink(file);
+	unlink(bundle); /* secrets: the sandbox's CA bundle */
 	rmdir(dir);
 	free(dir);
 }

@@ -422,7 +422,7 @@ static int check_host_field(const char *buf, const struct field_facts *ff,
 	if (ff->n_host == 0)
 		return 0;
 	if (ar_h1_split_authority(buf + ff->host.off, ff->host.len, h, sizeof(h), &port, &v6,
-				  req->is_connect ? req->port : 80) == -1)
+				  req->is_connect || req->origin_form ? req->port : 80) == -1)
 		return fail(e, 400, "invalid Host header");
 	if (!host_eq(h, strlen(h), req->host, strlen(req->host)) || port != req->port)
 		return fail(e, 400, "Host header disagrees with the request URL");
@@ -453,8 +453,35 @@ static int parse_fields(const char *buf, size_t len, size_t p, struct ar_h1_requ
 	}
 }
 
+/* origin-form /path?query inside a terminated connection: the target is the CONNECT's */
+static int parse_origin(const char *buf, const struct ar_h1_origin *o, struct ar_h1_request *req,
+			struct ar_h1_error *e)
+{
+	const char *t = buf + req->target.off;
+	if (req->is_connect)
+		return fail(e, 400, "CONNECT inside a terminated connection");
+	if (req->target.len == 0 || t[0] != '/')
+		return fail(e, 400,
+			    "a request inside a terminated connection needs an origin-form "
+			    "target (/path)");
+	if (memchr(t, '#', req->target.len) != NULL)
+		return fail(e, 400, "fragment in URL");
+	snprintf(req->host, sizeof(req->host), "%s", o->host);
+	req->port = o->port;
+	req->host_is_v6 = o->is_v6;
+	req->path = req->target;
+	req->origin_form = true;
+	return 0;
+}
+
 int ar_h1_parse_request(const char *buf, size_t len, struct ar_h1_request *req,
 			struct ar_h1_error *e)
+{
+	return ar_h1_parse_request_at(buf, len, NULL, req, e);
+}
+
+int ar_h1_parse_request_at(const char *buf, size_t len, const struct ar_h1_origin *o,
+			   struct ar_h1_request *req, struct ar_h1_error *e)
 {
 	memset(req, 0, offsetof(struct ar_h1_request, fields));
 	req->n_conn_tokens = 0;
@@ -473,7 +500,10 @@ int ar_h1_parse_request(const char *buf, size_t len, struct ar_h1_request *req,
 		return fail(e, 400, "both Transfer-Encoding and Content-Length");
 	if (ff.n_te && req->minor == 0)
 		return fail(e, 400, "Transfer-Encoding in an HTTP/1.0 request");
-	if (req->is_connect) {
+	if (o != NULL) {
+		if (parse_origin(buf, o, req, e) == -1)
+			return -1;
+	} else if (req->is_connect) {
 		if (ar_h1_split_authority(buf + req->target.off, req->target.len, req->host,
 					  sizeof(req->host), &req->port, &req->host_is_v6,
 					  -1) == -1)
@@ -546,7 +576,7 @@ void ar_h1_write_request(const char *buf, const struct ar_h1_request *req, unsig
 	}
 	if (!req->has_host_field) {
 		ar_buf_printf(out, req->host_is_v6 ? "Host: [%s]" : "Host: %s", req->host);
-		if (req->port != 80)
+		if (req->port != (req->origin_form ? 443 : 80))
 			ar_buf_printf(out, ":%d", req->port);
 		ar_buf_append(out, "\r\n", 2);
 	}

@@ -133,6 +133,12 @@ void ar_mount_plan_add_file(struct ar_mount_plan *plan, int fd, const char *targ
 	plan->ops[plan->n_ops - 1].source_fd = fd;
 }
 
+void ar_mount_plan_add_bind(struct ar_mount_plan *plan, const char *source, const char *target,
+			    const char *what)
+{
+	add(plan, AR_MNT_BIND, source, target, true, ar_xstrdup(what));
+}
+
 int ar_mount_plan_build(const struct ar_policy *p, const char *caller_home,
 			struct ar_mount_plan *plan, ar_error_t *err)
 {
