@@ -12,7 +12,8 @@ build_pkgs=(build-essential cmake pkg-config
 )
 test_pkgs=(curl git openssl python3 iproute2 util-linux procps user-mode-linux runc
 	shellcheck clang-format busybox-static clang libclang-rt-14-dev
-	crun podman runsc golang-github-opencontainers-specs-dev python3-jsonschema)
+	crun podman runsc golang-github-opencontainers-specs-dev python3-jsonschema
+	python3-requests) # secrets_run: a real client inside the sandbox
 # render --format k8s is validated against the Kubernetes schemas from npm (docs/k8s.md)
 command -v node >/dev/null && command -v npm >/dev/null || test_pkgs+=(nodejs npm)
 # the live docker lane (tests/docker/): dockerd runs only inside namespaces the test makes;
@@ -20,6 +21,7 @@ command -v node >/dev/null && command -v npm >/dev/null || test_pkgs+=(nodejs np
 test_pkgs+=(docker.io nftables)
 bench_pkgs=(hyperfine bubblewrap tinyproxy squid nginx-light wrk firejail)
 bench_pkgs+=(dnsmasq-base) # bench/dns.sh: dnsmasq without its system service
+bench_pkgs+=(mitmproxy)    # bench/secrets.sh: the intercepting proxy to compare with
 
 pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}")
 if [ "${1:-}" = "--bench" ]; then pkgs+=("${bench_pkgs[@]}"); fi

@@ -260,7 +260,8 @@ static enum cstate budget_refuse(struct client *c)
 
 /* Decide on the request's host:port with the rules in force now: CS_UPSTREAM when
  * allowed, else the reply. */
-static enum cstate decide(struct client *c, const struct ar_h1_request *req)
+static enum cstate decide(struct client *c, const struct ar_h1_request *req, const char *head,
+			  size_t len)
 {
 	struct ar_proxy *px = c->px;
 	struct ar_host h;
@@ -283,6 +284,10 @@ static enum cstate decide(struct client *c, const struct ar_h1_request *req)
 	c->allowed = d.allowed;
 	snprintf(c->reason, sizeof(c->reason), "%s", d.reason);
 	secret_begin(c, &h, req->port);
+	/* a placeholder refused is the reason, whatever the allow-list says: the operator
+	 * learns which secret an injection tried to send where */
+	if (secret_any(c) && secret_check_head(c, head, len) == -1)
+		return reply_with(c, 403, c->reason, false);
 	if (!d.allowed)
 		return reply_with(c, 403, c->reason, false);
 	budget_attach(c);
@@ -326,6 +331,18 @@ static enum cstate term_begin(struct client *c)
 	iobuf_reserve(c->px, &c->out, sizeof(ok), OUT_MAX);
 	memcpy(c->out.p, ok, sizeof(ok) - 1);
 	c->out.len = sizeof(ok) - 1;
+	c->deadline = c->px->loop.now + c->px->egress->header_timeout_ms;
+	return CS_TLSACCEPT;
+}
+
+/* A captured connection (no CONNECT, a proxy-unaware client such as node's fetch) to a
+ * secret's host: terminated the same way, without the 200. */
+enum cstate term_captured(struct client *c)
+{
+	snprintf(c->method, sizeof(c->method), "TLS");
+	snprintf(c->term_host, sizeof(c->term_host), "%s", c->host);
+	c->term_port = c->port;
+	c->out.off = c->out.len = 0;
 	c->deadline = c->px->loop.now + c->px->egress->header_timeout_ms;
 	return CS_TLSACCEPT;
 }
@@ -426,7 +443,7 @@ static enum cstate handle_request(struct client *c, size_t head_end)
 	memset(&c->scan, 0, sizeof(c->scan));
 	/* a denied request without a body leaves the connection usable */
 	c->keepalive = !req.conn_close && !req.is_connect && req.framing == AR_H1_BODY_NONE;
-	enum cstate next = decide(c, &req);
+	enum cstate next = decide(c, &req, head, len);
 	if (next != CS_UPSTREAM)
 		return next;
 	if (!req.is_connect)

@@ -331,6 +331,8 @@ void tlsio_free(struct ar_proxy *px, struct ar_tlsmod_conn **tc);
 bool secret_any(const struct client *c);
 void secret_begin(struct client *c, const struct ar_host *h, int port);
 int secret_check_connect(struct client *c, const char *head, size_t len);
+/* Before the allow-list's verdict: any placeholder the host may not receive. */
+int secret_check_head(struct client *c, const char *head, size_t len);
 int secret_rewrite_head(struct client *c, struct ar_buf *uo);
 int secret_check_body(struct client *c, const char *buf, size_t len);
 /* Mask real values in the response head b[start, end); returns the new end. */
@@ -350,6 +352,8 @@ enum cstate step_forward(struct client *c);
 enum cstate step_reply(struct client *c);
 enum cstate step_linger(struct client *c);
 enum cstate step_tls_accept(struct client *c);
+/* A captured connection to a secret's host:port: terminated (CS_TLSACCEPT). */
+enum cstate term_captured(struct client *c);
 enum cstate timeout_head(struct client *c);
 enum cstate timeout_forward(struct client *c);
 /* Answer the request ourselves (403, 400, 502, ...) and audit it: returns CS_REPLY. */

@@ -52,6 +52,16 @@ int secret_check_connect(struct client *c, const char *head, size_t len)
 	return found ? refuse(c, found, "a CONNECT") : 0;
 }
 
+int secret_check_head(struct client *c, const char *head, size_t len)
+{
+	uint64_t found = ar_secrets_find(secrets_of(c), head, len) |
+			 ar_secrets_find_name(secrets_of(c), c->host);
+	if (c->is_connect)
+		return found ? refuse(c, found, "a CONNECT") : 0;
+	found &= ~c->secrets_bound;
+	return found ? refuse(c, found, "a request") : 0;
+}
+
 int secret_rewrite_head(struct client *c, struct ar_buf *uo)
 {
 	if (!secret_any(c))

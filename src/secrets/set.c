@@ -161,6 +161,13 @@ int ar_secrets_load(struct ar_secrets *s, ar_error_t *err)
 		x->value = slot;
 		x->vlen = len;
 	}
+	/* an env: value stays in this process's environment block (a fork shares the
+	 * parent's, which /proc/PID/environ shows): wiped there, the vault has it */
+	for (size_t i = 0; i < s->n; i++) {
+		char *v = strncmp(s->s[i].from, "env:", 4) == 0 ? getenv(s->s[i].from + 4) : NULL;
+		if (v != NULL)
+			explicit_bzero(v, strlen(v));
+	}
 	return 0;
 }
 

@@ -7,9 +7,11 @@ as JSON lines to a record file. Paths:
   /sse?n=N&ms=M  text/event-stream, N events M ms apart (chunked, flushed each)
   /big?mb=N      N MiB of zeros, Content-Length
   /ws            a WebSocket echo (RFC 6455, text frames)
+  /repo.git/...  git smart HTTP through `git http-backend` (GIT_PROJECT_ROOT = the
+                 environment's ORIGIN_GIT_ROOT), 401 without Basic credentials
   anything else  200 "ok"
 Usage: origin.py PORT RECORD [CERT KEY]   (with CERT/KEY: TLS)"""
-import base64, hashlib, json, socket, ssl, struct, sys, threading, time
+import base64, hashlib, json, os, socket, ssl, struct, subprocess, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 port, record = int(sys.argv[1]), sys.argv[2]
@@ -46,6 +48,8 @@ class H(BaseHTTPRequestHandler):
             return self.big(int(q.get("mb", 1)))
         if path == "/ws":
             return self.ws()
+        if path.startswith("/repo.git/"):
+            return self.git(path, self.path.split("?", 1)[1] if "?" in self.path else "", body)
         out = b"ok\n"
         self.send_response(200)
         if path == "/leak":
@@ -53,6 +57,36 @@ class H(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(out)))
         self.end_headers()
         self.wfile.write(out)
+
+    def git(self, path, query, body):
+        if not self.headers.get("Authorization", "").startswith("Basic "):
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="git"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        env = dict(os.environ, GIT_PROJECT_ROOT=os.environ["ORIGIN_GIT_ROOT"],
+                   GIT_HTTP_EXPORT_ALL="1", PATH_INFO=path, QUERY_STRING=query,
+                   REQUEST_METHOD=self.command, REMOTE_USER="x",
+                   CONTENT_TYPE=self.headers.get("Content-Type", ""),
+                   CONTENT_LENGTH=str(len(body)))
+        out = subprocess.run(["git", "http-backend"], input=body, env=env,
+                             capture_output=True).stdout
+        head, _, rest = out.partition(b"\r\n\r\n")
+        status = 200
+        hdrs = []
+        for line in head.decode().split("\r\n"):
+            k, _, v = line.partition(": ")
+            if k.lower() == "status":
+                status = int(v.split()[0])
+            elif k:
+                hdrs.append((k, v))
+        self.send_response(status)
+        for k, v in hdrs:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(rest)))
+        self.end_headers()
+        self.wfile.write(rest)
 
     def sse(self, n, ms):
         self.send_response(200)

@@ -310,6 +310,11 @@ static void test_sources(void **state)
 {
 	struct fx *f = *state;
 	ar_auto_error ar_error_t err = NULL;
+	/* loading wiped the env: values in place (the environment block a fork shares) */
+	assert_string_equal(getenv("AR_TEST_API_KEY"), "");
+	assert_string_equal(f->s->s[f->api].value, "sk-REAL-api-value");
+	setenv("AR_TEST_API_KEY", "sk-REAL-api-value", 1);
+	setenv("AR_TEST_GH", "ghp_REALgithubvalue", 1);
 	assert_int_equal(ar_secrets_check_sources(f->s, &err), 0);
 	unsetenv("AR_TEST_GH");
 	assert_int_equal(ar_secrets_check_sources(f->s, &err), -1);
