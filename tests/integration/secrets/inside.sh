@@ -74,6 +74,6 @@ r plain_bound "$(curl -sS -m 20 -H "X-Api-Key: $API_KEY" "http://api.test.exampl
 # what the sandbox holds: every process's environment and command line, its files
 cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline >"$OUT/proc.dump" 2>/dev/null
 cp "$SSL_CERT_FILE" "$OUT/bundle.pem"
-r done 1
+r "done" 1
 # the test looks at the proxy and the state while the sandbox still runs
 for _ in $(seq 1 300); do [ -e "$OUT/go" ] && break; sleep 0.1; done
