@@ -79,6 +79,7 @@ struct ar_h1_request {
 	struct ar_h1_span path; /* from the absolute URL: "/x?y" (len 0 means "/") */
 	bool path_needs_slash;	/* the URL had "?q" directly after the authority */
 	bool origin_form;	/* inside a terminated connection (ar_h1_parse_request_at) */
+	bool upgrade; /* an HTTP/1.1 upgrade (WebSocket): Connection names it, Upgrade given */
 	enum ar_h1_framing framing;
 	uint64_t content_length;
 	bool conn_close; /* Connection: close (or HTTP/1.0 without keep-alive) */
@@ -116,6 +117,8 @@ int ar_h1_parse_request_at(const char *buf, size_t len, const struct ar_h1_origi
  * minus Forwarded and X-Forwarded-For (unless AR_H1_PASS_FORWARDED), a Host field when
  * the client sent none, and `Via: 1.1 agentrun` last. */
 #define AR_H1_PASS_FORWARDED 1u
+/* Keep the Upgrade field and say `Connection: Upgrade` (req->upgrade: a WebSocket). */
+#define AR_H1_PASS_UPGRADE 2u
 void ar_h1_write_request(const char *buf, const struct ar_h1_request *req, unsigned flags,
 			 struct ar_buf *out);
 

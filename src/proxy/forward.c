@@ -300,8 +300,11 @@ static enum cstate decide(struct client *c, const struct ar_h1_request *req, con
 static void start_forward(struct client *c, const char *head, const struct ar_h1_request *req)
 {
 	ar_buf_reset(&c->x.uo);
-	ar_h1_write_request(head, req, c->egress->pass_forwarded ? AR_H1_PASS_FORWARDED : 0,
-			    &c->x.uo);
+	unsigned flags = (c->egress->pass_forwarded ? AR_H1_PASS_FORWARDED : 0) |
+			 (req->upgrade ? AR_H1_PASS_UPGRADE : 0);
+	ar_h1_write_request(head, req, flags, &c->x.uo);
+	c->x.upgrade = req->upgrade;
+	c->x.upgraded = false;
 	c->x.uo_off = 0;
 	ar_h1m_init(&c->x.req_m, req->framing, req->content_length);
 	c->x.req_done = c->x.req_m.done;
@@ -601,7 +604,8 @@ static int read_client_body(struct client *c, enum cstate *end)
 	}
 	if (n == -1 && (would_block() || errno == EINTR))
 		return 0;
-	snprintf(c->reason, sizeof(c->reason), "client closed the connection mid-request");
+	if (!c->x.upgraded) /* an upgraded connection ends when either side closes */
+		snprintf(c->reason, sizeof(c->reason), "client closed the connection mid-request");
 	return ended(end, CS_CLOSE);
 }
 
@@ -663,6 +667,24 @@ static uint32_t add_response_via(struct client *c, uint32_t end, int minor)
 	return n;
 }
 
+/* 101 to an upgrade the client asked for (a WebSocket, after the head's substitution):
+ * from here both ways are opaque bytes until either side closes, relayed by the same
+ * exchange as bodies delimited by the close. */
+static int upgraded(struct client *c, size_t end, const struct ar_h1_response *r)
+{
+	c->x.resp_head_done = c->x.upgraded = true;
+	c->keepalive = c->x.up_reusable = false;
+	end = secret_mask_response(c, &c->out, c->x.rbase + (uint32_t)c->x.rscan.start,
+				   c->x.rbase + (uint32_t)end) -
+	      c->x.rbase;
+	end += add_response_via(c, c->x.rbase + (uint32_t)end, r->minor);
+	c->x.rready = c->x.rbase + (uint32_t)end;
+	ar_h1m_init(&c->x.resp_m, AR_H1_BODY_CLOSE, 0);
+	ar_h1m_init(&c->x.req_m, AR_H1_BODY_CLOSE, 0);
+	c->x.resp_done = c->x.req_done = false;
+	return 1;
+}
+
 static int response_head(struct client *c, size_t end, enum cstate *next)
 {
 	struct ar_h1_response r;
@@ -671,10 +693,12 @@ static int response_head(struct client *c, size_t end, enum cstate *next)
 	if (ar_h1_parse_response(head, end - c->x.rscan.start, c->is_head, &r, &why) == -1)
 		return ended(next, fwd_abort(c, why));
 	c->status = r.status;
+	if (r.status == 101 && c->x.upgrade && c->x.req_done)
+		return upgraded(c, end, &r);
 	if (r.status < 200) {
 		if (r.status == 101)
-			return ended(next, fwd_abort(c, "upstream switched protocols (Upgrade is "
-							"not relayed)"));
+			return ended(next, fwd_abort(c, "upstream switched protocols without an "
+							"Upgrade asked for"));
 		c->x.rbase += (uint32_t)end; /* an interim response: forward it, read on */
 		c->x.rready = c->x.rbase;
 		memset(&c->x.rscan, 0, sizeof(c->x.rscan));

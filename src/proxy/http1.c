@@ -286,7 +286,15 @@ static int parse_content_length(const char *buf, struct ar_h1_span v, uint64_t *
 	return 0;
 }
 
-enum field_kind { F_OTHER, F_CONTENT_LENGTH, F_TRANSFER_ENCODING, F_HOST, F_CONNECTION, F_PCONN };
+enum field_kind {
+	F_OTHER,
+	F_CONTENT_LENGTH,
+	F_TRANSFER_ENCODING,
+	F_HOST,
+	F_CONNECTION,
+	F_PCONN,
+	F_UPGRADE
+};
 
 static const struct {
 	const char *name;
@@ -297,6 +305,7 @@ static const struct {
     {"host", F_HOST},
     {"connection", F_CONNECTION},
     {"proxy-connection", F_PCONN},
+    {"upgrade", F_UPGRADE},
 };
 
 static enum field_kind field_kind(const char *buf, struct ar_h1_span name)
@@ -310,6 +319,7 @@ static enum field_kind field_kind(const char *buf, struct ar_h1_span name)
 struct field_facts {
 	int n_cl, n_te, n_host;
 	bool chunked, keep_alive, close;
+	bool upgrade_token, upgrade_field; /* Connection: upgrade, and an Upgrade field */
 	struct ar_h1_span host;
 };
 
@@ -333,6 +343,8 @@ static int connection_tokens(const char *buf, struct ar_h1_span v, struct ar_h1_
 			ff->close = true;
 		else if (span_ieq(buf, el, "keep-alive"))
 			ff->keep_alive = true;
+		else if (span_ieq(buf, el, "upgrade"))
+			ff->upgrade_token = true;
 		if (!record)
 			continue;
 		if (req->n_conn_tokens == AR_H1_MAX_CONN_TOKENS)
@@ -371,6 +383,9 @@ static int note_field(const char *buf, const struct ar_h1_field *f, struct ar_h1
 		return connection_tokens(buf, f->value, req, ff, true, e);
 	case F_PCONN:
 		return connection_tokens(buf, f->value, req, ff, false, e);
+	case F_UPGRADE:
+		ff->upgrade_field = true;
+		return 0;
 	case F_OTHER:
 		return 0;
 	}
@@ -521,6 +536,8 @@ int ar_h1_parse_request_at(const char *buf, size_t len, const struct ar_h1_origi
 	else
 		req->framing = AR_H1_BODY_NONE;
 	req->conn_close = req->minor == 0 ? !ff.keep_alive : ff.close;
+	req->upgrade = ff.upgrade_token && ff.upgrade_field && req->minor == 1 &&
+		       req->framing == AR_H1_BODY_NONE;
 	return 0;
 }
 
@@ -565,7 +582,8 @@ void ar_h1_write_request(const char *buf, const struct ar_h1_request *req, unsig
 	ar_buf_puts(out, req->minor ? " HTTP/1.1\r\n" : " HTTP/1.0\r\n");
 	for (size_t i = 0; i < req->n_fields; i++) {
 		const struct ar_h1_field *f = &req->fields[i];
-		if (is_hop_by_hop(buf, req, f->name))
+		bool keep = (flags & AR_H1_PASS_UPGRADE) && span_ieq(buf, f->name, "upgrade");
+		if (!keep && is_hop_by_hop(buf, req, f->name))
 			continue;
 		if (!(flags & AR_H1_PASS_FORWARDED) && is_forwarded(buf, f->name))
 			continue;
@@ -580,6 +598,8 @@ void ar_h1_write_request(const char *buf, const struct ar_h1_request *req, unsig
 			ar_buf_printf(out, ":%d", req->port);
 		ar_buf_append(out, "\r\n", 2);
 	}
+	if (flags & AR_H1_PASS_UPGRADE)
+		ar_buf_puts(out, "Connection: Upgrade\r\n");
 	/* RFC 9110 §7.6.3; a client's own Via lines stay before it, as the list's start */
 	ar_buf_puts(out, req->minor ? "Via: 1.1 agentrun\r\n\r\n" : "Via: 1.0 agentrun\r\n\r\n");
 }

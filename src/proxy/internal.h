@@ -159,6 +159,8 @@ struct exchange {
 	size_t uo_off;
 	bool req_done, resp_head_done, resp_done, up_eof, up_reusable;
 	bool resp_started;   /* response bytes reached the client */
+	bool upgrade;	     /* the request asked to upgrade (a WebSocket) */
+	bool upgraded;	     /* 101: both ways relayed as they come until a close */
 	uint32_t req_ready;  /* validated body bytes at in.off not yet sent */
 	struct ar_h1m req_m; /* the request body's framing */
 	struct ar_h1m resp_m;

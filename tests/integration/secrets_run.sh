@@ -2,7 +2,7 @@
 # Secrets the agent never holds (docs/secrets.md), with real clients inside a sandbox:
 # curl, python urllib and requests, node's fetch (captured: it ignores HTTPS_PROXY),
 # git over https (git http-backend behind the origin), keep-alive, server-sent events
-# event by event, a large download, Basic credentials, query strings. A recording
+# event by event, a WebSocket echo, a large download, Basic credentials, query strings. A recording
 # HTTPS origin with its own test CA (proxy.upstream_ca) must see the real values, the
 # sandbox only placeholders; every leak shape is refused and audited by the secret's
 # name; a host no secret is for stays a tunnel (its own certificate reaches the
@@ -115,6 +115,8 @@ expect_match "SSE: four events" '^[0-9]+ [0-9]+ [0-9]+ [0-9]+$' "$ts"
 read -r t0 t1 t2 t3 <<<"$ts"
 expect_eq "SSE: event by event, not buffered (>= 250 ms apart)" yes \
 	"$([ $((t1 - t0)) -ge 250 ] && [ $((t2 - t1)) -ge 250 ] && [ $((t3 - t2)) -ge 250 ] && echo yes || echo "no: $ts")"
+expect_eq "WebSocket: echoed through the terminated connection" "echo: hello|echo: again" "$(val ws)"
+expect_eq "WebSocket: the upgrade request was substituted" 1 "$(api_hdr /ws X-Api-Key)"
 expect_eq "a download through the terminated connection" $((8 << 20)) "$(val big)"
 expect_match "the bound host shows the sandbox CA's leaf" "agentrun sandbox CA $NAME-$RUN" "$(val issuer_bound)"
 expect_match "another TLS host stays a tunnel: its own certificate" "agentrun test origin CA" "$(val issuer_other)"

@@ -43,6 +43,29 @@ with u.urlopen(os.environ["U"] + "/sse?n=4&ms=400", timeout=20) as r:
         if line.startswith(b"data:"):
             ts.append(int((time.time() - t0) * 1000))
 print(" ".join(map(str, ts)))' 2>&1 | tail -1)"
+# a WebSocket echo through the terminated connection, its upgrade request substituted
+r ws "$(U=$A python3 -c 'import base64, os, socket, ssl
+px = os.environ["HTTPS_PROXY"][7:].split(":")
+s = socket.create_connection((px[0], int(px[1])), timeout=20)
+host = "api.test.example:" + os.environ["U"]
+s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (host, host)).encode())
+assert s.recv(4096).startswith(b"HTTP/1.1 200")
+t = ssl.create_default_context().wrap_socket(s, server_hostname="api.test.example")
+key = base64.b64encode(os.urandom(16)).decode()
+t.sendall(("GET /ws HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+           "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\nX-Api-Key: %s\r\n\r\n"
+           % (host, key, os.environ["API_KEY"])).encode())
+head = b""
+while b"\r\n\r\n" not in head:
+    head += t.recv(1)
+assert head.startswith(b"HTTP/1.1 101"), head
+out = []
+for msg in (b"hello", b"again"):
+    m = os.urandom(4)
+    t.sendall(bytes([0x81, 0x80 | len(msg)]) + m + bytes(b ^ m[i % 4] for i, b in enumerate(msg)))
+    h = t.recv(2)
+    out.append(t.recv(h[1] & 127).decode())
+print("|".join(out))' 2>&1 | tail -1)"
 # a download through the terminated connection
 r big "$(curl -sS -m 60 -o /dev/null -w '%{size_download}' "$u/big?mb=8" 2>&1)"
 # the certificate each host presents: the sandbox CA's leaf for the bound host, the
