@@ -675,8 +675,8 @@ static void nul_field(const char *json, const char *at, char *field, size_t size
 			continue;
 		while (q > json && strchr(" \t\r\n", *q) != NULL)
 			q--;
-		if (*q != '"')
-			continue; /* a colon inside a string */
+		if (*q != '"' || q == json)
+			continue; /* inside a string, or no room for the key's opening quote */
 		const char *open = q - 1;
 		while (open > json && *open != '"')
 			open--;
