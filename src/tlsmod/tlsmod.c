@@ -168,8 +168,7 @@ static SSL_CTX *base_ctx(const SSL_METHOD *m)
 	SSL_CTX_set_min_proto_version(c, TLS1_2_VERSION);
 	/* the proxy's buffers move and its writes may be partial; a peer that closes
 	 * without close_notify (close-delimited bodies) ends the stream, it is no error */
-	SSL_CTX_set_mode(c, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
-				SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_mode(c, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	SSL_CTX_set_options(c, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
 	return c;
 }
