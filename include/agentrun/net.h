@@ -25,6 +25,7 @@
 #include "agentrun/capture.h"
 #include "agentrun/error.h"
 #include "agentrun/policy.h"
+#include "agentrun/secrets.h"
 
 #define AR_NET_DEFAULT_RANGE "10.254.0.0/16"
 #define AR_NET_RANGE_ENV     "AGENTRUN_NET_RANGE" /* overrides the range */
@@ -257,6 +258,11 @@ struct ar_net {
 	char *bundle;	     /* its path, or NULL */
 	char *bundle_target; /* where the sandbox sees it: the distribution's path */
 	int bundle_fd;
+	/* the kubeconfig (network: proxy): its server and context (the token is not kept),
+	 * and the sandbox's copy in the state directory */
+	struct ar_kubeconfig kube;
+	char *kubeconfig;
+	int kubeconfig_fd;
 };
 
 /* Before the clone: gc, the unique name, and for `network: proxy` the /30 and the audit
@@ -293,6 +299,8 @@ int ar_net_resolv_fd(const struct ar_net *n);
  * (NULL without secrets). */
 const struct ar_secrets *ar_net_secrets(const struct ar_net *n);
 const char *ar_net_ca_bundle(const struct ar_net *n, const char **target);
+/* The sandbox's kubeconfig (placeholder token, the sandbox CA), or NULL. */
+const char *ar_net_kubeconfig(const struct ar_net *n);
 /* Has the proxy died? (-1 when there is none.) Reaps it. */
 bool ar_net_proxy_died(struct ar_net *n);
 /* Stop the proxy, close the namespaces, release the /30, remove the state. Idempotent. */

@@ -126,11 +126,11 @@ struct ar_secrets;
 
 /* TLS termination for secrets: loads agentrun-tls.so (beside the binary, or in
  * ../lib/agentrun) and makes the per-sandbox CA and the upstream trust store (the
- * host's bundle, plus upstream_ca when not NULL). Called before the proxy loses the
- * view of the host's files; a start without secrets never calls it. */
+ * host's bundle, plus the file upstream_ca and the PEM text upstream_ca_pem when not NULL). Called
+ * before the proxy loses the view of the host's files; a start without secrets never calls it. */
 struct ar_proxy_tls;
-int ar_proxy_tls_prepare(const char *upstream_ca, const char *ca_name, struct ar_proxy_tls **out,
-			 ar_error_t *err);
+int ar_proxy_tls_prepare(const char *upstream_ca, const char *upstream_ca_pem, const char *ca_name,
+			 struct ar_proxy_tls **out, ar_error_t *err);
 /* The CA certificate in PEM (what the sandbox trusts); its length, or -1. */
 int ar_proxy_tls_ca_pem(const struct ar_proxy_tls *t, char *out, size_t size);
 void ar_proxy_tls_free(struct ar_proxy_tls *t);

@@ -132,6 +132,9 @@ void ar_mount_plan_add_file(struct ar_mount_plan *plan, int fd, const char *targ
  * which agentrun completes after the sandbox's root is built, before the command). */
 void ar_mount_plan_add_bind(struct ar_mount_plan *plan, const char *source, const char *target,
 			    const char *what);
+/* The bind at target gets another source, bound as it is (not copied): secrets, the
+ * sandbox's own kubeconfig in place of the policy's. */
+void ar_mount_plan_rebind(struct ar_mount_plan *plan, const char *target, const char *source);
 /* Is `path` equal to or below `dir` (both absolute, normalised)? */
 bool ar_path_under(const char *path, const char *dir);
 

@@ -34,7 +34,10 @@ struct ar_secret {
 	struct ar_rules *hosts;
 	const char *value; /* in the vault; NULL until ar_secrets_load */
 	size_t vlen;
+	bool in_env; /* the sandbox's environment carries the placeholder (not the kubeconfig's) */
 };
+
+struct ar_kubeconfig;
 
 struct ar_secrets {
 	char *origin; /* the policy file, for messages */
@@ -42,13 +45,18 @@ struct ar_secrets {
 	struct ar_secret *s;
 	char *vault; /* the values: mmap'd, MADV_DONTDUMP, mlock'd when allowed */
 	size_t vault_len;
+	char *upstream_ca_pem; /* after load: the kubeconfig cluster's CA, or NULL */
 };
 
 /* The policy's secrets with fresh placeholders; NULL (and 0) when it has none. */
 int ar_secrets_new(const struct ar_policy *p, struct ar_secrets **out, ar_error_t *err);
+/* The kubeconfig's token as one more secret (AR_KUBECONFIG_SECRET, from
+ * "kubeconfig:PATH", for k->rule only); *s may be NULL (a set is made). */
+int ar_secrets_add_kubeconfig(struct ar_secrets **s, const struct ar_policy *p,
+			      const struct ar_kubeconfig *k, ar_error_t *err);
 /* Every source exists and is not empty (run checks before anything is made; the value
  * is not kept). Errors name the secret and its source. */
-int ar_secrets_check_sources(const struct ar_secrets *s, ar_error_t *err);
+int ar_secrets_check_sources(struct ar_secrets *s, ar_error_t *err);
 /* Read the values (the proxy process, before it drops its privileges). A file's one
  * trailing newline is not part of the value; control characters are refused (a value
  * goes into header lines). */
@@ -91,6 +99,35 @@ struct ar_secrets_scan {
 /* Feed the next bytes; returns the secrets seen so far. */
 uint64_t ar_secrets_scan_feed(const struct ar_secrets *s, struct ar_secrets_scan *st,
 			      const char *buf, size_t len);
+
+/* ---- the kubeconfig (src/secrets/kubeconfig.c) ---- */
+
+/* What agentrun takes from a kubeconfig's current context. */
+struct ar_kubeconfig {
+	char *name;   /* the context's name */
+	char *server; /* https://host:port as written */
+	char host[AR_HOST_MAX];
+	int port;
+	char *rule;   /* "host:port": the token's only host */
+	char *token;  /* the real bearer token */
+	char *ca_pem; /* the cluster's CA (the proxy verifies the server with it), or NULL */
+	char *ns;     /* the context's namespace, or NULL */
+};
+/* The secret the kubeconfig's token becomes (not in the environment: in the sandbox's
+ * kubeconfig). */
+#define AR_KUBECONFIG_SECRET "KUBECONFIG_TOKEN"
+/* Pure: a kubeconfig's text (YAML or JSON); relative certificate-authority paths are
+ * read below dir. Errors name origin: no current context, no server, no token (client
+ * certificates and exec plugins are not supported), insecure-skip-tls-verify, a server
+ * that is not https://. */
+int ar_kubeconfig_parse(const char *text, size_t len, const char *origin, const char *dir,
+			struct ar_kubeconfig *k, ar_error_t *err);
+int ar_kubeconfig_load(const char *path, struct ar_kubeconfig *k, ar_error_t *err);
+void ar_kubeconfig_free(struct ar_kubeconfig *k);
+/* The sandbox's kubeconfig: the same server and context, the token's placeholder, and
+ * the sandbox CA (PEM) as the cluster's certificate-authority-data. */
+void ar_kubeconfig_render(const struct ar_kubeconfig *k, const char *placeholder,
+			  const char *ca_pem, struct ar_buf *out);
 
 /* Standard base64 (RFC 4648, padded), for Basic credentials. decode: -1 on bad input. */
 void ar_base64_encode(const unsigned char *in, size_t len, struct ar_buf *out);

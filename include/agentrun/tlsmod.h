@@ -23,9 +23,10 @@ struct ar_tlsmod_ctx;
 struct ar_tlsmod_conn;
 
 struct ar_tlsmod_opts {
-	const char *trust_file;	 /* the host's CA bundle (loaded now, read once) */
-	const char *upstream_ca; /* more CAs for the upstream leg, or NULL */
-	const char *ca_name;	 /* the CA's common name */
+	const char *trust_file;	     /* the host's CA bundle (loaded now, read once) */
+	const char *upstream_ca;     /* more CAs for the upstream leg, or NULL */
+	const char *upstream_ca_pem; /* and more in memory (a kubeconfig's cluster CA), or NULL */
+	const char *ca_name;	     /* the CA's common name */
 };
 
 struct ar_tlsmod_ops {

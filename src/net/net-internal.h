@@ -19,7 +19,8 @@ int net_secrets_check(struct ar_net *n, ar_error_t *err);
 int net_secrets_bundle(struct ar_net *n, ar_error_t *err);
 int net_secrets_ready(struct ar_net *n, ar_error_t *err);
 void net_secrets_stop(struct ar_net *n);
-#define NET_CA_BUNDLE_FILE "ca-bundle.pem"
+#define NET_CA_BUNDLE_FILE  "ca-bundle.pem"
+#define NET_KUBECONFIG_FILE "kubeconfig"
 
 /* AR_NET_STATE_ROOT/net opened and flock'ed (exclusive); close to unlock. */
 int net_lock_entries(ar_error_t *err);

@@ -147,6 +147,7 @@ int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_ne
 			     .log_fd = -1,
 			     .resolv_fd = -1,
 			     .bundle_fd = -1,
+			     .kubeconfig_fd = -1,
 			     .no_cgroups = o->no_cgroups};
 	n->state.net_index = -1;
 	if (geteuid() == 0)

@@ -212,7 +212,8 @@ static int prepare_secrets(struct child *c, ar_error_t *err)
 		return ar_error_make(err, errno, "proxy: not dumpable");
 	if (ar_secrets_load(c->o->secrets, err) == -1)
 		return -1;
-	return ar_proxy_tls_prepare(c->o->policy->proxy.upstream_ca, ca_name, &c->tls, err);
+	return ar_proxy_tls_prepare(c->o->policy->proxy.upstream_ca, c->o->secrets->upstream_ca_pem,
+				    ca_name, &c->tls, err);
 }
 
 static int build_proxy(struct child *c, ar_error_t *err)

@@ -15,6 +15,7 @@
 
 #include "agentrun/net.h"
 #include "agentrun/proxy.h"
+#include "agentrun/rules.h"
 #include "agentrun/secrets.h"
 #include "agentrun/util.h"
 #include "net-internal.h"
@@ -43,14 +44,49 @@ static int write_roots(struct ar_net *n, ar_error_t *err)
 	return 0;
 }
 
+/* The kubeconfig of a `network: proxy` sandbox: its token becomes a secret for its
+ * server, which the policy must allow. agentrun keeps the server and context only. */
+static int kubeconfig_secret(struct ar_net *n, ar_error_t *err)
+{
+	const struct ar_policy *p = n->p;
+	if (p->kubeconfig == NULL || p->network != AR_NETWORK_PROXY)
+		return 0;
+	if (ar_kubeconfig_load(p->kubeconfig, &n->kube, err) == -1)
+		return ar_error_wrap(err, "%s: kubeconfig", p->origin);
+	explicit_bzero(n->kube.token, strlen(n->kube.token));
+	ar_autorules struct ar_rules *allowed = NULL;
+	struct ar_host h;
+	struct ar_decision d;
+	if (ar_rules_compile(p->allowed_hosts, p->n_allowed_hosts, "allowed_hosts", &allowed,
+			     err) == -1 ||
+	    ar_host_canonicalize(n->kube.host, &h, err) == -1)
+		return -1;
+	ar_rules_decide(allowed, &h, n->kube.port, &d);
+	if (!d.allowed)
+		return ar_error_make(err, 0,
+				     "%s: kubeconfig: its server %s is not in allowed_hosts (add "
+				     "\"%s\")",
+				     p->origin, n->kube.rule, n->kube.rule);
+	return ar_secrets_add_kubeconfig(&n->secrets, p, &n->kube, err);
+}
+
 /* Before the network: a missing source fails before anything exists. */
 int net_secrets_check(struct ar_net *n, ar_error_t *err)
 {
-	if (n->p->n_secrets == 0)
-		return 0;
-	if (ar_secrets_new(n->p, &n->secrets, err) == -1)
+	if (n->p->n_secrets > 0 && ar_secrets_new(n->p, &n->secrets, err) == -1)
+		return -1;
+	if (kubeconfig_secret(n, err) == -1)
 		return -1;
 	return ar_secrets_check_sources(n->secrets, err);
+}
+
+static int state_file(struct ar_net *n, const char *name, char **path, int *fd, ar_error_t *err)
+{
+	*path = ar_xasprintf("%s/%s", ar_net_state_dir(n->state.name), name);
+	*fd = open(*path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (*fd == -1)
+		return ar_error_make(err, errno, "secrets: create `%s`", *path);
+	return 0;
 }
 
 int net_secrets_bundle(struct ar_net *n, ar_error_t *err)
@@ -62,10 +98,11 @@ int net_secrets_bundle(struct ar_net *n, ar_error_t *err)
 		return -1;
 	if (mkdir(dir, 0700) == -1 && errno != EEXIST)
 		return ar_error_make(err, errno, "mkdir `%s`", dir);
-	n->bundle = ar_xasprintf("%s/" NET_CA_BUNDLE_FILE, dir);
-	n->bundle_fd = open(n->bundle, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (n->bundle_fd == -1)
-		return ar_error_make(err, errno, "secrets: create `%s`", n->bundle);
+	if (state_file(n, NET_CA_BUNDLE_FILE, &n->bundle, &n->bundle_fd, err) == -1)
+		return -1;
+	if (n->kube.server != NULL &&
+	    state_file(n, NET_KUBECONFIG_FILE, &n->kubeconfig, &n->kubeconfig_fd, err) == -1)
+		return -1;
 	return write_roots(n, err);
 }
 
@@ -78,18 +115,32 @@ int net_secrets_ready(struct ar_net *n, ar_error_t *err)
 	const char *pem = n->proxy.ca_pem;
 	if (pem == NULL || strstr(pem, "-----BEGIN CERTIFICATE-----") == NULL)
 		return ar_error_make(err, 0, "proxy: no sandbox CA came from it");
-	if (ar_write_all(n->bundle_fd, pem, strlen(pem)) == -1 || fsync(n->bundle_fd) == -1)
+	if (ar_write_all(n->bundle_fd, pem, strlen(pem)) == -1)
 		return ar_error_make(err, errno, "secrets: write `%s`", n->bundle);
 	close(n->bundle_fd);
 	n->bundle_fd = -1;
+	if (n->kubeconfig_fd < 0)
+		return 0;
+	const struct ar_secret *x = &n->secrets->s[n->secrets->n - 1]; /* the kubeconfig's */
+	ar_autobuf struct ar_buf kc = {0};
+	ar_kubeconfig_render(&n->kube, x->placeholder, pem, &kc);
+	if (ar_write_all(n->kubeconfig_fd, kc.data, kc.len) == -1)
+		return ar_error_make(err, errno, "secrets: write `%s`", n->kubeconfig);
+	close(n->kubeconfig_fd);
+	n->kubeconfig_fd = -1;
 	return 0;
 }
 
 void net_secrets_stop(struct ar_net *n)
 {
-	if (n->bundle_fd >= 0)
-		close(n->bundle_fd);
-	n->bundle_fd = -1;
+	int *fds[] = {&n->bundle_fd, &n->kubeconfig_fd};
+	for (size_t i = 0; i < AR_ARRAY_SIZE(fds); i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
+	if (n->kubeconfig)
+		unlink(n->kubeconfig);
 	if (n->bundle) {
 		unlink(n->bundle);
 		if (!n->state_written)
@@ -97,7 +148,9 @@ void net_secrets_stop(struct ar_net *n)
 	}
 	free(n->bundle);
 	free(n->bundle_target);
-	n->bundle = n->bundle_target = NULL;
+	free(n->kubeconfig);
+	n->bundle = n->bundle_target = n->kubeconfig = NULL;
+	ar_kubeconfig_free(&n->kube);
 	ar_secrets_free(n->secrets);
 	n->secrets = NULL;
 }
@@ -105,6 +158,11 @@ void net_secrets_stop(struct ar_net *n)
 const struct ar_secrets *ar_net_secrets(const struct ar_net *n)
 {
 	return n->secrets;
+}
+
+const char *ar_net_kubeconfig(const struct ar_net *n)
+{
+	return n->kubeconfig;
 }
 
 const char *ar_net_ca_bundle(const struct ar_net *n, const char **target)

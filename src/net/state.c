@@ -203,8 +203,10 @@ void ar_net_state_remove(const char *name)
 	char *dir = ar_xstrdup(ar_net_state_dir(name));
 	ar_autofree char *file = ar_xasprintf("%s/state", dir);
 	ar_autofree char *bundle = ar_xasprintf("%s/" NET_CA_BUNDLE_FILE, dir);
+	ar_autofree char *kube = ar_xasprintf("%s/" NET_KUBECONFIG_FILE, dir);
 	unlink(file);
-	unlink(bundle); /* secrets: the sandbox's CA bundle */
+	unlink(bundle); /* secrets: the sandbox's CA bundle and kubeconfig */
+	unlink(kube);
 	rmdir(dir);
 	free(dir);
 }

@@ -72,8 +72,8 @@ static void *open_module(ar_error_t *err)
 	       NULL;
 }
 
-int ar_proxy_tls_prepare(const char *upstream_ca, const char *ca_name, struct ar_proxy_tls **out,
-			 ar_error_t *err)
+int ar_proxy_tls_prepare(const char *upstream_ca, const char *upstream_ca_pem, const char *ca_name,
+			 struct ar_proxy_tls **out, ar_error_t *err)
 {
 	char msg[512] = "";
 	*out = NULL;
@@ -88,6 +88,7 @@ int ar_proxy_tls_prepare(const char *upstream_ca, const char *ca_name, struct ar
 	struct ar_tlsmod_opts o = {
 	    .trust_file = ar_proxy_tls_host_bundle("/"),
 	    .upstream_ca = upstream_ca,
+	    .upstream_ca_pem = upstream_ca_pem,
 	    .ca_name = ca_name,
 	};
 	if ((t->ctx = t->ops->ctx_new(&o, msg, sizeof(msg))) == NULL) {

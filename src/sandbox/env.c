@@ -67,7 +67,8 @@ void ar_sandbox_env_secrets(char ***env, const struct ar_secrets *s, const char 
 	while ((*env)[n] != NULL)
 		n++;
 	for (size_t i = 0; i < s->n; i++)
-		put(env, &n, s->s[i].name, s->s[i].placeholder);
+		if (s->s[i].in_env)
+			put(env, &n, s->s[i].name, s->s[i].placeholder);
 	for (size_t i = 0; bundle != NULL && i < AR_POLICY_CA_ENV_N; i++)
 		put(env, &n, ar_policy_ca_env_vars[i], bundle);
 }

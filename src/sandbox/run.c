@@ -108,6 +108,10 @@ static int network(struct sandbox *sb, ar_error_t *err)
 	ar_sandbox_env_secrets(&sb->env, ar_net_secrets(&sb->net), bundle_target);
 	if (bundle != NULL)
 		ar_mount_plan_add_bind(&sb->plan, bundle, bundle_target, "secrets: the CA bundle");
+	/* the kubeconfig the sandbox reads: a placeholder token, the sandbox CA */
+	if (ar_net_kubeconfig(&sb->net) != NULL)
+		ar_mount_plan_rebind(&sb->plan, sb->p->kubeconfig_target,
+				     ar_net_kubeconfig(&sb->net));
 	/* transparent capture: the sandbox's resolver is the proxy's DNS stub (in a rootfs,
 	 * nothing is created: only a regular /etc/resolv.conf there is covered) */
 	if (ar_net_resolv_fd(&sb->net) >= 0 && resolv_conf_coverable(sb->plan.rootfs))

@@ -53,6 +53,7 @@ int ar_secrets_new(const struct ar_policy *p, struct ar_secrets **out, ar_error_
 		struct ar_secret *x = &s->s[i];
 		x->name = ar_xstrdup(p->secrets[i].name);
 		x->from = ar_xstrdup(p->secrets[i].from);
+		x->in_env = true;
 		ar_autofree char *what = ar_xasprintf("%s: secrets.%s.hosts", s->origin, x->name);
 		if (ar_rules_compile(p->secrets[i].hosts, p->secrets[i].n_hosts, what, &x->hosts,
 				     err) == -1 ||
@@ -63,10 +64,51 @@ int ar_secrets_new(const struct ar_policy *p, struct ar_secrets **out, ar_error_
 	return 0;
 }
 
-/* Read one source: the value, or the reason it cannot be one. */
-static int read_source(const struct ar_secrets *s, const struct ar_secret *x, char *buf,
-		       size_t size, size_t *len, ar_error_t *err)
+int ar_secrets_add_kubeconfig(struct ar_secrets **sp, const struct ar_policy *p,
+			      const struct ar_kubeconfig *k, ar_error_t *err)
 {
+	if (*sp == NULL) {
+		*sp = ar_xcalloc(1, sizeof(**sp));
+		(*sp)->origin = ar_xstrdup(p->origin ? p->origin : "<policy>");
+	}
+	struct ar_secrets *s = *sp;
+	s->s = ar_xrealloc(s->s, (s->n + 1) * sizeof(*s->s));
+	struct ar_secret *x = &s->s[s->n];
+	*x = (struct ar_secret){.name = ar_xstrdup(AR_KUBECONFIG_SECRET),
+				.from = ar_xasprintf("kubeconfig:%s", p->kubeconfig)};
+	s->n++;
+	char *rule = k->rule;
+	ar_autofree char *what = ar_xasprintf("%s: kubeconfig server", s->origin);
+	if (ar_rules_compile(&rule, 1, what, &x->hosts, err) == -1)
+		return -1;
+	return placeholder(x, err);
+}
+
+/* kubeconfig:PATH: the current context's token; its cluster's CA kept for the proxy. */
+static int read_kubeconfig(struct ar_secrets *s, const struct ar_secret *x, char *buf, size_t size,
+			   size_t *len, ar_error_t *err)
+{
+	struct ar_kubeconfig k;
+	if (ar_kubeconfig_load(x->from + 11, &k, err) == -1)
+		return -1;
+	int r = 0;
+	*len = strlen(k.token);
+	if (*len >= size)
+		r = serr(err, 0, s, x, "holds a token longer than 64 KiB");
+	else
+		memcpy(buf, k.token, *len);
+	if (r == 0 && k.ca_pem != NULL && s->upstream_ca_pem == NULL)
+		s->upstream_ca_pem = ar_xstrdup(k.ca_pem);
+	ar_kubeconfig_free(&k);
+	return r;
+}
+
+/* Read one source: the value, or the reason it cannot be one. */
+static int read_source(struct ar_secrets *s, const struct ar_secret *x, char *buf, size_t size,
+		       size_t *len, ar_error_t *err)
+{
+	if (strncmp(x->from, "kubeconfig:", 11) == 0)
+		return read_kubeconfig(s, x, buf, size, len, err);
 	if (strncmp(x->from, "env:", 4) == 0) {
 		const char *v = getenv(x->from + 4);
 		if (v == NULL || v[0] == '\0')
@@ -108,7 +150,7 @@ static int check_value(const struct ar_secrets *s, const struct ar_secret *x, co
 	return 0;
 }
 
-int ar_secrets_check_sources(const struct ar_secrets *s, ar_error_t *err)
+int ar_secrets_check_sources(struct ar_secrets *s, ar_error_t *err)
 {
 	if (s == NULL)
 		return 0;
@@ -186,6 +228,7 @@ void ar_secrets_free(struct ar_secrets *s)
 	}
 	free(s->s);
 	free(s->origin);
+	free(s->upstream_ca_pem);
 	free(s);
 }
 

@@ -173,6 +173,21 @@ static SSL_CTX *base_ctx(const SSL_METHOD *m)
 	return c;
 }
 
+/* Every certificate of a PEM text into the store; -1 when none was there. */
+static int add_pem(X509_STORE *store, const char *pem)
+{
+	BIO *b = BIO_new_mem_buf(pem, -1);
+	X509 *x;
+	int n = 0;
+	while (b != NULL && (x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL) {
+		n += X509_STORE_add_cert(store, x) == 1;
+		X509_free(x);
+	}
+	BIO_free(b);
+	ERR_clear_error(); /* the end of the text */
+	return n > 0 ? 0 : -1;
+}
+
 static int make_client(struct ar_tlsmod_ctx *ctx, const struct ar_tlsmod_opts *o, char *err,
 		       size_t n)
 {
@@ -191,6 +206,8 @@ static int make_client(struct ar_tlsmod_ctx *ctx, const struct ar_tlsmod_opts *o
 		snprintf(what, sizeof(what), "proxy.upstream_ca `%s`", o->upstream_ca);
 		return say(err, n, what), -1;
 	}
+	if (o->upstream_ca_pem && add_pem(store, o->upstream_ca_pem) == -1)
+		return say(err, n, "the kubeconfig's certificate-authority"), -1;
 	SSL_CTX_set_verify(ctx->client, SSL_VERIFY_PEER, NULL);
 	SSL_CTX_set_alpn_protos(ctx->client, alpn, sizeof(alpn) - 1);
 	return 0;

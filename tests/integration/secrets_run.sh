@@ -18,9 +18,10 @@ need_cmd node
 need_cmd git
 need python3-requests /usr/bin/python3 -c 'import requests'
 SD="$AR_SOURCE_DIR/tests/integration/secrets"
+echo "127.0.0.1 kube.test.example" >>"$AR_TMP/hosts" # the proxy's /etc/hosts (common.sh)
 mkdir -m 755 "$AR_TMP/data" "$AR_TMP/sbout"
 chmod 777 "$AR_TMP/sbout"
-bash "$SD/mkca.sh" "$AR_TMP/data" api.test.example other.test.example
+bash "$SD/mkca.sh" "$AR_TMP/data" api.test.example other.test.example kube.test.example
 chmod 644 "$AR_TMP/data"/*
 # a repository for git http-backend
 git init -q -b main "$AR_TMP/git/repo.git.work"
@@ -29,7 +30,7 @@ git -C "$AR_TMP/git/repo.git.work" add README
 git -C "$AR_TMP/git/repo.git.work" -c user.name=t -c user.email=t@t commit -qm init
 git clone -q --bare "$AR_TMP/git/repo.git.work" "$AR_TMP/git/repo.git"
 
-A=$(free_port) O=$(free_port) P=$(free_port)
+A=$(free_port) O=$(free_port) P=$(free_port) K=$(free_port)
 origin() { # PORT RECORD [CERT KEY]
 	ORIGIN_GIT_ROOT="$AR_TMP/git" python3 "$SD/origin.py" "$@" >"$AR_TMP/origin.$1.log" 2>&1 &
 	on_exit "kill $!"
@@ -38,17 +39,39 @@ origin() { # PORT RECORD [CERT KEY]
 origin "$A" "$AR_TMP/rec.tls" "$AR_TMP/data/api.test.example.pem" "$AR_TMP/data/api.test.example.key"
 origin "$O" "$AR_TMP/rec.other" "$AR_TMP/data/other.test.example.pem" "$AR_TMP/data/other.test.example.key"
 origin "$P" "$AR_TMP/rec.plain"
+origin "$K" "$AR_TMP/rec.kube" "$AR_TMP/data/kube.test.example.pem" "$AR_TMP/data/kube.test.example.key"
 
 API_REAL="sk-ant-REAL-$$-$RANDOM$RANDOM"
 GH_REAL="ghp_REAL$$x$RANDOM$RANDOM"
+KUBE_REAL="kube-REAL-$$-$RANDOM$RANDOM"
 printf '%s\n' "$GH_REAL" >"$AR_TMP/gh-token"
+# the agent's kubeconfig on the host: the real token, the cluster's own CA
+cat >"$AR_TMP/kubeconfig" <<KUBE
+apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: https://kube.test.example:$K
+    certificate-authority-data: $(base64 -w0 "$AR_TMP/data/ca.pem")
+users:
+- name: bot
+  user:
+    token: $KUBE_REAL
+contexts:
+- name: triage
+  context: {cluster: test, user: bot, namespace: triage}
+current-context: triage
+KUBE
+chmod 600 "$AR_TMP/kubeconfig"
 chmod 600 "$AR_TMP/gh-token"
 NAME="sec-$$"
 POLICY="$AR_TMP/policy.json"
 cat >"$POLICY" <<JSON
 {"name": "$NAME",
  "allowed_hosts": ["api.test.example:$A", "other.test.example:$O", "api.test.example:$P",
-                   "other.test.example:$P"],
+                   "other.test.example:$P", "kube.test.example:$K"],
+ "kubeconfig": "$AR_TMP/kubeconfig",
  "proxy": {"allow_private": ["127.0.0.1"], "upstream_ca": "$AR_TMP/data/ca.pem"},
  "secrets": {
    "API_KEY": {"from": "env:AR_TEST_API_KEY", "hosts": ["api.test.example:$A", "api.test.example:$P"]},
@@ -106,6 +129,9 @@ expect_eq "curl: and in Authorization" 1 "$(rec "$AR_TMP/rec.tls" /curl | tr '|'
 basic=$(printf 'x-access-token:%s' "$GH_REAL" | base64 -w0)
 expect_eq "Basic: decoded, replaced, encoded" 1 "$(rec "$AR_TMP/rec.tls" /basic | tr '|' '\n' | grep -c "^Authorization: Basic $basic\$")"
 for k in urllib requests node; do expect_eq "$k: the origin got the real value" 1 "$(api_hdr "/$k" X-Api-Key)"; done
+expect_eq "kubectl with the sandbox's kubeconfig" triage "$(val kubectl)"
+expect_eq "the sandbox's kubeconfig holds a placeholder token" 1 "$(val kube_token)"
+expect_eq "the API server got the real token" 1 "$(rec "$AR_TMP/rec.kube" /api/v1/namespaces | tr '|' '\n' | grep -c "^Authorization: Bearer $KUBE_REAL\$")"
 expect_match "git: the origin got the real token in Basic" "Authorization: Basic $basic" "$(rec "$AR_TMP/rec.tls" /repo.git)"
 expect_eq "plain HTTP to the bound host: substituted" 1 "$(rec "$AR_TMP/rec.plain" /plain | tr '|' '\n' | grep -c "^X-Api-Key: $API_REAL\$")"
 expect_eq "keep-alive: three requests on one client connection" "ok,ok,ok same" "$(val keepalive)"
@@ -150,10 +176,10 @@ expect_match "the audit names what was injected" '"secret":"API_KEY","secret_act
 # --- the real values are nowhere but at the origin ---
 for f in "$AUD" "$LOG" "$AR_TMP/run.out" "$AR_TMP/run.err" "$AR_TMP/sbout/proc.dump" "$AR_TMP/sbout/inside.out" \
 	"$AR_TMP/proxy.proc" "$AR_TMP/ps.out"; do
-	expect_eq "no real value in $(basename "$f")" 0 "$(grep -c -a -e "$API_REAL" -e "$GH_REAL" "$f" || true)"
+	expect_eq "no real value in $(basename "$f")" 0 "$(grep -c -a -e "$API_REAL" -e "$GH_REAL" -e "$KUBE_REAL" "$f" || true)"
 done
-expect_eq "no real value in the state directory" 0 "$(grep -r -c -a -e "$API_REAL" -e "$GH_REAL" "$AR_TMP/statedir" | grep -vc ':0$' || true)"
-expect_eq "no real value in the sandbox's files we wrote" 0 "$(grep -r -l -a -e "$API_REAL" -e "$GH_REAL" "$AR_TMP/sbout" | wc -l)"
+expect_eq "no real value in the state directory" 0 "$(grep -r -c -a -e "$API_REAL" -e "$GH_REAL" -e "$KUBE_REAL" "$AR_TMP/statedir" | grep -vc ':0$' || true)"
+expect_eq "no real value in the sandbox's files we wrote" 0 "$(grep -r -l -a -e "$API_REAL" -e "$GH_REAL" -e "$KUBE_REAL" "$AR_TMP/sbout" | wc -l)"
 expect_eq "the state directory is gone" no "$([ -e "$sdir" ] && echo yes || echo no)"
 
 # --- bad input: 125, one line naming the secret and field, nothing left ---
@@ -177,4 +203,13 @@ bad "empty file" "{\"K\": {\"from\": \"file:$AR_TMP/empty\", \"hosts\": $h}}" "s
 bad "missing file" "{\"K\": {\"from\": \"file:$AR_TMP/none\", \"hosts\": $h}}" "secrets.K.from: file:$AR_TMP/none cannot be read"
 bad "host not allowed" "{\"K\": {\"from\": \"env:HOME\", \"hosts\": [\"x.test.example\"]}}" 'secrets.K.hosts\[0\]: "x.test.example" is not in allowed_hosts'
 bad "bad name" "{\"K-1\": {\"from\": \"env:HOME\", \"hosts\": $h}}" "secrets.K-1: the name must be a variable name"
+# the kubeconfig's server must be allowed; a kubeconfig without a token is refused
+printf '{"name": "bad-%s", "allowed_hosts": ["api.test.example:%s"], "kubeconfig": "%s"}\n' "$$" "$A" "$AR_TMP/kubeconfig" >"$AR_TMP/bad.json"
+expect_status "kubeconfig server not allowed: 125" 125 "$AGENTRUN" run --policy "$AR_TMP/bad.json" -- true
+expect_match "kubeconfig server not allowed: named" "kubeconfig: its server kube.test.example:$K is not in allowed_hosts" "$(cat "$AR_TMP/err")"
+sed 's/token: .*/client-certificate-data: eA==/' "$AR_TMP/kubeconfig" >"$AR_TMP/kc-cert"
+printf '{"name": "bad-%s", "allowed_hosts": ["kube.test.example:%s"], "kubeconfig": "%s"}\n' "$$" "$K" "$AR_TMP/kc-cert" >"$AR_TMP/bad.json"
+expect_status "kubeconfig without a token: 125" 125 "$AGENTRUN" run --policy "$AR_TMP/bad.json" -- true
+expect_match "kubeconfig without a token: named" "kubeconfig $AR_TMP/kc-cert: the current context's user has no token" "$(cat "$AR_TMP/err")"
+expect_eq "nothing left of the bad runs" "" "$(ls -d /run/agentrun/bad-$$-* 2>/dev/null)"
 finish

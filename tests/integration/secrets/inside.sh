@@ -24,6 +24,11 @@ r node "$(U=$u node -e 'fetch(process.env.U + "/node", {headers: {"X-Api-Key": p
 # git over https: Basic credentials after the origin's 401
 r git "$(git ls-remote "https://x-access-token:$GH_TOKEN@api.test.example:$A/repo.git" 2>&1 | grep -c refs/heads/main)"
 r git_clone "$(cd /tmp && git clone -q "https://x-access-token:$GH_TOKEN@api.test.example:$A/repo.git" clone 2>&1; cat /tmp/clone/README 2>&1)"
+# kubectl with the sandbox's kubeconfig: a placeholder token, the sandbox CA
+kubectl get --raw /api/v1/namespaces >"$OUT/kubectl.out" 2>&1
+r kubectl "$(python3 -c 'import json, sys; print(json.load(sys.stdin)["items"][0]["metadata"]["name"])' <"$OUT/kubectl.out" 2>&1 | tail -1)"
+r kube_token "$(grep -c '"token":[[:space:]]*"agentrun-secret-KUBECONFIG_TOKEN-[0-9a-f]\{32\}"' "$KUBECONFIG")"
+cp "$KUBECONFIG" "$OUT/kubeconfig"
 # keep-alive: three requests on one terminated connection
 r keepalive "$(U=$A python3 -c 'import http.client, os, ssl
 px = os.environ["HTTPS_PROXY"][7:].split(":")

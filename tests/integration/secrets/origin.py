@@ -9,6 +9,7 @@ as JSON lines to a record file. Paths:
   /ws            a WebSocket echo (RFC 6455, text frames)
   /repo.git/...  git smart HTTP through `git http-backend` (GIT_PROJECT_ROOT = the
                  environment's ORIGIN_GIT_ROOT), 401 without Basic credentials
+  /api/v1/namespaces  a NamespaceList (a fake Kubernetes API server for kubectl)
   anything else  200 "ok"
 Usage: origin.py PORT RECORD [CERT KEY]   (with CERT/KEY: TLS)"""
 import base64, hashlib, json, os, socket, ssl, struct, subprocess, sys, threading, time
@@ -51,6 +52,9 @@ class H(BaseHTTPRequestHandler):
         if path.startswith("/repo.git/"):
             return self.git(path, self.path.split("?", 1)[1] if "?" in self.path else "", body)
         out = b"ok\n"
+        if path == "/api/v1/namespaces":
+            out = json.dumps({"kind": "NamespaceList", "apiVersion": "v1",
+                              "items": [{"metadata": {"name": "triage"}}]}).encode()
         self.send_response(200)
         if path == "/leak":
             self.send_header("X-Echo-Token", self.headers.get("Authorization", ""))

@@ -355,6 +355,52 @@ static void test_sources(void **state)
 	assert_non_null(strstr(err->msg, "cannot be read"));
 }
 
+static void test_kubeconfig(void **state)
+{
+	static const char yaml[] =
+	    "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
+	    "    server: https://kube.example:6443/prefix\n"
+	    "    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==\n"
+	    "users:\n- name: u\n  user:\n    token: real-token\n"
+	    "- name: other\n  user:\n    token: not-this\n"
+	    "contexts:\n- name: x\n  context: {cluster: c, user: u, namespace: ns}\n"
+	    "current-context: x\n";
+	ar_auto_error ar_error_t err = NULL;
+	struct ar_kubeconfig k;
+	assert_int_equal(ar_kubeconfig_parse(yaml, sizeof(yaml) - 1, "kc", "/", &k, &err), 0);
+	assert_string_equal(k.token, "real-token");
+	assert_string_equal(k.rule, "kube.example:6443");
+	assert_string_equal(k.ns, "ns");
+	assert_string_equal(k.ca_pem, "-----BEGIN CERTIFICATE-----\n");
+	ar_autobuf struct ar_buf out = {0};
+	ar_kubeconfig_render(&k, "agentrun-secret-KUBECONFIG_TOKEN-00", "PEM", &out);
+	assert_null(strstr(out.data, "real-token"));
+	assert_non_null(strstr(out.data, "agentrun-secret-KUBECONFIG_TOKEN-00"));
+	assert_non_null(strstr(out.data, "\"server\":\t\"https://kube.example:6443/prefix\""));
+	assert_non_null(strstr(out.data, "UEVN")); /* base64("PEM") */
+	ar_kubeconfig_free(&k);
+	static const struct {
+		const char *from, *to, *want;
+	} bad[] = {
+	    {"token: real-token", "client-certificate-data: eA==", "has no token"},
+	    {"https://kube", "http://kube", "is not https://"},
+	    {"current-context: x", "current-context: y", "no current-context"},
+	    {"    server: https", "    insecure-skip-tls-verify: true\n    server: https",
+	     "insecure-skip-tls-verify"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ar_autobuf struct ar_buf t = {0};
+		const char *at = strstr(yaml, bad[i].from);
+		ar_buf_append(&t, yaml, (size_t)(at - yaml));
+		ar_buf_puts(&t, bad[i].to);
+		ar_buf_puts(&t, at + strlen(bad[i].from));
+		ar_error_release(&err);
+		assert_int_equal(ar_kubeconfig_parse(t.data, t.len, "kc", "/", &k, &err), -1);
+		if (strstr(err->msg, bad[i].want) == NULL)
+			fail_msg("case %zu: %s", i, err->msg);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -367,6 +413,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_mask, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_scan_split, setup, teardown),
 	    cmocka_unit_test(test_base64),
+	    cmocka_unit_test(test_kubeconfig),
 	    cmocka_unit_test(test_policy_errors),
 	    cmocka_unit_test_setup_teardown(test_sources, setup, teardown),
 	};
