@@ -177,7 +177,7 @@ static void check_env(struct bctx *c)
 				 ar_spec_proxy_vars[i]);
 		ar_findings_add(c->out, what, "unset", got, fix);
 	}
-	ar_findings_add_secrets(c->out, have,
+	ar_findings_add_secrets(c->out, NULL, have,
 				"remove %s from process.env; mount the secret read-only as a file");
 }
 

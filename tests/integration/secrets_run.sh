@@ -96,6 +96,17 @@ ppid=$(sed -n 's/^proxy_pid=//p' "$state" 2>/dev/null || true)
 	"$(stat -c %u "/proc/$ppid/environ") $(awk '/^Uid:/ {print ($2 == 0 ? 0 : "!0")}' "/proc/$ppid/status")"
 [ -n "$ppid" ] && cat "/proc/$ppid/environ" "/proc/$ppid/cmdline" >"$AR_TMP/proxy.proc" 2>/dev/null
 ps -eo args >"$AR_TMP/ps.out"
+# check: the sandbox's placeholders are no drift; a process holding a real value is
+"$AGENTRUN" check --policy "$POLICY" --name "$NAME-$RUN" >"$AR_TMP/check.sandbox" 2>&1 || true
+AR_TEST_REAL_ENV=1 API_KEY=$API_REAL sleep 30 &
+HOLDER=$!
+on_exit "kill $HOLDER"
+for _ in $(seq 1 100); do # until sleep runs with its environment (not its shell's)
+	grep -qa AR_TEST_REAL_ENV=1 "/proc/$HOLDER/environ" 2>/dev/null && break
+	sleep 0.05
+done
+"$AGENTRUN" check --policy "$POLICY" --pid "$HOLDER" >"$AR_TMP/check.holder" 2>&1 || true
+kill "$HOLDER"
 touch "$AR_TMP/sbout/go"
 wait "$RUN" || fail "run exited $?: $(cat "$AR_TMP/run.err")"
 out=$(cat "$AR_TMP/sbout/inside.out")
@@ -173,9 +184,15 @@ expect_match "audit: the DNS name (each query)" '^[1-9]' "$(refused API_KEY 'in 
 expect_eq "the origins never saw a placeholder elsewhere" 0 "$(cat "$AR_TMP/rec.other" "$AR_TMP/rec.plain" 2>/dev/null | grep -c 'agentrun-secret-' || true)"
 expect_match "the audit names what was injected" '"secret":"API_KEY","secret_action":"injected"' "$(cat "$AUD")"
 
+# --- check ---
+expect_nomatch "check --name: the placeholders are no drift" 'secret' "$(cat "$AR_TMP/check.sandbox")"
+expect_match "check --pid: a real value where the policy injects it is drift" \
+	'DRIFT secret API_KEY expected a placeholder \(agentrun-secret-NAME-\.\.\.\) actual a real value \(not shown\)' \
+	"$(cat "$AR_TMP/check.holder")"
+
 # --- the real values are nowhere but at the origin ---
 for f in "$AUD" "$LOG" "$AR_TMP/run.out" "$AR_TMP/run.err" "$AR_TMP/sbout/proc.dump" "$AR_TMP/sbout/inside.out" \
-	"$AR_TMP/proxy.proc" "$AR_TMP/ps.out"; do
+	"$AR_TMP/proxy.proc" "$AR_TMP/ps.out" "$AR_TMP/check.sandbox" "$AR_TMP/check.holder"; do
 	expect_eq "no real value in $(basename "$f")" 0 "$(grep -c -a -e "$API_REAL" -e "$GH_REAL" -e "$KUBE_REAL" "$f" || true)"
 done
 expect_eq "no real value in the state directory" 0 "$(grep -r -c -a -e "$API_REAL" -e "$GH_REAL" -e "$KUBE_REAL" "$AR_TMP/statedir" | grep -vc ':0$' || true)"
