@@ -317,6 +317,10 @@ struct ar_net_detached_opts {
 	pid_t pid;		 /* shown by ps: the container's process, or 0 */
 	const struct ar_net_plan *plan;
 	bool no_cgroups;
+	/* secrets (the OCI hook): the set with the container's placeholders, and the file
+	 * the container binds as its CA bundle, which gets the sandbox CA appended */
+	struct ar_secrets *secrets;
+	const char *ca_bundle;
 };
 
 /* Wire the netns behind ns_fd (empty but lo) to a fresh proxy netns served by a

@@ -54,6 +54,10 @@ int ar_secrets_new(const struct ar_policy *p, struct ar_secrets **out, ar_error_
  * "kubeconfig:PATH", for k->rule only); *s may be NULL (a set is made). */
 int ar_secrets_add_kubeconfig(struct ar_secrets **s, const struct ar_policy *p,
 			      const struct ar_kubeconfig *k, ar_error_t *err);
+/* The placeholders of a sandbox made elsewhere (an OCI bundle's process.env, "K=V"
+ * entries): each secret's variable there must hold a placeholder of its name, which the
+ * set takes instead of its own. Errors name the secret and `origin`. */
+int ar_secrets_adopt(struct ar_secrets *s, char *const *env, const char *origin, ar_error_t *err);
 /* Every source exists and is not empty (run checks before anything is made; the value
  * is not kept). Errors name the secret and its source. */
 int ar_secrets_check_sources(struct ar_secrets *s, ar_error_t *err);

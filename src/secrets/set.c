@@ -84,6 +84,33 @@ int ar_secrets_add_kubeconfig(struct ar_secrets **sp, const struct ar_policy *p,
 	return placeholder(x, err);
 }
 
+int ar_secrets_adopt(struct ar_secrets *s, char *const *env, const char *origin, ar_error_t *err)
+{
+	for (size_t i = 0; s != NULL && i < s->n; i++) {
+		struct ar_secret *x = &s->s[i];
+		size_t n = strlen(x->name);
+		const char *v = NULL;
+		for (size_t k = 0; x->in_env && env && env[k]; k++)
+			if (strncmp(env[k], x->name, n) == 0 && env[k][n] == '=')
+				v = env[k] + n + 1;
+		if (!x->in_env)
+			continue;
+		if (v == NULL || strncmp(v, AR_SECRET_PREFIX, AR_SECRET_PREFIX_LEN) != 0 ||
+		    strncmp(v + AR_SECRET_PREFIX_LEN, x->name, n) != 0 ||
+		    v[AR_SECRET_PREFIX_LEN + n] != '-' ||
+		    strlen(v + AR_SECRET_PREFIX_LEN + n + 1) != AR_SECRET_HEX ||
+		    strspn(v + AR_SECRET_PREFIX_LEN + n + 1, "0123456789abcdef") != AR_SECRET_HEX)
+			return ar_error_make(err, 0,
+					     "%s: secrets.%s: the environment holds no placeholder "
+					     "for it (render the bundle with agentrun render "
+					     "--format oci)",
+					     origin, x->name);
+		snprintf(x->placeholder, sizeof(x->placeholder), "%s", v);
+		x->plen = strlen(v);
+	}
+	return 0;
+}
+
 /* kubeconfig:PATH: the current context's token; its cluster's CA kept for the proxy. */
 static int read_kubeconfig(struct ar_secrets *s, const struct ar_secret *x, char *buf, size_t size,
 			   size_t *len, ar_error_t *err)
