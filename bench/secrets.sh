@@ -134,6 +134,9 @@ printf 'one %d MiB download MB/s  terminated %s, tunnel %s: %s\n' "$MB" "$(val t
 	"$(ratio "$(val termdl)" "$(val tundl)")"
 grep -c '"secret":"BENCH_KEY","secret_action":"injected"' "$tmp/audit.jsonl" | sed 's/^/requests audited as injected: /'
 
+# what a start without secrets maps: agentrun links no TLS library (agentrun-tls.so is
+# dlopen()ed by the proxy only when a policy has secrets)
+echo "libssl/libcrypto linked into agentrun: $(ldd "$AGENTRUN" | grep -c -e libssl -e libcrypto || true)"
 if [ -n "$BEFORE" ]; then
 	python3 - "$RUNS" "$AGENTRUN" "$BEFORE" <<'PY'
 import os, sys

@@ -170,6 +170,10 @@ static SSL_CTX *base_ctx(const SSL_METHOD *m)
 	 * without close_notify (close-delimited bodies) ends the stream, it is no error */
 	SSL_CTX_set_mode(c, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	SSL_CTX_set_options(c, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
+	/* one read(2) takes whatever the socket holds, not a record header and then its
+	 * body: half the reads per request. The proxy reads until SSL wants the socket, so
+	 * nothing waits in the read-ahead buffer unseen. */
+	SSL_CTX_set_read_ahead(c, 1);
 	return c;
 }
 
