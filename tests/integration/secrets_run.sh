@@ -154,6 +154,9 @@ expect_eq "SSE: event by event, not buffered (>= 250 ms apart)" yes \
 	"$([ $((t1 - t0)) -ge 250 ] && [ $((t2 - t1)) -ge 250 ] && [ $((t3 - t2)) -ge 250 ] && echo yes || echo "no: $ts")"
 expect_eq "WebSocket: echoed through the terminated connection" "echo: hello|echo: again" "$(val ws)"
 expect_eq "WebSocket: the upgrade request was substituted" 1 "$(api_hdr /ws X-Api-Key)"
+expect_eq "an upload through the terminated connection" ok "$(val upload)"
+expect_eq "the origin got all of it" 20971520 "$(python3 -c 'import json, sys
+print(sum(json.loads(l)["len"] for l in open(sys.argv[1]) if " /upload " in json.loads(l)["head"]))' "$AR_TMP/rec.tls")"
 expect_eq "a download through the terminated connection" $((8 << 20)) "$(val big)"
 expect_match "the bound host shows the sandbox CA's leaf" "agentrun sandbox CA $NAME-$RUN" "$(val issuer_bound)"
 expect_match "another TLS host stays a tunnel: its own certificate" "agentrun test origin CA" "$(val issuer_other)"

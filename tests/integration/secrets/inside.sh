@@ -71,6 +71,8 @@ for msg in (b"hello", b"again"):
     h = t.recv(2)
     out.append(t.recv(h[1] & 127).decode())
 print("|".join(out))' 2>&1 | tail -1)"
+# an upload streamed through the terminated connection (20 MiB)
+r upload "$(head -c 20971520 /dev/zero | curl -sS -m 60 -H "X-Api-Key: $API_KEY" --data-binary @- "$u/upload" 2>&1)"
 # a download through the terminated connection
 r big "$(curl -sS -m 60 -o /dev/null -w '%{size_download}' "$u/big?mb=8" 2>&1)"
 # the certificate each host presents: the sandbox CA's leaf for the bound host, the

@@ -40,7 +40,7 @@ class H(BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else b""
         head = self.requestline + "\r\n" + str(self.headers)
-        log({"head": head, "body": body[:65536].decode("latin-1")})
+        log({"head": head, "body": body[:65536].decode("latin-1"), "len": len(body)})
         path = self.path.split("?")[0]
         q = dict(p.split("=", 1) for p in self.path.split("?", 1)[1].split("&")) if "?" in self.path else {}
         if path == "/sse":
