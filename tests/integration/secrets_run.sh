@@ -231,5 +231,8 @@ sed 's/token: .*/client-certificate-data: eA==/' "$AR_TMP/kubeconfig" >"$AR_TMP/
 printf '{"name": "bad-%s", "allowed_hosts": ["kube.test.example:%s"], "kubeconfig": "%s"}\n' "$$" "$K" "$AR_TMP/kc-cert" >"$AR_TMP/bad.json"
 expect_status "kubeconfig without a token: 125" 125 "$AGENTRUN" run --policy "$AR_TMP/bad.json" -- true
 expect_match "kubeconfig without a token: named" "kubeconfig $AR_TMP/kc-cert: the current context's user has no token" "$(cat "$AR_TMP/err")"
+expect_status "agentrun proxy --policy with secrets refuses (it holds no placeholders)" 2 \
+	"$AGENTRUN" proxy --listen 127.0.0.1:0 --policy "$POLICY"
+expect_match "agentrun proxy: says why" "secrets: only the proxy of .agentrun run. and of the OCI hook puts them in" "$(cat "$AR_TMP/err")"
 expect_eq "nothing left of the bad runs" "" "$(ls -d /run/agentrun/bad-$$-* 2>/dev/null)"
 finish
