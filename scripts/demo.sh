@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "${AR_DEMO_NO_INSTALL:-0}" = 1 ] || scripts/install-deps.sh
 [ "${AR_DEMO_NO_INSTALL:-0}" = 1 ] || scripts/build.sh
-A=./build/agentrun
+A=${AGENTRUN:-./build/agentrun}
 tmp=$(mktemp -d /tmp/agentrun-demo.XXXXXX)
 mkdir -m 755 "$tmp/www"
 echo '{"status": "ok", "pods": 3}' >"$tmp/www/status.json"
@@ -20,19 +20,33 @@ trap 'kill $origin; rm -rf "$tmp"' EXIT
 for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.2/$port") 2>/dev/null && break; sleep 0.1; done
 cat >"$tmp/policy.json" <<JSON
 {"name": "demo-agent", "image": "python:3.12-slim", "allowed_hosts": ["127.0.0.2:$port"],
- "proxy": {"allow_private": ["127.0.0.2"]}, "user": "1000"}
+ "proxy": {"allow_private": ["127.0.0.2"]}}
 JSON
 echo "== the agent, sandboxed, allowed: 127.0.0.2:$port (a local API)"
 # shellcheck disable=SC2016 # the shell inside the sandbox expands them
 "$A" --policy "$tmp/policy.json" --audit "$tmp/audit.jsonl" --proxy-log "$tmp/proxy.log" -- sh -c '
 	port=$1
-	echo "$(id -un 2>/dev/null || id -u) on $(hostname), proxy $HTTPS_PROXY"
+	echo "uid $(id -u) on $(hostname), proxy $HTTPS_PROXY"
 	echo "network: $(ls /sys/class/net | tr "\n" " ")"
 	echo "allowed API:   $(curl -sS -m 5 "http://127.0.0.2:$port/status.json")"
 	echo "denied host:   $(curl -sS -m 5 http://exfil.example.com/upload)"
 	echo "bypass:        $(curl -sS -m 5 --noproxy "*" -o /dev/null "http://127.0.0.2:$port/" 2>&1)"
-	echo "raw socket:    $(python3 -c "import socket; s = socket.socket(); s.connect((\"10.254.255.1\", 443))" 2>&1 | tail -n 1)"
+	echo "raw socket:    $(python3 -c "
+import socket
+s = socket.create_connection((\"10.254.255.1\", 443), timeout=5)
+s.sendall(b\"GET / HTTP/1.1\\r\\nHost: 10.254.255.1\\r\\n\\r\\n\")
+print(\"captured by the proxy, closed without a reply\" if not s.recv(4096) else \"answered\")
+" 2>&1 | tail -n 1)"
 ' _ "$port"
+# what the proxy decided for that raw connection, from its audit
+python3 - "$tmp/audit.jsonl" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("host") == "10.254.255.1":
+        print("  the proxy:   %s %s: %s" % ("allowed" if r["allowed"] else "refused", r["status"], r["reason"]))
+        break
+PY
 echo "== the audit"
 "$A" audit "$tmp/audit.jsonl"
 echo "== the same policy for docker"

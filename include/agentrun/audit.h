@@ -3,11 +3,21 @@
 #ifndef AGENTRUN_AUDIT_H
 #define AGENTRUN_AUDIT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "agentrun/error.h"
 #include "agentrun/util.h"
+
+/* Statuses the proxy itself answers for an allowed request it could not serve: the byte
+ * budget (413), the origin unreachable or failing (502), over capacity (503), a timeout
+ * (504). Such a request counts as "failed", not "allowed", in `agentrun audit` and in the
+ * proxy's closing line alike. */
+static inline bool ar_audit_failed_status(double status)
+{
+	return status == 413 || status == 502 || status == 503 || status == 504;
+}
 
 /* The row for entries without a target host ("host": null). */
 #define AR_AUDIT_NO_HOST "(no host)"

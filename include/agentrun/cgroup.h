@@ -27,6 +27,22 @@ int ar_cgroup_create(const struct ar_policy *p, const char *name, struct ar_cgro
  * ar_cgroup_destroy). ar_cgroup_destroy on a handle never made only frees it. */
 int ar_cgroup_plan(const struct ar_policy *p, const char *name, struct ar_cgroup **out,
 		   ar_error_t *err);
+
+/* The limits, as bits of a mask (each is the controller it needs). */
+enum { AR_CGROUP_MEMORY = 1u << 0, AR_CGROUP_PIDS = 1u << 1, AR_CGROUP_CPU = 1u << 2 };
+
+/* What a caller without root does not get (docs/cgroups.md#without-root). */
+struct ar_cgroup_gap {
+	unsigned missing; /* AR_CGROUP_* not enforced; 0: every limit is */
+	char limits[128]; /* those limits as set: "memory 256m, pids 64, cpus 1" */
+	char why[1024];	  /* why not, and how to get them (the systemd command) */
+};
+/* ar_cgroup_plan for a caller without root: only a cgroup v2 subtree delegated to it
+ * (writable, with the controllers, room for a child) is used. What it lacks is left
+ * out and said in *gap; *out is NULL when nothing is left (no cgroup at all). Fails
+ * only as ar_cgroup_plan does for what it does use. */
+int ar_cgroup_plan_delegated(const struct ar_policy *p, const char *name, struct ar_cgroup **out,
+			     struct ar_cgroup_gap *gap, ar_error_t *err);
 int ar_cgroup_make(struct ar_cgroup *cg, const struct ar_policy *p, ar_error_t *err);
 /* Does the manager let the sandbox move itself in (ar_cgroup_open_self, v1)? Known
  * after ar_cgroup_plan. When false (v2) ar_cgroup_make may move this process itself
@@ -62,12 +78,47 @@ const char *ar_cgroup_path(const struct ar_cgroup *cg);
  * the plan on. For the state gc reads. */
 void ar_cgroup_dirs(const struct ar_cgroup *cg, char *out, size_t size);
 
+/* Would a kill -9 of this process leave the cgroup where no later run sweeps it? On
+ * v2 once this process stepped into its leaf: its cgroup has controllers enabled, so
+ * no process can join it to sweep (only a record, the state, leads gc there). */
+bool ar_cgroup_unswept(const struct ar_cgroup *cg);
+
 /* Remove empty stale `agentrun-*-PID` cgroups whose owner PID is dead, under the
  * directories this process would create its cgroups in (ar_cgroup_create does this
  * first). Best effort; returns how many were removed. */
 int ar_cgroup_sweep(void);
 
 /* ---- Pure helpers over captured text (no I/O), unit-tested. ---- */
+
+/* What this process's cgroup v2 directory looks like to it (ar_cgroup_plan_delegated
+ * reads it; ar_cgroup_delegation decides on it). */
+struct ar_cgroup_facts {
+	const char *self;	 /* /proc/self/cgroup */
+	const char *mountinfo;	 /* /proc/self/mountinfo */
+	const char *dir;	 /* the v2 cgroup it would create in, NULL: none */
+	const char *controllers; /* DIR/cgroup.controllers, NULL: unreadable */
+	const char *procs;	 /* DIR/cgroup.procs, NULL: unreadable */
+	bool writable;		 /* DIR, its cgroup.procs and cgroup.subtree_control */
+	bool is_root;		 /* DIR has no cgroup.type: the no-internal-processes rule
+				    does not apply */
+	pid_t pid;		 /* this process (the one process DIR may hold) */
+	uid_t uid;
+	unsigned needed; /* AR_CGROUP_* of the limits that are set */
+};
+enum ar_cgroup_deleg {
+	AR_CGROUP_DELEGATED,	/* every needed controller, ours to use */
+	AR_CGROUP_PARTIAL,	/* writable, but some controllers are not handed down */
+	AR_CGROUP_V1,		/* the controllers are cgroup v1's (a hybrid or v1 host) */
+	AR_CGROUP_NO_V2,	/* no cgroup2 hierarchy for this process */
+	AR_CGROUP_NOT_WRITABLE, /* DIR is not delegated to this user */
+	AR_CGROUP_CROWDED,	/* DIR holds other processes */
+};
+/* Which of f->needed the caller can have (*usable), and if not all, why. */
+enum ar_cgroup_deleg ar_cgroup_delegation(const struct ar_cgroup_facts *f, unsigned *usable);
+/* gap->missing, ->limits and ->why for verdict `d` (usable as it returned) and the
+ * limits of `l`. */
+void ar_cgroup_gap_explain(const struct ar_cgroup_facts *f, enum ar_cgroup_deleg d, unsigned usable,
+			   const struct ar_limits *l, struct ar_cgroup_gap *gap);
 
 #define AR_CGROUP_CPU_PERIOD 100000 /* microseconds, cpu.max / cpu.cfs_period_us */
 

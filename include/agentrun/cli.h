@@ -10,9 +10,50 @@
 #define AR_EXIT_NOEXEC	 126 /* run: command not executable */
 #define AR_EXIT_NOENT	 127 /* run: command not found */
 
+#include "agentrun/opts.h"
+
 #ifndef AGENTRUN_VERSION
 #define AGENTRUN_VERSION "0.1.0"
 #endif
+
+/* A subcommand: its option table and the text around it. The help (`agentrun CMD
+ * --help`, `agentrun help CMD`) and the man page are printed from this, and the same
+ * table parses the arguments (ar_cli_parse): a new flag is one row of opts. */
+struct ar_cli_cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;  /* one line, for `agentrun --help` */
+	const char *synopsis; /* after "agentrun ", one form per line */
+	const char *about;    /* what it does; a blank line separates paragraphs */
+	const struct ar_opt *opts;
+	enum ar_opt_mode mode;
+	const char *operand;	 /* the one operand it needs ("FILE|NAME"); NULL: none */
+	bool takes_cmd;		 /* a command after `--` */
+	const char *exit_status; /* "0 ok, 2 bad input or usage." */
+	int usage_exit;		 /* the status of a usage error (run: 125) */
+};
+
+/* The subcommands, in the order `agentrun --help` lists them (src/cli/commands.c). */
+extern const struct ar_cli_cmd *const ar_cli_commands[];
+const struct ar_cli_cmd *ar_cli_find(const char *name);
+void ar_cli_help(const struct ar_cli_cmd *c, FILE *out);
+void ar_cli_top_help(FILE *out);
+/* The man page, agentrun(1), in roff: every subcommand's help (src/cli/man.c). */
+void ar_cli_man(FILE *out);
+/* Parse argv for c and apply the setters to ctx (ctx NULL: parse only). Returns 0 to
+ * go on; else -1 with *status the exit status: 0 after --help, c->usage_exit after
+ * an error it printed. */
+int ar_cli_parse(const struct ar_cli_cmd *c, int argc, char **argv, void *ctx,
+		 struct ar_opt_result *r, int *status);
+
+struct ar_net_state;
+struct ar_sandbox_record;
+/* A network: none sandbox's record as the state a proxy one keeps (false for a proxy
+ * one: read its state). */
+bool ar_cli_record_as_state(const struct ar_sandbox_record *r, struct ar_net_state *s);
+/* The live sandbox named arg as `agentrun ps` lists it (NAME-PID: *exact), or the
+ * newest live sandbox of policy arg, into *out; returns how many matched (0: none). */
+size_t ar_cli_sandbox_find(const char *arg, struct ar_net_state *out, bool *exact);
 
 int ar_cmd_run(int argc, char **argv);
 int ar_cmd_proxy(int argc, char **argv);

@@ -216,6 +216,8 @@ int ar_net_state_find_pid(pid_t pid, struct ar_net_state *out);
  * none yet). */
 pid_t ar_net_state_command_pid(const struct ar_net_state *s);
 /* Visit every state directory (live or not). */
+/* Is sandbox a sandbox of policy (POLICY-DIGITS)? */
+bool ar_net_state_of_policy(const char *sandbox, const char *policy);
 /* The newest live sandbox of policy NAME (NAME-PID) into *out; returns how many are live. */
 size_t ar_net_state_newest_live(const char *policy, struct ar_net_state *out);
 int ar_net_state_foreach(int (*fn)(const struct ar_net_state *s, void *data), void *data);

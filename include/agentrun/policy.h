@@ -54,6 +54,9 @@ struct ar_limits {
 	int64_t cpus_milli; /* 1000 = one CPU, > 0 */
 	char *memory_str;   /* as written ("256m"), for messages */
 	char *cpus_str;	    /* as written ("1"), for messages */
+	/* Without root too, run fails (125) rather than run without a limit the host
+	 * cannot enforce (root always does: docs/cgroups.md#without-root). */
+	bool required;
 };
 
 /* A secret the agent never holds (docs/secrets.md): the sandbox sees a placeholder,
@@ -91,6 +94,7 @@ struct ar_proxy_settings {
 
 struct ar_policy {
 	char *origin; /* file path it was read from, or "<embedded default>" */
+	char *path;   /* that file, absolute (what state records); NULL: not a file */
 
 	char *name;
 	char *image;  /* may be NULL: render then needs one */

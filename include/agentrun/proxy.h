@@ -111,7 +111,8 @@ struct ar_proxy_config {
 
 struct ar_proxy_stats {
 	uint64_t requests;
-	uint64_t allowed;
+	uint64_t allowed; /* allowed and served */
+	uint64_t failed;  /* allowed, but answered 413, 502, 503 or 504 by the proxy */
 	uint64_t denied;
 	uint64_t bytes_out;
 	uint64_t bytes_in;

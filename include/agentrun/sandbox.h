@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "agentrun/error.h"
+#include "agentrun/opts.h"
 #include "agentrun/policy.h"
 
 /* Settings of one run that are not part of the policy. */
@@ -44,6 +45,7 @@ struct ar_sandbox_record {
 	int64_t started;		    /* unix seconds */
 	char network[8];		    /* "none" or "proxy" */
 	char name[AR_POLICY_NAME_MAX + 16]; /* NAME-PID */
+	char policy[256];		    /* its policy file, absolute; "" the default */
 };
 /* Visit the record of every live sandbox (its agentrun alive, checked by start time);
  * stops at the first non-zero return of fn and returns it. */
@@ -51,18 +53,11 @@ int ar_sandbox_record_foreach(int (*fn)(const struct ar_sandbox_record *r, void 
 
 /* ---- CLI overrides (src/sandbox/options.c): table-driven, pure. ---- */
 
-struct ar_override {
-	const char *flag;  /* "--memory" */
-	const char *value; /* "VALUE" for the help text, NULL for a switch */
-	const char *help;
-};
-/* The i-th entry of the override table (for --help), NULL past the end. */
-const struct ar_override *ar_override_at(size_t i);
-/* Is `flag` an override, and does it take a value? Returns -1 when unknown, else 0
- * with *takes_value set. */
-int ar_override_lookup(const char *flag, bool *takes_value);
-/* Apply one override to p and o. Errors name the flag:
- * `--memory: cannot parse "x" as a size (e.g. 256m, 1g)`. */
+/* run's option table, --policy first, NULL-terminated (the CLI parses and documents
+ * run from it). */
+extern const struct ar_opt ar_run_options[];
+/* Apply one override to p and o, then validate the policy. Errors name the flag:
+ * `--memory x: expected a size ...`, `--memory 5m: limits.memory: ... minimum`. */
 int ar_override_apply(struct ar_policy *p, struct ar_run_opts *o, const char *flag,
 		      const char *value, ar_error_t *err);
 /* Parse "UID" or "UID:GID" (numeric). Returns 0 or -1. */
@@ -109,6 +104,9 @@ struct ar_mount_op {
 	bool copy;     /* AR_MNT_BIND of a file (the kubeconfig): a private read-only copy
 			  owned by the sandbox's uid, on a tmpfs of its own, is bound instead */
 	int source_fd; /* > 0: the source is this open file (a generated one), not a path */
+	/* > 0: a detached clone of the source, idmapped onto its owner (a read-write bind
+	 * as root, src/sandbox/idmap.c), moved into place instead of a bind; owned */
+	int idmap_tree;
 };
 
 struct ar_mount_plan {

@@ -74,6 +74,9 @@ int ar_write_file(const char *path, const char *data, size_t len, ar_error_t *er
 #define AR_FDS_MAX 8
 int ar_send_fds(int sock, char byte, const int *fds, size_t n);
 int ar_recv_fds(int sock, char *byte, int *fds, size_t max, size_t *n);
+/* A memfd holding text, sealed against any change (a file the sandbox is given, such
+ * as its resolv.conf or hosts): the fd, or -1 with errno. */
+int ar_sealed_memfd(const char *name, const char *text, size_t len);
 
 /* Growable byte buffer, always NUL-terminated. */
 struct ar_buf {
@@ -110,7 +113,24 @@ char *ar_printable(const char *s, size_t max);
 void ar_json_quote(struct ar_buf *out, const char *s);
 /* -1 with "ORIGIN: invalid JSON near line N: ..." when json holds a raw NUL byte or a
  * \u0000 escape in a string (cJSON would cut the C string there), else 0. */
+/* The candidate nearest to word, when it is close enough to be a typo (at most
+ * a third of its letters edited), else NULL: for "did you mean". */
+struct ar_suggest {
+	const char *word;
+	const char *best;
+	size_t dist;
+};
+void ar_suggest_init(struct ar_suggest *s, const char *word);
+void ar_suggest_add(struct ar_suggest *s, const char *candidate);
+const char *ar_suggest_best(const struct ar_suggest *s);
+
 int ar_json_refuse_nul(const char *json, size_t len, const char *origin, ar_error_t *err);
+/* Where `at` is in json, 1-based (the end when at is NULL or outside): every JSON
+ * reader says "invalid JSON at line L, column C" from this. */
+struct ar_json_pos {
+	int line, column;
+};
+struct ar_json_pos ar_json_pos(const char *json, size_t len, const char *at);
 
 /* Sizes and numbers, strict: "256m", "1g", "1048576", "512k" (binary units, as docker).
  * Return 0 or -1 without touching err; callers name the field. */

@@ -44,17 +44,12 @@ static uint64_t number_field(const cJSON *o, const char *key)
 	return (uint64_t)v->valuedouble;
 }
 
-/* Statuses the proxy itself answers for an allowed request it could not serve: the byte
- * budget (413), the origin unreachable or failing (502), over capacity (503), a timeout
- * (504). Anything else the origin sent, and the request was served. */
+/* Anything but ar_audit_failed_status the origin sent, and the request was served. */
 static bool failed_status(const cJSON *o)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "status");
-	if (!cJSON_IsNumber(v))
-		return false;
 	/* compared as the double it is: converting 1e30 to int would be undefined */
-	double st = v->valuedouble;
-	return st == 413 || st == 502 || st == 503 || st == 504;
+	return cJSON_IsNumber(v) && ar_audit_failed_status(v->valuedouble);
 }
 
 static void count(struct ar_audit_summary *s, struct ar_audit_host *h, const cJSON *o, bool allowed)

@@ -369,16 +369,13 @@ static int read_facts(const cJSON *root, struct ar_docker_facts *d, const char *
 	return 0;
 }
 
-/* Said as the policy reader says it ("invalid JSON near line N"), so both inputs of
- * `check` report a position the same way. */
-static int line_of(const char *json, size_t len, const char *at)
+/* Said as the policy reader says it ("invalid JSON at line L, column C"), so both
+ * inputs of `check` report a position the same way. */
+static int json_error(const char *json, size_t len, const char *origin, ar_error_t *err)
 {
-	int line = 1;
-	if (at == NULL || at < json || at > json + len)
-		at = json + len;
-	for (const char *p = json; p < at; p++)
-		line += *p == '\n';
-	return line;
+	struct ar_json_pos pos = ar_json_pos(json, len, cJSON_GetErrorPtr());
+	return ar_error_make(err, 0, "%s: invalid JSON at line %d, column %d", origin, pos.line,
+			     pos.column);
 }
 
 /* A network object (docker network inspect): it has IPAM and no HostConfig. */
@@ -434,8 +431,7 @@ int ar_check_inspect_add_networks(const char *json, size_t len, const char *orig
 		return -1;
 	autocjson cJSON *doc = cJSON_ParseWithLength(json, len);
 	if (doc == NULL)
-		return ar_error_make(err, 0, "%s: invalid JSON near line %d", origin,
-				     line_of(json, len, cJSON_GetErrorPtr()));
+		return json_error(json, len, origin, err);
 	if (is_network(doc))
 		return read_network(doc, d, origin, err);
 	if (!cJSON_IsArray(doc))
@@ -464,8 +460,7 @@ int ar_check_inspect_parse(const char *json, size_t len, const char *origin,
 	autocjson cJSON *doc = cJSON_ParseWithLength(json, len);
 	const cJSON *root = doc;
 	if (doc == NULL)
-		return ar_error_make(err, 0, "%s: invalid JSON near line %d", origin,
-				     line_of(json, len, cJSON_GetErrorPtr()));
+		return json_error(json, len, origin, err);
 	if (cJSON_IsArray(doc)) {
 		if (cJSON_GetArraySize(doc) == 0)
 			return ar_error_make(err, 0, "%s: empty array: no container inspected",

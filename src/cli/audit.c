@@ -1,10 +1,11 @@
 /* agentrun audit FILE [--json]: per-host allowed/denied counts and bytes from a proxy audit log. */
 #define _GNU_SOURCE
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "agentrun/audit.h"
 #include "agentrun/cli.h"
@@ -17,50 +18,41 @@ struct audit_opts {
 	bool json;
 };
 
-static void usage(void)
-{
-	printf("Usage: agentrun audit FILE|NAME [--json]\n\n"
-	       "Summarise a proxy audit log (JSON Lines): per-host request counts (allowed and\n"
-	       "served; allowed but failed: the proxy answered 413, 502, 503 or 504; denied),\n"
-	       "bytes out and in, and a closing summary line. NAME is a sandbox as `agentrun ps`\n"
-	       "lists it (live or finished), or a policy name: its newest sandbox.\n\n"
-	       "  --json     print {\"entries\": [...], \"hosts\": {...}, \"summary\": {...}}\n"
-	       "  -h, --help this help\n\n"
-	       "Exit status: 0 ok (an empty log too), 2 bad input (missing or unreadable file,\n"
-	       "a file with lines but no audit entry, bad flag).\n"
-	       "Lines that are not audit objects are counted and reported on stderr.\n");
-}
+static const struct ar_opt opts[] = {
+    {"--json", 0, NULL, "print {\"entries\": [...], \"hosts\": {...}, \"summary\": {...}}",
+     ar_opt_true, offsetof(struct audit_opts, json)},
+    {NULL},
+};
 
-static int parse_opts(int argc, char **argv, struct audit_opts *o)
+const struct ar_cli_cmd ar_cli_audit = {
+    .name = "audit",
+    .fn = ar_cmd_audit,
+    .summary = "summarise a proxy audit log, or a sandbox's",
+    .synopsis = "audit FILE|NAME [--json]",
+    .about = "Summarise a proxy audit log (JSON Lines): per-host request counts (allowed and\n"
+	     "served; allowed but failed: the proxy answered 413, 502, 503 or 504; denied),\n"
+	     "bytes out and in, and a closing summary line. NAME is a sandbox as `agentrun ps`\n"
+	     "lists it (live or finished), or a policy name: its newest sandbox.\n"
+	     "Lines that are not audit objects are counted and reported on stderr.",
+    .opts = opts,
+    .operand = "FILE or NAME",
+    .exit_status = "0 ok (an empty log too), 2 bad input (missing or unreadable file,\n"
+		   "a file with lines but no audit entry, bad flag).",
+    .usage_exit = AR_EXIT_USAGE,
+};
+
+/* NAME is a live sandbox `ps` lists with network none: it has no proxy, so nothing
+ * was audited, which is an answer, not an error. */
+static bool without_proxy(const char *name, ar_error_t *err)
 {
-	static const struct option longopts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	int c;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			o->json = true;
-			break;
-		case 'h':
-			usage();
-			return 1;
-		default:
-			return ar_cli_usage_error("audit", -AR_EXIT_USAGE, "unknown option `%s`",
-						  argv[optind - 1]);
-		}
-	}
-	if (optind == argc)
-		return ar_cli_usage_error("audit", -AR_EXIT_USAGE, "missing FILE or NAME");
-	if (optind != argc - 1)
-		return ar_cli_usage_error("audit", -AR_EXIT_USAGE, "unexpected argument `%s`",
-					  argv[optind + 1]);
-	o->file = argv[optind];
-	return 0;
+	struct ar_net_state st;
+	bool exact;
+	if (strchr(name, '/') != NULL || ar_cli_sandbox_find(name, &st, &exact) == 0 ||
+	    strcmp(st.network, "none") != 0)
+		return false;
+	ar_error_release(err);
+	ar_warn("audit: %s has network none: no proxy, so nothing to audit", st.name);
+	return true;
 }
 
 int ar_cmd_audit(int argc, char **argv)
@@ -74,13 +66,17 @@ int ar_cmd_audit(int argc, char **argv)
 	struct ar_audit_summary s;
 	size_t len = 0;
 
-	int r = parse_opts(argc, argv, &o);
-	if (r != 0)
-		return r > 0 ? AR_EXIT_OK : -r;
+	ar_autoopts struct ar_opt_result r = {0};
+	int status;
+	if (ar_cli_parse(&ar_cli_audit, argc, argv, &o, &r, &status) != 0)
+		return status;
+	o.file = r.operands[0];
 	file = ar_net_audit_resolve(o.file, &note, &err);
 	if (note != NULL)
 		ar_warn("audit: %s", note);
-	if (file == NULL || ar_read_file(file, 1u << 30, &data, &len, &err) < 0) {
+	if (file == NULL && without_proxy(o.file, &err)) /* an empty summary */
+		data = ar_xstrdup("");
+	else if (file == NULL || ar_read_file(file, 1u << 30, &data, &len, &err) < 0) {
 		ar_error_wrap(&err, "audit");
 		ar_error_print(&err);
 		return AR_EXIT_USAGE;

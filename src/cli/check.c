@@ -6,8 +6,8 @@
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,119 +31,98 @@ struct check_opts {
 	const char *pod;
 	const char *manifest;
 	bool json;
+	bool use_default; /* --name found a sandbox of the embedded default policy */
 	char *policy_buf; /* the policy --name found */
 	char *name_buf;	  /* the sandbox a policy name given to --name found */
 };
 
-static void usage(void)
+static int set_pid(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
-	printf(
-	    "Usage: agentrun check --policy FILE (--inspect FILE | --container NAME | --pid PID\n"
-	    "                      | --name NAME | --bundle DIR | --pod FILE | --manifest FILE)\n"
-	    "                      [--json]\n\n"
-	    "Compare what is running with a policy and print one finding per drift:\n"
-	    "  DRIFT read-only rootfs expected true actual false\n"
-	    "    fix: --read-only\n"
-	    "  NAME vs policy P: N drift finding(s)\n\n"
-	    "  -p, --policy FILE       the policy the container or process should follow\n"
-	    "      --inspect FILE      saved `docker inspect` output (array or object; - =\n"
-	    "                          stdin; network objects after the container too)\n"
-	    "  -c, --container NAME    run `docker inspect` on NAME and its networks\n"
-	    "      --pid PID           check a running process from /proc (needs root for\n"
-	    "                          another user's process)\n"
-	    "      --name NAME         an agentrun sandbox as `agentrun ps` lists it, or a\n"
-	    "                          policy name (its newest live sandbox); --policy\n"
-	    "                          defaults to the file it was started with\n"
-	    "      --pod FILE          saved `kubectl get pod NAME -o json` (- = stdin)\n"
-	    "      --manifest FILE     Kubernetes objects before they are applied: YAML or JSON\n"
-	    "                          (agentrun render --format k8s, or written by hand)\n"
-	    "      --bundle DIR        check an OCI bundle's DIR/config.json (render --format "
-	    "oci)\n"
-	    "      --json              print {\"subject\", \"policy\", \"drift\", \"findings\",\n"
-	    "                          \"notes\"}\n"
-	    "  -h, --help              this help\n\n"
-	    "Notes (NOTE lines: a stopped container, a network not inspected) are not drift.\n"
-	    "Secrets in the environment are named, never printed.\n"
-	    "Exit status: 0 no drift, 1 drift, 2 bad input (policy, inspect file, flag, pid,\n"
-	    "docker missing or failing).\n");
+	struct check_opts *o = ctx;
+	int64_t pid;
+	if (ar_parse_int(v, 1, 4194304, &pid) < 0)
+		return ar_error_make(err, 0, "--pid `%s`: not a process id (1 to 4194304)", v);
+	o->pid_text = v;
+	o->pid = (pid_t)pid;
+	return 0;
 }
 
-#define bad(...) ar_cli_usage_error("check", -AR_EXIT_USAGE, __VA_ARGS__)
-
-static int parse_opts(int argc, char **argv, struct check_opts *o)
+static int set_container(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
-	static const struct option longopts[] = {
-	    {"policy", required_argument, NULL, 'p'},
-	    {"inspect", required_argument, NULL, 'i'},
-	    {"container", required_argument, NULL, 'c'},
-	    {"pid", required_argument, NULL, 'P'},
-	    {"pod", required_argument, NULL, 'o'},
-	    {"manifest", required_argument, NULL, 'm'},
-	    {"bundle", required_argument, NULL, 'b'},
-	    {"name", required_argument, NULL, 'n'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	int c;
-	opterr = 0;
-	optind = 1;
-	/* the same short options as render: -p FILE, -h */
-	while ((c = getopt_long(argc, argv, "+:p:c:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			o->policy = optarg;
-			break;
-		case 'i':
-			o->inspect = optarg;
-			break;
-		case 'c':
-			o->container = optarg;
-			break;
-		case 'P':
-			o->pid_text = optarg;
-			break;
-		case 'o':
-			o->pod = optarg;
-			break;
-		case 'm':
-			o->manifest = optarg;
-			break;
-		case 'b':
-			o->bundle = optarg;
-			break;
-		case 'n':
-			o->name = optarg;
-			break;
-		case 'j':
-			o->json = true;
-			break;
-		case 'h':
-			usage();
-			return 1;
-		case ':':
-			return bad("option `%s` needs a value", argv[optind - 1]);
-		default:
-			return bad("unknown option `%s`", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		return bad("unexpected argument `%s`", argv[optind]);
+	if (v[0] == '\0')
+		return ar_error_make(err, 0, "--container: empty name");
+	((struct check_opts *)ctx)->container = v;
+	return 0;
+}
+
+#define OPT(field) offsetof(struct check_opts, field)
+
+static const struct ar_opt opts[] = {
+    {"--policy", 'p', "FILE",
+     "the policy the container or process should follow\n(with --name: the one it was "
+     "started with)",
+     ar_opt_str, OPT(policy)},
+    {"--inspect", 0, "FILE",
+     "saved `docker inspect` output (array or object; - =\nstdin; network objects after the "
+     "container too)",
+     ar_opt_str, OPT(inspect)},
+    {"--container", 'c', "NAME", "run `docker inspect` on NAME and its networks", set_container, 0},
+    {"--pid", 0, "PID",
+     "check a running process from /proc (needs root for\nanother user's process)", set_pid, 0},
+    {"--name", 0, "NAME",
+     "an agentrun sandbox as `agentrun ps` lists it, or a\npolicy name (its newest live "
+     "sandbox); --policy\ndefaults to the file it was started with",
+     ar_opt_str, OPT(name)},
+    {"--pod", 0, "FILE", "saved `kubectl get pod NAME -o json` (- = stdin)", ar_opt_str, OPT(pod)},
+    {"--manifest", 0, "FILE",
+     "Kubernetes objects before they are applied: YAML or\nJSON (agentrun render --format "
+     "k8s, or written by hand)",
+     ar_opt_str, OPT(manifest)},
+    {"--bundle", 0, "DIR", "check an OCI bundle's DIR/config.json (render --format oci)",
+     ar_opt_str, OPT(bundle)},
+    {"--json", 0, NULL, "print {\"subject\", \"policy\", \"drift\", \"findings\",\n\"notes\"}",
+     ar_opt_true, OPT(json)},
+    {NULL},
+};
+
+#define SOURCES                                                                                    \
+	"--inspect FILE, --container NAME, --pid PID, --bundle DIR, --pod FILE, --manifest FILE"
+
+const struct ar_cli_cmd ar_cli_check = {
+    .name = "check",
+    .fn = ar_cmd_check,
+    .summary = "report drift of a container, sandbox or process from a policy",
+    .synopsis = "check --name NAME [--policy FILE] [--json]\n"
+		"check --policy FILE (--inspect FILE | --container NAME | --pid PID\n"
+		"                      | --bundle DIR | --pod FILE | --manifest FILE) [--json]",
+    .about = "Compare what is running with a policy and print one finding per drift:\n"
+	     "  DRIFT read-only rootfs expected true actual false\n"
+	     "    fix: --read-only\n"
+	     "  NAME vs policy P: N drift finding(s)\n\n"
+	     "Notes (NOTE lines: a stopped container, a network not inspected) are not drift.\n"
+	     "Secrets in the environment are named, never printed.",
+    .opts = opts,
+    .exit_status = "0 no drift, 1 drift, 2 bad input (policy, inspect file, flag, pid,\n"
+		   "docker missing or failing).",
+    .usage_exit = AR_EXIT_USAGE,
+};
+
+#define bad(...) ar_cli_usage_error("check", -1, __VA_ARGS__)
+
+/* What the sources need, once every flag is read. */
+static int check_sources(const struct check_opts *o)
+{
+	int n = (o->inspect != NULL) + (o->container != NULL) + (o->pid_text != NULL) +
+		(o->name != NULL) + (o->bundle != NULL) + (o->pod != NULL) + (o->manifest != NULL);
+	if (n == 0 && o->policy == NULL)
+		return bad("%s", "give --name NAME (a sandbox `agentrun ps` lists), or --policy "
+				 "FILE and one of " SOURCES);
+	if (n == 0)
+		return bad("%s", "give what to check: --name NAME or one of " SOURCES);
+	if (n > 1)
+		return bad("%s", "give only one of --name NAME, " SOURCES);
 	if (o->policy == NULL && o->name == NULL)
-		return bad("%s", "missing --policy FILE");
-	if ((o->inspect != NULL) + (o->container != NULL) + (o->pid_text != NULL) +
-		(o->name != NULL) + (o->bundle != NULL) + (o->pod != NULL) +
-		(o->manifest != NULL) !=
-	    1)
-		return bad("%s", "give exactly one of --inspect FILE, --container NAME, --pid PID, "
-				 "--name NAME, --bundle DIR, --pod FILE, --manifest FILE");
-	if (o->container && o->container[0] == '\0')
-		return bad("%s", "--container: empty name");
-	int64_t pid;
-	if (o->pid_text && ar_parse_int(o->pid_text, 1, 4194304, &pid) < 0)
-		return bad("--pid `%s`: not a process id", o->pid_text);
-	if (o->pid_text)
-		o->pid = (pid_t)pid;
+		return bad("%s", "missing --policy FILE (only --name finds the policy itself)");
 	return 0;
 }
 
@@ -191,37 +170,35 @@ static int docker_findings(const struct check_opts *o, const struct ar_policy *p
 	return 0;
 }
 
-/* --name: the sandbox's command, and by default the policy it was started with. */
+/* --name: the sandbox's command, and by default the policy it was started with (its
+ * absolute path, or the embedded default). */
 static int resolve_name(struct check_opts *o, ar_error_t *err)
 {
 	struct ar_net_state s;
+	bool exact;
 	if (o->name == NULL)
 		return 0;
-	if (strchr(o->name, '/') != NULL)
-		return ar_error_make(err, 0, "--name `%s`: not a sandbox name", o->name);
 	/* a sandbox (NAME-PID) or a policy name: its newest live sandbox */
-	if (ar_net_state_read(o->name, &s, err) < 0) {
-		size_t n = ar_net_state_newest_live(o->name, &s);
-		if (n == 0)
-			return ar_error_wrap(err, "--name `%s`: no such sandbox (see agentrun ps)",
-					     o->name);
-		ar_error_release(err);
-		if (n > 1)
-			fprintf(stderr,
-				"agentrun: check: %zu live sandboxes of policy %s; checking "
-				"the newest, %s\n",
-				n, o->name, s.name);
-		o->name = o->name_buf = ar_xstrdup(s.name);
-	}
-	if (!ar_net_proc_alive(s.owner, s.owner_start) || s.pid <= 0)
-		return ar_error_make(err, 0, "--name `%s`: the sandbox is not running", o->name);
-	o->pid = ar_net_state_command_pid(&s);
-	if (o->policy == NULL && s.policy[0] == '\0')
-		return ar_error_make(err, 0,
-				     "--name `%s`: it runs the embedded default policy; give "
-				     "--policy FILE",
+	size_t n = strchr(o->name, '/') ? 0 : ar_cli_sandbox_find(o->name, &s, &exact);
+	if (n == 0)
+		return ar_error_make(err, 0, "--name `%s`: no such sandbox (see agentrun ps)",
 				     o->name);
-	if (o->policy == NULL)
+	if (n > 1)
+		fprintf(stderr,
+			"agentrun: check: %zu live sandboxes of policy %s; checking the newest, "
+			"%s\n",
+			n, o->name, s.name);
+	o->name = o->name_buf = ar_xstrdup(s.name);
+	o->pid = ar_net_state_command_pid(&s);
+	if (o->policy != NULL)
+		return 0;
+	if (s.policy[0] != '\0' && s.policy[0] != '/')
+		return ar_error_make(err, 0,
+				     "--name `%s`: its policy file was not recorded; give --policy "
+				     "FILE",
+				     o->name);
+	o->use_default = s.policy[0] == '\0';
+	if (!o->use_default)
 		o->policy = o->policy_buf = ar_xstrdup(s.policy);
 	return 0;
 }
@@ -278,7 +255,7 @@ static int bundle_findings(const struct check_opts *o, const struct ar_policy *p
 	if (ar_spec_build(p, NULL, &sp, err) < 0 ||
 	    ar_spec_seccomp_text(sp, &owned, &text, &origin, err) < 0)
 		return -1;
-	policy = realpath(o->policy, NULL);
+	policy = p->path ? ar_xstrdup(p->path) : NULL;
 	if (policy == NULL)
 		return ar_error_make(err, errno, "resolve `%s`", o->policy);
 	struct ar_check_bundle_opts bo = {
@@ -317,10 +294,15 @@ int ar_cmd_check(int argc, char **argv)
 	ar_autofree char *subject = NULL;
 	ar_autobuf struct ar_buf out = {0};
 
-	int r = parse_opts(argc, argv, &o);
-	if (r != 0)
-		return r > 0 ? AR_EXIT_OK : -r;
-	if (resolve_name(&o, &err) < 0 || ar_policy_load(o.policy, &p, &err) < 0 ||
+	ar_autoopts struct ar_opt_result res = {0};
+	int r;
+	if (ar_cli_parse(&ar_cli_check, argc, argv, &o, &res, &r) != 0)
+		return r;
+	if (check_sources(&o) < 0)
+		return AR_EXIT_USAGE;
+	if (resolve_name(&o, &err) < 0 ||
+	    (o.use_default ? ar_policy_default(&p, &err) : ar_policy_load(o.policy, &p, &err)) <
+		0 ||
 	    source_findings(&o, p, &findings, &subject, &err) < 0) {
 		ar_error_wrap(&err, "check");
 		ar_error_print(&err);

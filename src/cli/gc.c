@@ -3,6 +3,7 @@
  * Live sandboxes, and anything not agentrun's, are never touched. */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -10,29 +11,71 @@
 #include "agentrun/cli.h"
 #include "agentrun/hook.h"
 #include "agentrun/net.h"
+#include "agentrun/util.h"
+
+static const struct ar_opt opts[] = {{NULL}};
+
+const struct ar_cli_cmd ar_cli_gc = {
+    .name = "gc",
+    .fn = ar_cmd_gc,
+    .summary = "remove what dead sandboxes left behind",
+    .synopsis = "gc",
+    .about = "Remove what dead sandboxes left under " AR_NET_STATE_ROOT " (state, address,\n"
+	     "proxy, cgroups) and say what was removed. Live sandboxes are not touched;\n"
+	     "audits stay in " AR_NET_STATE_ROOT "/audit. `run` does the same at every start.",
+    .opts = opts,
+    .exit_status = "0 ok, 2 usage or not root.",
+    .usage_exit = AR_EXIT_USAGE,
+};
+
+/* The dead sandboxes' names before the sweep, to say which of them it removed. */
+struct dead {
+	char (*names)[AR_POLICY_NAME_MAX + 16];
+	size_t n;
+};
+
+static int collect(const struct ar_net_state *s, void *data)
+{
+	struct dead *d = data;
+	if (ar_net_proc_alive(s->owner, s->owner_start))
+		return 0;
+	d->names = ar_xrealloc(d->names, (d->n + 1) * sizeof(*d->names));
+	snprintf(d->names[d->n++], sizeof(*d->names), "%s", s->name);
+	return 0;
+}
+
+static void say_removed(const struct dead *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (access(ar_net_state_dir(d->names[i]), F_OK) == -1)
+			printf("removed %s: its state, address, proxy and cgroups\n", d->names[i]);
+}
 
 int ar_cmd_gc(int argc, char **argv)
 {
-	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-		printf("Usage: agentrun gc\n\n"
-		       "Remove what dead sandboxes left under %s (state, address, proxy,\n"
-		       "cgroups). Live sandboxes are not touched; audits stay in %s/audit.\n",
-		       AR_NET_STATE_ROOT, AR_NET_STATE_ROOT);
-		return AR_EXIT_OK;
-	}
-	if (argc > 1)
-		return ar_cli_usage_error("gc", AR_EXIT_USAGE, "unexpected argument `%s`", argv[1]);
+	ar_autoopts struct ar_opt_result r = {0};
+	struct dead dead = {0};
+	int status;
+	if (ar_cli_parse(&ar_cli_gc, argc, argv, NULL, &r, &status) != 0)
+		return status;
 	if (geteuid() != 0) {
 		fprintf(stderr, "agentrun: gc: needs root (the state under %s is root's)\n",
 			AR_NET_STATE_ROOT);
 		return AR_EXIT_USAGE;
 	}
+	ar_net_state_foreach(collect, &dead);
 	/* the hook's records first: they say where their proxy's cgroups are */
-	int n = ar_hook_gc(AR_HOOK_DIR);
-	n += ar_net_gc();
+	int hooks = ar_hook_gc(AR_HOOK_DIR);
+	int n = hooks + ar_net_gc();
 	n += ar_netns_gc(); /* after: a dead proxy's state is gone by now */
 	/* run's cgroup manager sweeps at every start; an explicit gc does it too */
-	ar_cgroup_sweep();
+	int cgroups = ar_cgroup_sweep();
+	say_removed(&dead);
+	free(dead.names);
+	if (hooks > 0)
+		printf("removed %d OCI hook record(s) of stopped containers\n", hooks);
+	if (cgroups > 0)
+		printf("removed %d empty cgroup(s) of dead sandboxes\n", cgroups);
 	printf("removed %d dead sandbox(es)\n", n);
 	return AR_EXIT_OK;
 }

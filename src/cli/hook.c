@@ -5,7 +5,7 @@
  * container), 2 bad input. The work is in src/hook/. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,56 +30,42 @@ static const struct {
     {"poststop", STAGE_POSTSTOP},
 };
 
-static void usage(void)
-{
-	printf("Usage: agentrun hook create-runtime|poststop [--policy FILE] < STATE\n\n"
-	       "The OCI hook: runc, crun or podman runs it with the container's state JSON on\n"
-	       "stdin. create-runtime checks that the container's network namespace has only\n"
-	       "lo, records the container under %s/ID and wires its network for\n"
-	       "the policy (network: proxy: eth0 10.254.0.2/30 and a detached confined proxy\n"
-	       "behind 10.254.0.1); poststop stops the proxy and removes the record.\n\n"
-	       "  -p, --policy FILE  the policy (default: the state's " AR_OCI_POLICY_ANNOTATION
-	       "\n"
-	       "                     annotation)\n"
-	       "  -h, --help         this help\n\n"
-	       "Exit status: 0 ok, 1 refused (the runtime fails the container), 2 bad input.\n"
-	       "See docs/oci.md.\n",
-	       AR_HOOK_DIR);
-}
+struct hook_args {
+	const char *policy;
+};
 
-static int parse_args(int argc, char **argv, enum stage *stage, const char **policy)
+static const struct ar_opt opts[] = {
+    {"--policy", 'p', "FILE",
+     "the policy (default: the state's " AR_OCI_POLICY_ANNOTATION "\nannotation)", ar_opt_str,
+     offsetof(struct hook_args, policy)},
+    {NULL},
+};
+
+const struct ar_cli_cmd ar_cli_hook = {
+    .name = "hook",
+    .fn = ar_cmd_hook,
+    .summary = "the OCI hook (create-runtime, poststop) for runc, crun, podman",
+    .synopsis = "hook create-runtime|poststop [--policy FILE] < STATE",
+    .about = "The OCI hook: runc, crun or podman runs it with the container's state JSON on\n"
+	     "stdin. create-runtime checks that the container's network namespace has only\n"
+	     "lo, records the container under " AR_HOOK_DIR "/ID and wires its network for\n"
+	     "the policy (network: proxy: eth0 10.254.0.2/30 and a detached confined proxy\n"
+	     "behind 10.254.0.1); poststop stops the proxy and removes the record.\n"
+	     "See docs/oci.md.",
+    .opts = opts,
+    .operand = "the stage: create-runtime or poststop",
+    .exit_status = "0 ok, 1 refused (the runtime fails the container), 2 bad input.",
+    .usage_exit = AR_EXIT_USAGE,
+};
+
+static int find_stage(const char *name, enum stage *stage)
 {
-	static const struct option longopts[] = {
-	    {"policy", required_argument, NULL, 'p'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	int c;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":p:h", longopts, NULL)) != -1) {
-		if (c == 'p')
-			*policy = optarg;
-		else if (c == 'h') {
-			usage();
-			return 1;
-		} else if (c == ':')
-			return ar_cli_usage_error(CMD, -AR_EXIT_USAGE, "option `%s` needs a value",
-						  argv[optind - 1]);
-		else
-			return ar_cli_usage_error(CMD, -AR_EXIT_USAGE, "unknown option `%s`",
-						  argv[optind - 1]);
-	}
-	if (optind != argc - 1)
-		return ar_cli_usage_error(CMD, -AR_EXIT_USAGE,
-					  "give one stage: create-runtime or poststop");
 	for (size_t i = 0; i < AR_ARRAY_SIZE(stages); i++)
-		if (strcmp(argv[optind], stages[i].name) == 0) {
+		if (strcmp(name, stages[i].name) == 0) {
 			*stage = stages[i].stage;
 			return 0;
 		}
-	return ar_cli_usage_error(CMD, -AR_EXIT_USAGE,
-				  "unknown stage `%s` (create-runtime, poststop)", argv[optind]);
+	return ar_cli_usage_error(CMD, -1, "unknown stage `%s` (create-runtime, poststop)", name);
 }
 
 /* fd 0 itself, not /dev/stdin: a runtime may run the hook where /dev has no such link
@@ -113,7 +99,7 @@ static int load_policy(const char *flag, const struct ar_oci_state *st, struct a
 				     "annotation " AR_OCI_POLICY_ANNOTATION);
 	if (ar_policy_load(path, p, err) < 0)
 		return -1;
-	*abs = realpath(path, NULL);
+	*abs = (*p)->path ? ar_xstrdup((*p)->path) : NULL;
 	if (*abs == NULL)
 		return ar_error_make(err, errno, "resolve `%s`", path);
 	return 0;
@@ -122,10 +108,14 @@ static int load_policy(const char *flag, const struct ar_oci_state *st, struct a
 int ar_cmd_hook(int argc, char **argv)
 {
 	enum stage stage = STAGE_CREATE_RUNTIME;
-	const char *policy_flag = NULL;
-	int r = parse_args(argc, argv, &stage, &policy_flag);
-	if (r != 0)
-		return r > 0 ? AR_EXIT_OK : -r;
+	struct hook_args a = {0};
+	ar_autoopts struct ar_opt_result res = {0};
+	int r;
+	if (ar_cli_parse(&ar_cli_hook, argc, argv, &a, &res, &r) != 0)
+		return r;
+	if (find_stage(res.operands[0], &stage) < 0)
+		return AR_EXIT_USAGE;
+	const char *policy_flag = a.policy;
 
 	ar_auto_error ar_error_t err = NULL;
 	ar_autooci_state struct ar_oci_state *st = NULL;

@@ -1,83 +1,66 @@
-/* Entry point: dispatch argv[1] through the subcommand table; anything else is `run`. */
+/* Entry point: dispatch argv[1] through the subcommand table (src/cli/commands.c);
+ * anything else is `run`. */
 #define _GNU_SOURCE
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "agentrun/cli.h"
+#include "agentrun/util.h"
 
-struct command {
-	const char *name;
-	int (*fn)(int argc, char **argv);
-	const char *summary;
-};
-
-static const struct command commands[] = {
-    {"run", ar_cmd_run, "launch a command in a sandbox (the default command)"},
-    {"proxy", ar_cmd_proxy, "run the egress proxy on its own"},
-    {"render", ar_cmd_render, "print the policy as docker commands, a script or OCI config"},
-    {"check", ar_cmd_check, "report drift of a container, sandbox or process from a policy"},
-    {"audit", ar_cmd_audit, "summarise a proxy audit log"},
-    {"hook", ar_cmd_hook, "the OCI hook (create-runtime, poststop) for runc, crun, podman"},
-    {"version", ar_cmd_version, "print the version"},
-    {"ps", ar_cmd_ps, "list the live sandboxes"},
-    {"gc", ar_cmd_gc, "remove what dead sandboxes left behind"},
-    {"net", ar_cmd_net, "a named netns wired to its proxy, for runsc (up, down)"},
-};
-
-static void usage(FILE *out)
+static bool is(const char *arg, const char *a, const char *b)
 {
-	fprintf(
-	    out,
-	    "Usage: agentrun [run] [--policy FILE] [OPTIONS] -- CMD [ARG...]\n"
-	    "       agentrun COMMAND [OPTIONS]\n\n"
-	    "Run an AI agent's command in a sandbox that can only reach an allow-list of hosts\n"
-	    "through an auditing egress proxy.\n\nCommands:\n");
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
-	fprintf(out,
-		"\nSee `agentrun COMMAND --help` for each command's options.\n"
-		"Exit status: run returns the command's status (128+N on signal N; 125 agentrun\n"
-		"failed, 126 not executable, 127 not found); check 0 no drift, 1 drift, 2 bad\n"
-		"input; everything else 0 ok, 2 bad input or usage.\n");
+	return strcmp(arg, a) == 0 || (b != NULL && strcmp(arg, b) == 0);
 }
 
-int ar_cli_usage_error(const char *cmd, int code, const char *fmt, ...)
+/* agentrun help [COMMAND] */
+static int help(int argc, char **argv)
 {
-	va_list ap;
-	fprintf(stderr, "agentrun: %s: ", cmd);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "; see `agentrun %s --help`\n", cmd);
-	return code;
+	if (argc < 3) {
+		ar_cli_top_help(stdout);
+		return AR_EXIT_OK;
+	}
+	const struct ar_cli_cmd *c = ar_cli_find(argv[2]);
+	if (c == NULL || argc > 3) {
+		fprintf(stderr, "agentrun: help: %s `%s`; see `agentrun --help`\n",
+			c == NULL ? "unknown command" : "unexpected argument", argv[c ? 3 : 2]);
+		return AR_EXIT_USAGE;
+	}
+	ar_cli_help(c, stdout);
+	return AR_EXIT_OK;
+}
+
+static int unknown_command(const char *name)
+{
+	struct ar_suggest s;
+	ar_suggest_init(&s, name);
+	for (size_t i = 0; ar_cli_commands[i] != NULL; i++)
+		ar_suggest_add(&s, ar_cli_commands[i]->name);
+	const char *near = ar_suggest_best(&s);
+	fprintf(stderr, "agentrun: unknown command `%s`", name);
+	if (near != NULL)
+		fprintf(stderr, " (did you mean `%s`?)", near);
+	fprintf(stderr,
+		"; to run a program, put it after `--` (agentrun -- %s); see `agentrun "
+		"--help`\n",
+		name);
+	return AR_EXIT_USAGE;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-			  strcmp(argv[1], "help") == 0)) {
-		usage(stdout);
-		return AR_EXIT_OK;
-	}
-	if (argc >= 2 && strcmp(argv[1], "--version") == 0)
-		return ar_cmd_version(argc - 1, argv + 1);
-	if (argc >= 2) {
-		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-			if (strcmp(argv[1], commands[i].name) == 0)
-				return commands[i].fn(argc - 1, argv + 1);
-	}
 	if (argc < 2) {
-		usage(stderr);
+		ar_cli_top_help(stderr);
 		return AR_EXIT_USAGE;
 	}
-	if (argv[1][0] != '-') {
-		fprintf(stderr,
-			"agentrun: unknown command `%s`; to run a program, put it after "
-			"`--` (agentrun -- %s); see `agentrun --help`\n",
-			argv[1], argv[1]);
-		return AR_EXIT_USAGE;
-	}
+	if (is(argv[1], "--help", "-h") || is(argv[1], "help", NULL))
+		return help(argc, argv);
+	if (is(argv[1], "--version", "-V"))
+		return ar_cmd_version(argc - 1, argv + 1);
+	const struct ar_cli_cmd *c = ar_cli_find(argv[1]);
+	if (c != NULL)
+		return c->fn(argc - 1, argv + 1);
+	if (argv[1][0] != '-')
+		return unknown_command(argv[1]);
 	/* `agentrun --policy p.json -- cmd`: options before `--` belong to run */
 	argv[0] = "run";
 	return ar_cmd_run(argc, argv);

@@ -9,7 +9,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,24 +26,34 @@
 #define AR_NETNS_DIR AR_NET_STATE_ROOT "/netns"
 #define NAME_MAX_LEN 32 /* netns-NAME fits the state's name */
 
-static void usage(void)
-{
-	printf("Usage: agentrun net up --policy FILE --name NAME\n"
-	       "       agentrun net down --name NAME\n\n"
-	       "up: a network namespace bind-mounted at " AR_NETNS_DIR "/NAME,\n"
-	       "wired to its own confined proxy for the policy (eth0 10.254.0.2/30, the proxy\n"
-	       "at 10.254.0.1), for a runtime that adopts a prepared netns (runsc; render\n"
-	       "--format oci --netns NAME names it). Prints the path. down: stops the proxy\n"
-	       "and removes the namespace. `agentrun ps` lists them as netns-NAME.\n\n"
-	       "  -p, --policy FILE  the policy (up)\n"
-	       "  -n, --name NAME    letters, digits, `_.-`, at most %d\n"
-	       "Exit status: 0 ok, 1 failed, 2 bad input. See docs/oci.md.\n",
-	       NAME_MAX_LEN);
-}
-
 struct args {
 	bool up;
 	const char *policy, *name;
+};
+
+static const struct ar_opt opts[] = {
+    {"--policy", 'p', "FILE", "the policy (up)", ar_opt_str, offsetof(struct args, policy)},
+    {"--name", 'n', "NAME", "letters, digits, `_.-`, at most 32", ar_opt_str,
+     offsetof(struct args, name)},
+    {NULL},
+};
+
+const struct ar_cli_cmd ar_cli_net = {
+    .name = "net",
+    .fn = ar_cmd_net,
+    .summary = "a named netns wired to its proxy, for runsc (up, down)",
+    .synopsis = "net up --policy FILE --name NAME\nnet down --name NAME",
+    .about = "up: a network namespace bind-mounted at " AR_NETNS_DIR "/NAME,\n"
+	     "wired to its own confined proxy for the policy (eth0 10.254.0.2/30, the proxy\n"
+	     "at 10.254.0.1), for a runtime that adopts a prepared netns (runsc; render\n"
+	     "--format oci --netns NAME names it). Prints the path. down: stops the proxy\n"
+	     "and removes the namespace. `agentrun ps` lists them as netns-NAME.\n"
+	     "See docs/oci.md.",
+    .opts = opts,
+    .operand = "the action: up or down",
+    .exit_status = "0 ok, 1 the netns could not be built or removed (not root, netlink),\n"
+		   "2 bad input or usage (a flag, the policy, no such netns).",
+    .usage_exit = AR_EXIT_USAGE,
 };
 
 static int check_args(struct args *a, const char *stage)
@@ -63,37 +73,6 @@ static int check_args(struct args *a, const char *stage)
 	if (a->up && a->policy == NULL)
 		return ar_cli_usage_error(CMD, AR_EXIT_USAGE, "up needs --policy FILE");
 	return 0;
-}
-
-static int parse_args(int argc, char **argv, struct args *a)
-{
-	static const struct option longopts[] = {
-	    {"policy", required_argument, NULL, 'p'},
-	    {"name", required_argument, NULL, 'n'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	int c;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":p:n:h", longopts, NULL)) != -1) {
-		if (c == 'p')
-			a->policy = optarg;
-		else if (c == 'n')
-			a->name = optarg;
-		else if (c == 'h') {
-			usage();
-			return -1;
-		} else if (c == ':')
-			return ar_cli_usage_error(CMD, AR_EXIT_USAGE, "option `%s` needs a value",
-						  argv[optind - 1]);
-		else
-			return ar_cli_usage_error(CMD, AR_EXIT_USAGE, "unknown option `%s`",
-						  argv[optind - 1]);
-	}
-	if (optind != argc - 1)
-		return ar_cli_usage_error(CMD, AR_EXIT_USAGE, "give one action: up or down");
-	return check_args(a, argv[optind]);
 }
 
 static void state_name(const char *name, char *buf, size_t size)
@@ -117,7 +96,7 @@ static int up(const struct args *a, ar_error_t *err)
 				     p->origin);
 	if (geteuid() != 0)
 		return ar_error_make(err, 0, "up needs root (a netns, a veth, a bind mount)");
-	abs = realpath(a->policy, NULL);
+	abs = ar_xstrdup(p->path);
 	if ((mkdir(AR_NET_STATE_ROOT, 0711) == -1 && errno != EEXIST) ||
 	    (mkdir(AR_NETNS_DIR, 0755) == -1 && errno != EEXIST))
 		return ar_error_make(err, errno, "create `%s`", AR_NETNS_DIR);
@@ -158,8 +137,10 @@ static int down(const char *name, ar_error_t *err)
 
 	state_name(name, sname, sizeof(sname));
 	bool have_state = ar_net_state_read(sname, &st, &none) == 0;
-	if (!have_state && access(path, F_OK) == -1)
-		return ar_error_make(err, ENOENT, "no netns `%s` (%s)", name, path);
+	if (!have_state && access(path, F_OK) == -1) {
+		ar_error_make(err, ENOENT, "no netns `%s` (%s)", name, path);
+		return -AR_EXIT_USAGE; /* a name it never made: bad input */
+	}
 	if (have_state)
 		ar_net_unwire(&st);
 	ar_net_netns_remove(path);
@@ -193,9 +174,12 @@ int ar_netns_gc(void)
 int ar_cmd_net(int argc, char **argv)
 {
 	struct args a = {0};
-	int r = parse_args(argc, argv, &a);
-	if (r != 0)
-		return r < 0 ? AR_EXIT_OK : r;
+	ar_autoopts struct ar_opt_result res = {0};
+	int r;
+	if (ar_cli_parse(&ar_cli_net, argc, argv, &a, &res, &r) != 0)
+		return r;
+	if (check_args(&a, res.operands[0]) != 0)
+		return AR_EXIT_USAGE;
 	ar_auto_error ar_error_t err = NULL;
 	r = a.up ? up(&a, &err) : down(a.name, &err);
 	if (r < 0) {

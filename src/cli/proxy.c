@@ -1,8 +1,8 @@
 /* agentrun proxy: the egress proxy on its own (DESIGN §5). The work is in src/proxy;
  * this file turns flags into a struct ar_proxy_config and runs the loop. */
 #define _GNU_SOURCE
-#include <getopt.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,92 +11,6 @@
 #include "agentrun/policy.h"
 #include "agentrun/proxy.h"
 #include "agentrun/util.h"
-
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"Usage: agentrun proxy --listen ADDR:PORT --allow RULE... [OPTIONS]\n\n"
-		"An HTTP/1.1 forward proxy that lets through only the allow-listed hosts\n"
-		"(CONNECT tunnels and plain http:// requests), refuses the rest with 403 and a\n"
-		"reason, and writes one audit line per request.\n\n"
-		"Options:\n"
-		"  --listen ADDR:PORT      listen here (repeatable; 127.0.0.1:3128, [::1]:3128)\n"
-		"  --listen-fd N           serve an inherited, already listening socket\n"
-		"  --allow RULE            allow host, *.domain or *, with optional :PORT\n"
-		"                          (repeatable); deny is the default\n"
-		"  --policy FILE           take allowed_hosts (and proxy.port when there is no\n"
-		"                          --listen) from a policy; SIGHUP re-reads it\n"
-		"  --audit FILE            append JSON Lines audit records to FILE\n"
-		"  --allow-private CIDR    let name rules reach addresses in CIDR although it is\n"
-		"                          loopback, private, link-local, CGNAT or metadata\n"
-		"  --max-conns N           client connections at once (default 4096; 503 past it)\n"
-		"  --connect-timeout SEC   upstream connect timeout (default 10; then 504)\n"
-		"  --header-timeout SEC    time to send a request head (default 10; then 408)\n"
-		"  --idle-timeout SEC      idle tunnel / exchange timeout (default 120)\n"
-		"  --keepalive-timeout SEC idle client connection between requests (default 60)\n"
-		"  --max-bytes-out HOST=BYTES  close HOST's tunnels past BYTES sent in all\n"
-		"                          (413 in the audit; repeatable; not with --policy)\n"
-		"  --sni off|check|require a tunnel that starts as TLS must name its CONNECT\n"
-		"                          host (default check; require also refuses non-TLS\n"
-		"                          tunnels; 421 otherwise; not with --policy)\n"
-		"  --pass-forwarded        keep a client's Forwarded and X-Forwarded-For fields\n"
-		"  --dns-files-only        resolve from /etc/hosts only, never query DNS\n"
-		"  -h, --help              show this help\n\n"
-		"SIGHUP reloads --policy without dropping open tunnels; SIGTERM/SIGINT stop and\n"
-		"print a summary. Exit status: 0 after a clean stop, 2 bad input or usage.\n");
-}
-
-enum {
-	OPT_LISTEN = 256,
-	OPT_LISTEN_FD,
-	OPT_ALLOW,
-	OPT_POLICY,
-	OPT_AUDIT,
-	OPT_ALLOW_PRIVATE,
-	OPT_MAX_CONNS,
-	OPT_CONNECT_TIMEOUT,
-	OPT_HEADER_TIMEOUT,
-	OPT_IDLE_TIMEOUT,
-	OPT_KEEPALIVE_TIMEOUT,
-	OPT_DNS_FILES,
-	OPT_MAX_BYTES_OUT,
-	OPT_SNI,
-	OPT_PASS_FORWARDED,
-};
-
-static const struct option options[] = {
-    {"listen", required_argument, NULL, OPT_LISTEN},
-    {"listen-fd", required_argument, NULL, OPT_LISTEN_FD},
-    {"allow", required_argument, NULL, OPT_ALLOW},
-    {"policy", required_argument, NULL, OPT_POLICY},
-    {"audit", required_argument, NULL, OPT_AUDIT},
-    {"allow-private", required_argument, NULL, OPT_ALLOW_PRIVATE},
-    {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
-    {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
-    {"header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
-    {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
-    {"keepalive-timeout", required_argument, NULL, OPT_KEEPALIVE_TIMEOUT},
-    {"dns-files-only", no_argument, NULL, OPT_DNS_FILES},
-    {"max-bytes-out", required_argument, NULL, OPT_MAX_BYTES_OUT},
-    {"sni", required_argument, NULL, OPT_SNI},
-    {"pass-forwarded", no_argument, NULL, OPT_PASS_FORWARDED},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
-
-/* Which config field a timeout flag sets. */
-static const struct {
-	int opt;
-	const char *flag;
-	size_t field;
-} timeouts[] = {
-    {OPT_CONNECT_TIMEOUT, "--connect-timeout",
-     offsetof(struct ar_proxy_config, connect_timeout_ms)},
-    {OPT_HEADER_TIMEOUT, "--header-timeout", offsetof(struct ar_proxy_config, header_timeout_ms)},
-    {OPT_IDLE_TIMEOUT, "--idle-timeout", offsetof(struct ar_proxy_config, idle_timeout_ms)},
-    {OPT_KEEPALIVE_TIMEOUT, "--keepalive-timeout",
-     offsetof(struct ar_proxy_config, keepalive_timeout_ms)},
-};
 
 struct cli_state {
 	struct ar_proxy_config cfg;
@@ -119,31 +33,32 @@ static const struct {
     {"require", AR_SNI_REQUIRE},
 };
 
-static int set_sni(struct cli_state *st, const char *arg)
+static int set_sni(void *ctx, const struct ar_opt *opt, const char *arg, ar_error_t *err)
 {
+	struct cli_state *st = ctx;
 	for (size_t i = 0; i < AR_ARRAY_SIZE(sni_modes); i++)
 		if (strcmp(arg, sni_modes[i].name) == 0) {
 			st->sni = sni_modes[i].mode;
 			st->have_sni = true;
 			return 0;
 		}
-	return ar_cli_usage_error("proxy", AR_EXIT_USAGE,
-				  "--sni `%s`: must be off, check or require", arg);
+	return ar_error_make(err, 0, "--sni `%s`: must be off, check or require", arg);
 }
 
 /* --max-bytes-out HOST=BYTES: one more budget, the host canonical as the policy's. */
-static int add_budget(struct cli_state *st, const char *arg)
+static int add_budget(void *ctx, const struct ar_opt *opt, const char *arg, ar_error_t *err)
 {
-	ar_auto_error ar_error_t err = NULL;
+	struct cli_state *st = ctx;
 	const char *eq = strrchr(arg, '=');
 	struct ar_host h;
 	int64_t v;
 	if (eq == NULL || eq == arg || ar_parse_int(eq + 1, 1, INT64_MAX, &v) == -1)
-		return ar_cli_usage_error("proxy", AR_EXIT_USAGE,
-					  "--max-bytes-out `%s`: expected HOST=BYTES", arg);
-	if (ar_host_canonicalize_n(arg, (size_t)(eq - arg), &h, &err) == -1)
-		return ar_cli_usage_error("proxy", AR_EXIT_USAGE, "--max-bytes-out `%s`: %s", arg,
-					  err->msg);
+		return ar_error_make(err, 0,
+				     "--max-bytes-out `%s`: expected HOST=BYTES, BYTES from 1 to "
+				     "%" PRId64,
+				     arg, (int64_t)INT64_MAX);
+	if (ar_host_canonicalize_n(arg, (size_t)(eq - arg), &h, err) == -1)
+		return ar_error_wrap(err, "--max-bytes-out `%s`", arg);
 	st->budgets = ar_xrealloc(st->budgets, (st->n_budgets + 1) * sizeof(*st->budgets));
 	st->budgets[st->n_budgets].host = ar_xstrdup(h.name);
 	st->budgets[st->n_budgets++].max_bytes_out = v;
@@ -184,81 +99,130 @@ static int build_egress(struct cli_state *st)
 	return 0;
 }
 
-static int set_timeout(struct cli_state *st, int opt, const char *arg)
+/* Seconds with up to three decimals (the grammar of cpus, "0.5") into an int of ms. */
+static int set_timeout(void *ctx, const struct ar_opt *opt, const char *arg, ar_error_t *err)
 {
-	for (size_t i = 0; i < AR_ARRAY_SIZE(timeouts); i++) {
-		if (timeouts[i].opt != opt)
-			continue;
-		int64_t ms;
-		/* seconds with up to three decimals: the same grammar as cpus ("0.5") */
-		if (ar_parse_cpus(arg, &ms) == -1 || ms > 86400000)
-			return ar_cli_usage_error("proxy", AR_EXIT_USAGE,
-						  "%s `%s`: expected seconds (e.g. 10 or 0.5)",
-						  timeouts[i].flag, arg);
-		*(int *)((char *)&st->cfg + timeouts[i].field) = (int)ms;
-		return 0;
-	}
-	return AR_EXIT_USAGE;
+	int64_t ms;
+	if (ar_parse_cpus(arg, &ms) == -1 || ms > 86400000)
+		return ar_error_make(err, 0,
+				     "%s `%s`: expected seconds from 0.001 to 86400 (e.g. 10 or "
+				     "0.5)",
+				     opt->flag, arg);
+	*(int *)((char *)ctx + opt->off) = (int)ms;
+	return 0;
 }
 
-static int parse_opt(struct cli_state *st, int opt, const char *arg)
+static int add_listen(void *ctx, const struct ar_opt *opt, const char *arg, ar_error_t *err)
 {
-	struct ar_proxy_config *cfg = &st->cfg;
-	int64_t v;
-	switch (opt) {
-	case OPT_LISTEN:
-		if (cfg->n_listen == AR_PROXY_MAX_LISTEN)
-			return ar_cli_usage_error("proxy", AR_EXIT_USAGE, "too many --listen");
-		cfg->listen[cfg->n_listen++] = arg;
-		return 0;
-	case OPT_LISTEN_FD:
-		if (ar_parse_int(arg, 3, 1 << 20, &v) == -1 ||
-		    cfg->n_listen_fds == AR_PROXY_MAX_LISTEN)
-			return ar_cli_usage_error("proxy", AR_EXIT_USAGE,
-						  "--listen-fd `%s`: expected a descriptor >= 3",
-						  arg);
-		cfg->listen_fds[cfg->n_listen_fds++] = (int)v;
-		return 0;
-	case OPT_ALLOW:
-		st->allow = ar_xrealloc(st->allow, (st->n_allow + 2) * sizeof(char *));
-		st->allow[st->n_allow++] = ar_xstrdup(arg);
-		st->allow[st->n_allow] = NULL;
-		return 0;
-	case OPT_POLICY:
-		cfg->policy_path = arg;
-		return 0;
-	case OPT_AUDIT:
-		cfg->audit_path = arg;
-		return 0;
-	case OPT_ALLOW_PRIVATE:
-		if (cfg->n_allow_private == AR_ARRAY_SIZE(st->cidrs) ||
-		    ar_cidr_parse(arg, &st->cidrs[cfg->n_allow_private]) == -1)
-			return ar_cli_usage_error("proxy", AR_EXIT_USAGE,
-						  "--allow-private `%s`: expected a CIDR "
-						  "(127.0.0.0/8, fd00::/8, 10.1.2.3)",
-						  arg);
-		cfg->n_allow_private++;
-		return 0;
-	case OPT_MAX_CONNS:
-		if (ar_parse_int(arg, 1, 1000000, &v) == -1)
-			return ar_cli_usage_error("proxy", AR_EXIT_USAGE,
-						  "--max-conns `%s`: expected 1..1000000", arg);
-		cfg->max_conns = (int)v;
-		return 0;
-	case OPT_DNS_FILES:
-		cfg->dns_files_only = true;
-		return 0;
-	case OPT_MAX_BYTES_OUT:
-		return add_budget(st, arg);
-	case OPT_SNI:
-		return set_sni(st, arg);
-	case OPT_PASS_FORWARDED:
-		cfg->pass_forwarded = true;
-		return 0;
-	default:
-		return set_timeout(st, opt, arg);
-	}
+	struct ar_proxy_config *cfg = &((struct cli_state *)ctx)->cfg;
+	if (cfg->n_listen == AR_PROXY_MAX_LISTEN)
+		return ar_error_make(err, 0, "--listen: at most %d", AR_PROXY_MAX_LISTEN);
+	cfg->listen[cfg->n_listen++] = arg;
+	return 0;
 }
+
+static int add_listen_fd(void *ctx, const struct ar_opt *opt, const char *arg, ar_error_t *err)
+{
+	struct ar_proxy_config *cfg = &((struct cli_state *)ctx)->cfg;
+	int64_t v;
+	if (ar_parse_int(arg, 3, 1 << 20, &v) == -1 || cfg->n_listen_fds == AR_PROXY_MAX_LISTEN)
+		return ar_error_make(err, 0, "--listen-fd `%s`: expected a descriptor from 3 to %d",
+				     arg, 1 << 20);
+	cfg->listen_fds[cfg->n_listen_fds++] = (int)v;
+	return 0;
+}
+
+static int add_allow(void *ctx, const struct ar_opt *opt, const char *arg, ar_error_t *err)
+{
+	struct cli_state *st = ctx;
+	st->allow = ar_xrealloc(st->allow, (st->n_allow + 2) * sizeof(char *));
+	st->allow[st->n_allow++] = ar_xstrdup(arg);
+	st->allow[st->n_allow] = NULL;
+	return 0;
+}
+
+static int add_private(void *ctx, const struct ar_opt *opt, const char *arg, ar_error_t *err)
+{
+	struct cli_state *st = ctx;
+	struct ar_proxy_config *cfg = &st->cfg;
+	if (cfg->n_allow_private == AR_ARRAY_SIZE(st->cidrs) ||
+	    ar_cidr_parse(arg, &st->cidrs[cfg->n_allow_private]) == -1)
+		return ar_error_make(
+		    err, 0,
+		    "--allow-private `%s`: expected a CIDR (127.0.0.0/8, fd00::/8, "
+		    "10.1.2.3), at most %zu",
+		    arg, AR_ARRAY_SIZE(st->cidrs));
+	cfg->n_allow_private++;
+	return 0;
+}
+
+static int set_max_conns(void *ctx, const struct ar_opt *opt, const char *arg, ar_error_t *err)
+{
+	int64_t v;
+	if (ar_parse_int(arg, 1, 1000000, &v) == -1)
+		return ar_error_make(err, 0, "--max-conns `%s`: expected 1 to 1000000", arg);
+	((struct cli_state *)ctx)->cfg.max_conns = (int)v;
+	return 0;
+}
+
+#define CFG(field) offsetof(struct cli_state, cfg.field)
+
+static const struct ar_opt opts[] = {
+    {"--listen", 0, "ADDR:PORT", "listen here (repeatable; 127.0.0.1:3128, [::1]:3128)", add_listen,
+     0},
+    {"--listen-fd", 0, "N", "serve an inherited, already listening socket", add_listen_fd, 0},
+    {"--allow", 0, "RULE",
+     "allow host, *.domain or *, with optional :PORT\n(repeatable); deny is the default", add_allow,
+     0},
+    {"--policy", 'p', "FILE",
+     "take allowed_hosts (and proxy.port when there is no\n--listen) from a policy; SIGHUP "
+     "re-reads it",
+     ar_opt_str, CFG(policy_path)},
+    {"--audit", 0, "FILE", "append JSON Lines audit records to FILE", ar_opt_str, CFG(audit_path)},
+    {"--allow-private", 0, "CIDR",
+     "let name rules reach addresses in CIDR although it is\nloopback, private, link-local, "
+     "CGNAT or metadata",
+     add_private, 0},
+    {"--max-conns", 0, "N", "client connections at once (default 4096; 503 past it)", set_max_conns,
+     0},
+    {"--connect-timeout", 0, "SEC", "upstream connect timeout (default 10; then 504)", set_timeout,
+     CFG(connect_timeout_ms)},
+    {"--header-timeout", 0, "SEC", "time to send a request head (default 10; then 408)",
+     set_timeout, CFG(header_timeout_ms)},
+    {"--idle-timeout", 0, "SEC", "idle tunnel / exchange timeout (default 120)", set_timeout,
+     CFG(idle_timeout_ms)},
+    {"--keepalive-timeout", 0, "SEC", "idle client connection between requests (default 60)",
+     set_timeout, CFG(keepalive_timeout_ms)},
+    {"--max-bytes-out", 0, "HOST=BYTES",
+     "close HOST's tunnels past BYTES sent in all\n(413 in the audit; repeatable; not with "
+     "--policy)",
+     add_budget, 0},
+    {"--sni", 0, "off|check|require",
+     "a tunnel that starts as TLS must name its CONNECT\nhost (default check; require also "
+     "refuses non-TLS\ntunnels; 421 otherwise; not with --policy)",
+     set_sni, 0},
+    {"--pass-forwarded", 0, NULL, "keep a client's Forwarded and X-Forwarded-For fields",
+     ar_opt_true, CFG(pass_forwarded)},
+    {"--dns-files-only", 0, NULL, "resolve from /etc/hosts only, never query DNS", ar_opt_true,
+     CFG(dns_files_only)},
+    {NULL},
+};
+
+const struct ar_cli_cmd ar_cli_proxy = {
+    .name = "proxy",
+    .fn = ar_cmd_proxy,
+    .summary = "run the egress proxy on its own",
+    .synopsis = "proxy --listen ADDR:PORT --allow RULE... [OPTIONS]",
+    .about = "An HTTP/1.1 forward proxy that lets through only the allow-listed hosts\n"
+	     "(CONNECT tunnels and plain http:// requests), refuses the rest with 403 and a\n"
+	     "reason, and writes one audit line per request.\n\n"
+	     "SIGHUP reloads --policy without dropping open tunnels; SIGTERM/SIGINT stop and\n"
+	     "print a summary.",
+    .opts = opts,
+    .exit_status = "0 after a clean stop, 2 bad input or usage, 125 when the proxy failed\n"
+		   "while running.",
+    .usage_exit = AR_EXIT_USAGE,
+};
 
 /* Without --listen, a policy's proxy.port on loopback. */
 static int listen_from_policy(struct cli_state *st, char *buf, size_t size)
@@ -295,28 +259,13 @@ int ar_cmd_proxy(int argc, char **argv)
 {
 	struct cli_state st = {0};
 	ar_proxy_config_init(&st.cfg);
+	ar_autoopts struct ar_opt_result r = {0};
 	char policy_listen[64];
-	int opt, rc = 0;
-	optind = 1;
-	opterr = 0;
-	while (rc == 0 && (opt = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
-		if (opt == 'h') {
-			usage(stdout);
-			ar_strv_free(st.allow);
-			return AR_EXIT_OK;
-		}
-		if (opt == '?' || opt == ':') {
-			rc = ar_cli_usage_error("proxy", AR_EXIT_USAGE,
-						"unknown option or missing value: `%s`",
-						argv[optind - 1]);
-			break;
-		}
-		rc = parse_opt(&st, opt, optarg);
-	}
-	if (rc == 0 && optind < argc)
-		rc = ar_cli_usage_error("proxy", AR_EXIT_USAGE, "unexpected argument `%s`",
-					argv[optind]);
-	if (rc == 0 && st.cfg.n_listen == 0 && st.cfg.n_listen_fds == 0) {
+	int rc = 0;
+	if (ar_cli_parse(&ar_cli_proxy, argc, argv, &st, &r, &rc) != 0)
+		goto out;
+	rc = 0;
+	if (st.cfg.n_listen == 0 && st.cfg.n_listen_fds == 0) {
 		if (st.cfg.policy_path)
 			rc = listen_from_policy(&st, policy_listen, sizeof(policy_listen));
 		else
@@ -333,6 +282,7 @@ int ar_cmd_proxy(int argc, char **argv)
 		st.cfg.handle_signals = true;
 		rc = serve(&st);
 	}
+out:
 	ar_strv_free(st.allow);
 	for (size_t i = 0; i < st.n_budgets; i++)
 		free(st.budgets[i].host);

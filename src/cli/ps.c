@@ -3,8 +3,11 @@
  * so far (read from the audit); the others from the record in their uid lease
  * (docs/sandbox.md). Name, PID, uptime, network. */
 #define _GNU_SOURCE
+#include <cjson/cJSON.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -14,10 +17,24 @@
 #include "agentrun/sandbox.h"
 #include "agentrun/util.h"
 
+/* One line of the listing, gathered first so the columns fit the longest value. */
+struct ps_row {
+	char name[AR_POLICY_NAME_MAX + 16];
+	int pid;
+	int64_t uptime_s;
+	char up[32];
+	char net[96];
+	struct ar_net_state st;
+	bool counted; /* a proxy to count: allowed and denied mean something */
+	uint64_t allowed, denied;
+	bool live;
+};
+
 struct ps_ctx {
-	bool all;
+	bool all, json;
 	time_t now;
-	int rows;
+	struct ps_row *rows;
+	size_t n;
 };
 
 static void uptime(int64_t secs, char *buf, size_t size)
@@ -50,68 +67,139 @@ static int row(const struct ar_net_state *s, void *data)
 {
 	struct ps_ctx *c = data;
 	bool live = ar_net_proc_alive(s->owner, s->owner_start);
-	char up[32], net[64];
-	uint64_t allowed, denied;
-
 	if (!live && !c->all)
 		return 0;
-	if (c->rows++ == 0)
-		printf("%-24s %-8s %-8s %-30s %7s %7s%s\n", "NAME", "PID", "UPTIME", "NETWORK",
-		       "ALLOWED", "DENIED", c->all ? "  STATE" : "");
-	uptime((int64_t)c->now - s->started, up, sizeof(up));
+	c->rows = ar_xrealloc(c->rows, (c->n + 1) * sizeof(*c->rows));
+	struct ps_row *r = &c->rows[c->n++];
+	*r = (struct ps_row){.pid = (int)s->pid, .st = *s, .live = live};
+	snprintf(r->name, sizeof(r->name), "%s", s->name);
+	r->uptime_s = (int64_t)c->now - s->started;
+	uptime(r->uptime_s, r->up, sizeof(r->up));
 	if (strcmp(s->network, "proxy") == 0)
-		snprintf(net, sizeof(net), "%s via %s:%d", s->sandbox_ip, s->proxy_ip, s->port);
+		snprintf(r->net, sizeof(r->net), "%s via %s:%d", s->sandbox_ip, s->proxy_ip,
+			 s->port);
 	else
-		snprintf(net, sizeof(net), "%s", s->network);
-	counts(s->audit, &allowed, &denied);
-	if (strcmp(s->network, "none") == 0) /* no proxy: nothing to count */
-		printf("%-24s %-8d %-8s %-30s %7s %7s%s\n", s->name, (int)s->pid, up, net, "-", "-",
-		       c->all ? "  live" : "");
-	else
-		printf("%-24s %-8d %-8s %-30s %7" PRIu64 " %7" PRIu64 "%s\n", s->name, (int)s->pid,
-		       up, net, allowed, denied,
-		       c->all ? (live ? "  live" : "  dead (agentrun gc)") : "");
+		snprintf(r->net, sizeof(r->net), "%s", s->network);
+	r->counted = strcmp(s->network, "none") != 0; /* no proxy: nothing to count */
+	if (r->counted)
+		counts(s->audit, &r->allowed, &r->denied);
 	return 0;
+}
+
+static int width(const struct ps_ctx *c, size_t off, int least)
+{
+	int w = least;
+	for (size_t i = 0; i < c->n; i++) {
+		int len = (int)strlen((const char *)&c->rows[i] + off);
+		w = len > w ? len : w;
+	}
+	return w;
+}
+
+static void print_table(const struct ps_ctx *c)
+{
+	int wn = width(c, offsetof(struct ps_row, name), 4);
+	int wnet = width(c, offsetof(struct ps_row, net), 7);
+	printf("%-*s  %-8s %-8s %-*s  %7s %7s%s\n", wn, "NAME", "PID", "UPTIME", wnet, "NETWORK",
+	       "ALLOWED", "DENIED", c->all ? "  STATE" : "");
+	for (size_t i = 0; i < c->n; i++) {
+		const struct ps_row *r = &c->rows[i];
+		char a[24] = "-", d[24] = "-";
+		if (r->counted) {
+			snprintf(a, sizeof(a), "%" PRIu64, r->allowed);
+			snprintf(d, sizeof(d), "%" PRIu64, r->denied);
+		}
+		printf("%-*s  %-8d %-8s %-*s  %7s %7s%s\n", wn, r->name, r->pid, r->up, wnet,
+		       r->net, a, d,
+		       !c->all	 ? ""
+		       : r->live ? "  live"
+				 : "  dead (agentrun gc)");
+	}
+}
+
+static void print_json(const struct ps_ctx *c)
+{
+	cJSON *arr = cJSON_CreateArray();
+	for (size_t i = 0; i < c->n; i++) {
+		const struct ps_row *r = &c->rows[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", r->name);
+		cJSON_AddNumberToObject(o, "pid", r->pid);
+		cJSON_AddNumberToObject(o, "uptime_s", (double)r->uptime_s);
+		cJSON_AddStringToObject(o, "network", r->st.network);
+		if (strcmp(r->st.network, "proxy") == 0) {
+			cJSON_AddStringToObject(o, "address", r->st.sandbox_ip);
+			cJSON_AddStringToObject(o, "proxy", r->st.proxy_ip);
+			cJSON_AddNumberToObject(o, "port", r->st.port);
+		}
+		if (r->counted) {
+			cJSON_AddNumberToObject(o, "allowed", (double)r->allowed);
+			cJSON_AddNumberToObject(o, "denied", (double)r->denied);
+		}
+		cJSON_AddStringToObject(o, "policy", r->st.policy);
+		cJSON_AddBoolToObject(o, "live", r->live);
+		cJSON_AddItemToArray(arr, o);
+	}
+	ar_autofree char *text = cJSON_PrintUnformatted(arr);
+	cJSON_Delete(arr);
+	printf("%s\n", text);
+}
+
+/* A state file. A live network: none sandbox is listed from its record instead: its
+ * state, when it has one, only keeps its cgroup for gc (docs/cgroups.md#cleanup). */
+static int state_row(const struct ar_net_state *s, void *data)
+{
+	if (strcmp(s->network, "none") == 0 && ar_net_proc_alive(s->owner, s->owner_start))
+		return 0;
+	return row(s, data);
 }
 
 /* A sandbox without a proxy: its lease record (a proxy one is listed from its state). */
 static int record_row(const struct ar_sandbox_record *r, void *data)
 {
-	struct ar_net_state s = {
-	    .owner = r->owner, .owner_start = r->owner_start, .pid = r->pid, .started = r->started};
-
-	if (strcmp(r->network, "proxy") == 0)
-		return 0;
-	snprintf(s.name, sizeof(s.name), "%s", r->name);
-	snprintf(s.network, sizeof(s.network), "%s", r->network);
-	return row(&s, data);
+	struct ar_net_state s;
+	return ar_cli_record_as_state(r, &s) ? row(&s, data) : 0;
 }
+
+static const struct ar_opt opts[] = {
+    {"--all", 'a', NULL, "also what dead sandboxes left (removed by `agentrun gc`)", ar_opt_true,
+     offsetof(struct ps_ctx, all)},
+    {"--json", 0, NULL,
+     "a JSON array: name, pid, uptime_s, network, address,\nproxy, port, allowed, denied, "
+     "policy, live",
+     ar_opt_true, offsetof(struct ps_ctx, json)},
+    {NULL},
+};
+
+const struct ar_cli_cmd ar_cli_ps = {
+    .name = "ps",
+    .fn = ar_cmd_ps,
+    .summary = "list the live sandboxes",
+    .synopsis = "ps [--all] [--json]",
+    .about = "List the live sandboxes: name (as `agentrun audit NAME` and `agentrun check\n"
+	     "--name NAME` take it), PID of the sandbox's init, uptime, network (none, or the\n"
+	     "sandbox's address and the proxy listener), and the proxy's allowed and denied\n"
+	     "requests. Sandboxes started by root only (a user's run keeps no record).",
+    .opts = opts,
+    .exit_status = "0 ok, 2 usage.",
+    .usage_exit = AR_EXIT_USAGE,
+};
 
 int ar_cmd_ps(int argc, char **argv)
 {
 	struct ps_ctx c = {.now = time(NULL)};
-
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			printf(
-			    "Usage: agentrun ps [--all]\n\n"
-			    "List the live sandboxes: name (as `agentrun audit NAME` and `agentrun "
-			    "check\n--name NAME` take it), PID of the sandbox's init, uptime, "
-			    "network "
-			    "(none, or the\nsandbox's address and the proxy listener), and the "
-			    "proxy's allowed and denied\nrequests. Sandboxes started by root "
-			    "only (a user's run keeps no record).\n\n"
-			    "  --all   also what dead sandboxes left (removed by `agentrun gc`)\n");
-			return AR_EXIT_OK;
-		}
-		if (strcmp(argv[i], "--all") != 0)
-			return ar_cli_usage_error("ps", AR_EXIT_USAGE, "unknown option `%s`",
-						  argv[i]);
-		c.all = true;
-	}
-	ar_net_state_foreach(row, &c);
+	ar_autoopts struct ar_opt_result r = {0};
+	int status;
+	if (ar_cli_parse(&ar_cli_ps, argc, argv, &c, &r, &status) != 0)
+		return status;
+	ar_net_state_foreach(state_row, &c);
 	ar_sandbox_record_foreach(record_row, &c);
-	if (c.rows == 0)
+	if (c.json)
+		print_json(&c);
+	else if (c.n == 0)
 		printf("no sandboxes\n");
+	else
+		print_table(&c);
+	free(c.rows);
 	return AR_EXIT_OK;
 }

@@ -2,8 +2,8 @@
  * script or an OCI config.json (DESIGN §8). The work is in src/render/. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <getopt.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,164 +29,106 @@ struct render_args {
 	const char *netns;  /* --netns as given */
 };
 
-enum {
-	OPT_PROXY_IMAGE = 256,
-	OPT_NAMESPACE,
-	OPT_NO_NAMESPACE,
-	OPT_RUNTIME_CLASS,
-	OPT_CILIUM,
-	OPT_ROOTFS,
-	OPT_BUNDLE,
-	OPT_NETNS
-};
-
 /* Where `agentrun net up --name N` bind-mounts a prepared netns. */
 #define NETNS_DIR "/run/agentrun/netns"
 
-static const struct option long_options[] = {
-    {"policy", required_argument, NULL, 'p'},
-    {"format", required_argument, NULL, 'f'},
-    {"image", required_argument, NULL, 'i'},
-    {"proxy-image", required_argument, NULL, OPT_PROXY_IMAGE},
-    {"namespace", required_argument, NULL, OPT_NAMESPACE},
-    {"no-namespace", no_argument, NULL, OPT_NO_NAMESPACE},
-    {"runtime-class", required_argument, NULL, OPT_RUNTIME_CLASS},
-    {"cilium", no_argument, NULL, OPT_CILIUM},
-    {"rootfs", required_argument, NULL, OPT_ROOTFS},
-    {"bundle", required_argument, NULL, OPT_BUNDLE},
-    {"netns", required_argument, NULL, OPT_NETNS},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+static int set_format(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
+{
+	struct render_args *a = ctx;
+	if (ar_render_format_parse(v, &a->format) < 0 &&
+	    ar_render_k8s_format_parse(v, &a->format) < 0)
+		return ar_error_make(err, 0,
+				     "--format: unknown format `%s` (text, json, sh, oci, k8s, "
+				     "k8s-json)",
+				     v);
+	return 0;
+}
+
+#define ARG(field) offsetof(struct render_args, field)
+
+static const struct ar_opt opts[] = {
+    {"--policy", 'p', "FILE", "the policy (JSON), required", ar_opt_str, ARG(policy)},
+    {"--format", 'f', "FORMAT",
+     "text (default): one shell-quoted command per line\n"
+     "json: the same plan as argv lists\n"
+     "sh:   a POSIX sh script with up, run, down, audit\n"
+     "oci:  a runtime-spec config.json (needs CMD)\n"
+     "k8s:  Kubernetes objects, a YAML stream\n"
+     "k8s-json: the same objects as a v1/List",
+     set_format, 0},
+    {"--image", 'i', "IMAGE", "the agent image (default: the policy's `image`)", ar_opt_str,
+     ARG(opts.image)},
+    {"--proxy-image", 0, "IMAGE",
+     "the image with agentrun as its entrypoint\n(default: agentrun:" AGENTRUN_VERSION ")",
+     ar_opt_str, ARG(opts.proxy_image)},
+    {"--namespace", 0, "NS", "k8s: the namespace (default: the policy name)", ar_opt_str,
+     ARG(k8s.namespace)},
+    {"--no-namespace", 0, NULL, "k8s: the namespace exists; do not emit it", ar_opt_true,
+     ARG(k8s.no_namespace)},
+    {"--runtime-class", 0, "NAME", "k8s: the agent pod's runtimeClassName (gvisor, kata)",
+     ar_opt_str, ARG(k8s.runtime_class)},
+    {"--cilium", 0, NULL, "k8s: also a CiliumNetworkPolicy by name", ar_opt_true, ARG(k8s.cilium)},
+    {"--rootfs", 0, "DIR",
+     "oci: root.path, an existing directory (default: the\npolicy's rootfs, else rootfs in "
+     "the bundle)",
+     ar_opt_str, ARG(opts.rootfs)},
+    {"--bundle", 0, "DIR",
+     "oci: write DIR/config.json (atomically) instead of\nprinting it; DIR is created if "
+     "missing",
+     ar_opt_str, ARG(bundle)},
+    {"--netns", 0, "NAME|PATH",
+     "oci: join a prepared netns (" NETNS_DIR "/NAME)\ninstead of a fresh one wired by the "
+     "hook",
+     ar_opt_str, ARG(netns)},
+    {NULL},
 };
 
-static void usage(void)
-{
-	printf("Usage: agentrun render --policy FILE [--format text|json|sh|oci|k8s|k8s-json]\n"
-	       "                       [--image IMAGE] [--proxy-image IMAGE] [-- CMD [ARG...]]\n"
-	       "       oci only: [--rootfs DIR] [--bundle DIR] [--netns NAME|PATH]\n"
-	       "       k8s only: [--namespace NS] [--no-namespace] [--runtime-class NAME]\n"
-	       "                 [--cilium]\n\n"
-	       "Print the policy as the docker commands that build the same sandbox: an internal\n"
-	       "network, an egress network, the egress proxy container (`agentrun proxy` with the\n"
-	       "allow-list), and the hardened agent container running CMD (the image's default\n"
-	       "command when CMD is omitted).\n\n"
-	       "Options:\n"
-	       "  -p, --policy FILE        the policy (JSON), required\n"
-	       "  -f, --format FORMAT      text (default): one shell-quoted command per line\n"
-	       "                           json: the same plan as argv lists\n"
-	       "                           sh:   a POSIX sh script with up, run, down, audit\n"
-	       "                           oci:  a runtime-spec config.json (needs CMD)\n"
-	       "                           k8s:  Kubernetes objects, a YAML stream\n"
-	       "                           k8s-json: the same objects as a v1/List\n"
-	       "  -i, --image IMAGE        the agent image (default: the policy's `image`)\n"
-	       "      --proxy-image IMAGE  the image with agentrun as its entrypoint\n"
-	       "                           (default: agentrun:%s)\n"
-	       "      --namespace NS       k8s: the namespace (default: the policy name)\n"
-	       "      --no-namespace       k8s: the namespace exists; do not emit it\n"
-	       "      --runtime-class NAME k8s: the agent pod's runtimeClassName (gvisor, kata)\n"
-	       "      --cilium             k8s: also a CiliumNetworkPolicy by name\n"
-	       "      --rootfs DIR         oci: root.path (default: the policy's rootfs, else\n"
-	       "                           rootfs in the bundle)\n"
-	       "      --bundle DIR         oci: write DIR/config.json (atomically) instead of\n"
-	       "                           printing it; DIR is created if missing\n"
-	       "      --netns NAME|PATH    oci: join a prepared netns (" NETNS_DIR "/NAME)\n"
-	       "                           instead of a fresh one wired by the hook\n"
-	       "  -h, --help               show this help\n\n"
-	       "Exit status: 0 ok, 2 bad input or usage. See docs/render.md.\n",
-	       AGENTRUN_VERSION);
-}
+const struct ar_cli_cmd ar_cli_render = {
+    .name = "render",
+    .fn = ar_cmd_render,
+    .summary = "print the policy as docker commands, a script, OCI config or k8s objects",
+    .synopsis = "render --policy FILE [--format text|json|sh|oci|k8s|k8s-json]\n"
+		"                [--image IMAGE] [--proxy-image IMAGE] [-- CMD [ARG...]]",
+    .about = "Print the policy as the docker commands that build the same sandbox: an internal\n"
+	     "network, an egress network, the egress proxy container (`agentrun proxy` with the\n"
+	     "allow-list), and the hardened agent container running CMD (the image's default\n"
+	     "command when CMD is omitted); or as an OCI bundle's config.json, or Kubernetes\n"
+	     "objects. See docs/render.md.",
+    .opts = opts,
+    .takes_cmd = true,
+    .exit_status = "0 ok, 2 bad input or usage.",
+    .usage_exit = AR_EXIT_USAGE,
+};
 
-/* The option as the user wrote it, for messages. */
-static const char *option_text(char **argv, int opt_index)
+/* The flags that apply to one format only, checked once all are read. */
+static int check_args(struct render_args *a)
 {
-	return opt_index > 0 ? argv[opt_index - 1] : "?";
-}
-
-/* Returns 0 to go on, 1 when --help was printed, or the usage exit status. */
-static int parse_args(int argc, char **argv, struct render_args *a)
-{
-	int c;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+:p:f:i:h", long_options, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			a->policy = optarg;
-			break;
-		case 'f':
-			if (ar_render_format_parse(optarg, &a->format) < 0 &&
-			    ar_render_k8s_format_parse(optarg, &a->format) < 0)
-				return ar_cli_usage_error(CMD, AR_EXIT_USAGE,
-							  "--format: unknown format `%s` (text, "
-							  "json, sh, oci, k8s, k8s-json)",
-							  optarg);
-			break;
-		case 'i':
-			a->opts.image = optarg;
-			break;
-		case OPT_PROXY_IMAGE:
-			a->opts.proxy_image = optarg;
-			break;
-		case OPT_NAMESPACE:
-			a->k8s.namespace = optarg;
-			break;
-		case OPT_NO_NAMESPACE:
-			a->k8s.no_namespace = true;
-			break;
-		case OPT_RUNTIME_CLASS:
-			a->k8s.runtime_class = optarg;
-			break;
-		case OPT_CILIUM:
-			a->k8s.cilium = true;
-			break;
-		case OPT_ROOTFS:
-			a->opts.rootfs = optarg;
-			break;
-		case OPT_BUNDLE:
-			a->bundle = optarg;
-			break;
-		case OPT_NETNS:
-			a->netns = optarg;
-			break;
-		case 'h':
-			usage();
-			return 1;
-		case ':':
-			return ar_cli_usage_error(CMD, AR_EXIT_USAGE, "option `%s` needs a value",
-						  option_text(argv, optind));
-		default:
-			return ar_cli_usage_error(CMD, AR_EXIT_USAGE, "unknown option `%s`",
-						  option_text(argv, optind));
-		}
-	}
-	/* the command comes only after `--`: anything else left over is a mistake, most
-	 * often a policy given without --policy */
-	if (optind < argc && strcmp(argv[optind - 1], "--") != 0)
-		return ar_cli_usage_error(CMD, AR_EXIT_USAGE,
-					  "unexpected argument `%s` (a policy goes after --policy, "
-					  "the command after --)",
-					  argv[optind]);
 	if (a->policy == NULL)
-		return ar_cli_usage_error(CMD, AR_EXIT_USAGE, "--policy FILE is required");
+		return ar_cli_usage_error(CMD, -1, "--policy FILE is required");
 	/* an OCI bundle's image is its rootfs: say so rather than ignore the flag */
 	if (a->format == AR_RENDER_OCI && (a->opts.image != NULL || a->opts.proxy_image != NULL))
-		return ar_cli_usage_error(CMD, AR_EXIT_USAGE,
+		return ar_cli_usage_error(CMD, -1,
 					  "%s does not apply to --format oci (the bundle's rootfs "
 					  "is the image)",
 					  a->opts.image != NULL ? "--image" : "--proxy-image");
 	if (a->format != AR_RENDER_K8S && a->format != AR_RENDER_K8S_JSON &&
 	    (a->k8s.namespace || a->k8s.no_namespace || a->k8s.runtime_class || a->k8s.cilium))
-		return ar_cli_usage_error(CMD, AR_EXIT_USAGE,
+		return ar_cli_usage_error(CMD, -1,
 					  "--namespace, --no-namespace, --runtime-class and "
 					  "--cilium apply to --format k8s and k8s-json only");
 	a->k8s.json = a->format == AR_RENDER_K8S_JSON;
 	if (a->format != AR_RENDER_OCI && (a->opts.rootfs || a->bundle || a->netns))
-		return ar_cli_usage_error(CMD, AR_EXIT_USAGE, "%s needs --format oci",
+		return ar_cli_usage_error(CMD, -1, "%s needs --format oci",
 					  a->opts.rootfs ? "--rootfs"
 					  : a->bundle	 ? "--bundle"
 							 : "--netns");
-	a->opts.cmd = argv + optind;
-	a->opts.n_cmd = (size_t)(argc - optind);
+	/* an absolute root the runtime would fail on later, far from the cause (a relative
+	 * one is the bundle's, which may be filled after rendering) */
+	struct stat st;
+	if (a->opts.rootfs && a->opts.rootfs[0] == '/' &&
+	    (stat(a->opts.rootfs, &st) == -1 || !S_ISDIR(st.st_mode)))
+		return ar_cli_usage_error(CMD, -1, "--rootfs `%s`: %s", a->opts.rootfs,
+					  errno == ENOENT ? "no such directory" : "not a directory");
 	return 0;
 }
 
@@ -251,7 +193,7 @@ static int render_oci(struct render_args *a, const struct ar_policy *p, struct a
 	/* the hooks name this binary and the policy by absolute paths: the runtime runs
 	 * them from its own working directory */
 	self = realpath("/proc/self/exe", NULL);
-	policy = realpath(a->policy, NULL);
+	policy = p->path ? ar_xstrdup(p->path) : NULL;
 	if (self == NULL || policy == NULL)
 		return ar_error_make(err, errno, "resolve `%s`",
 				     self ? a->policy : "/proc/self/exe");
@@ -291,9 +233,14 @@ static int render(struct render_args *a, const struct ar_policy *p, struct ar_bu
 int ar_cmd_render(int argc, char **argv)
 {
 	struct render_args a = {.format = AR_RENDER_TEXT};
-	int rc = parse_args(argc, argv, &a);
-	if (rc != 0)
-		return rc == 1 ? AR_EXIT_OK : rc;
+	ar_autoopts struct ar_opt_result r = {0};
+	int rc;
+	if (ar_cli_parse(&ar_cli_render, argc, argv, &a, &r, &rc) != 0)
+		return rc;
+	if (check_args(&a) < 0)
+		return AR_EXIT_USAGE;
+	a.opts.cmd = r.cmd;
+	a.opts.n_cmd = r.n_cmd;
 
 	ar_auto_error ar_error_t err = NULL;
 	ar_autopolicy struct ar_policy *p = NULL;

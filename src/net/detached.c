@@ -30,8 +30,11 @@ void net_remove_cgroups(const char *list, int tries)
 	ar_autofree char *copy = ar_xstrdup(list);
 	char *save = NULL;
 	for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		/* ours: a sandbox's, a proxy's, or the leaf agentrun moved into (v2) */
 		if (strncmp(d, CGROUP_ROOT "/", sizeof(CGROUP_ROOT)) != 0 ||
-		    strstr(d, "/agentrun-") == NULL || strstr(d, "..") != NULL)
+		    (strstr(d, "/agentrun-") == NULL &&
+		     strstr(d, "/agentrun_supervisor-") == NULL) ||
+		    strstr(d, "..") != NULL)
 			continue;
 		/* an exited proxy stays in it until its new parent reaps it */
 		for (int i = 1; rmdir(d) == -1 && errno == EBUSY && i < tries; i++)

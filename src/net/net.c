@@ -15,6 +15,7 @@
 
 #include "agentrun/capture.h"
 #include "agentrun/cgroup.h"
+#include "agentrun/log.h"
 #include "agentrun/proxy.h"
 #include "agentrun/rules.h"
 #include "agentrun/net.h"
@@ -97,10 +98,8 @@ static int make_resolv(struct ar_net *n, ar_error_t *err)
 			   "# agentrun: the DNS stub of the proxy (network: proxy, "
 			   "transparent)\nnameserver %s\n",
 			   n->plan.proxy_ip);
-	n->resolv_fd = memfd_create("resolv.conf", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (n->resolv_fd == -1 || ar_write_all(n->resolv_fd, text, (size_t)len) == -1 ||
-	    fcntl(n->resolv_fd, F_ADD_SEALS,
-		  F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) == -1)
+	n->resolv_fd = ar_sealed_memfd("resolv.conf", text, (size_t)len);
+	if (n->resolv_fd == -1)
 		return ar_error_make(err, errno, "network: the sandbox's resolv.conf");
 	return 0;
 }
@@ -158,8 +157,10 @@ int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_ne
 	n->state.started = (int64_t)time(NULL);
 	snprintf(n->state.network, sizeof(n->state.network), "%s",
 		 p->network == AR_NETWORK_PROXY ? "proxy" : "none");
+	/* "?" (not a path) when it does not fit: check --name then asks for --policy */
+	const char *policy = o->policy_path ? o->policy_path : "";
 	snprintf(n->state.policy, sizeof(n->state.policy), "%s",
-		 o->policy_path ? o->policy_path : "");
+		 strlen(policy) < sizeof(n->state.policy) ? policy : "?");
 	if (net_secrets_check(n, err) == -1)
 		goto fail;
 	if (p->network == AR_NETWORK_PROXY && start_network(n, o, err) == -1)
@@ -240,12 +241,30 @@ int ar_net_attach(struct ar_net *n, const struct ar_net_sandbox *sb, ar_error_t 
 	return r;
 }
 
+/* network: none: a cgroup no later run would sweep (cgroup.h) is gc's to find; the
+ * record is best effort (a user without a state directory still runs). */
+static void record_cgroup(struct ar_net *n, const struct ar_cgroup *cg)
+{
+	ar_auto_error ar_error_t err = NULL;
+
+	if (!ar_cgroup_unswept(cg))
+		return;
+	ar_cgroup_dirs(cg, n->state.cgroup, sizeof(n->state.cgroup));
+	if (ar_net_state_write(&n->state, &err) == -1)
+		ar_debug("network: none: no state for gc (%s)", err->msg);
+	else
+		n->state_written = true;
+}
+
 int ar_net_ready(struct ar_net *n, const struct ar_cgroup *cg, ar_error_t *err)
 {
 	/* the state is written once, for the sandboxes that hold something gc must find:
-	 * a /30, a proxy (network: none keeps none: its start stays a clone and an exec) */
-	if (n->p->network != AR_NETWORK_PROXY)
+	 * a /30, a proxy, a cgroup no run sweeps (otherwise network: none keeps none: its
+	 * start stays a clone and an exec) */
+	if (n->p->network != AR_NETWORK_PROXY) {
+		record_cgroup(n, cg);
 		return 0;
+	}
 	/* every hierarchy's directory, so gc removes them all (v1: memory, pids, cpu); while
 	 * the proxy finishes its own setup */
 	ar_cgroup_dirs(cg, n->state.cgroup, sizeof(n->state.cgroup));

@@ -387,6 +387,24 @@ __attribute__((noreturn)) static void child_main(struct child *c)
 	_exit(r);
 }
 
+/* Without root, where the sandbox's went: a delegated v2 subtree, or none (run's line
+ * said which limits are not enforced; the proxy's are required with the sandbox's). */
+static int proxy_cgroup_plan(const struct ar_net_proxy_opts *o, const struct ar_policy *lim,
+			     struct ar_net_proxy *px, ar_error_t *err)
+{
+	struct ar_cgroup_gap gap;
+
+	if (geteuid() == 0)
+		return ar_cgroup_plan(lim, o->cgroup_name, &px->cg, err);
+	if (ar_cgroup_plan_delegated(lim, o->cgroup_name, &px->cg, &gap, err) == -1)
+		return -1;
+	if (gap.missing == 0 || !o->policy->limits.required)
+		return 0;
+	ar_cgroup_destroy(px->cg, NULL);
+	px->cg = NULL;
+	return ar_error_make(err, 0, "%s not enforced: %s", gap.limits, gap.why);
+}
+
 /* The cgroup: planned before the fork; on v1 made after it (ar_net_proxy_cgroup) and
  * joined by the child, on v2 this side makes it and moves the child in. */
 static int proxy_cgroup(const struct ar_net_proxy_opts *o, struct ar_net_proxy *px, struct child *c,
@@ -397,8 +415,10 @@ static int proxy_cgroup(const struct ar_net_proxy_opts *o, struct ar_net_proxy *
 	if (o->cgroup_name == NULL)
 		return 0;
 	proxy_limits(&lim);
-	if (ar_cgroup_plan(&lim, o->cgroup_name, &px->cg, err) == -1)
+	if (proxy_cgroup_plan(o, &lim, px, err) == -1)
 		return ar_error_wrap(err, "proxy cgroup");
+	if (px->cg == NULL)
+		return 0;
 	c->cg = px->cg;
 	px->cg_by_child = c->cg_by_child = ar_cgroup_self_entry(px->cg);
 	if (!px->cg_by_child && ar_cgroup_make(px->cg, &lim, err) == -1)

@@ -374,7 +374,7 @@ struct newest_ctx {
 };
 
 /* NAME-PID of policy NAME: the name, a dash, digits only. */
-static bool of_policy(const char *sandbox, const char *policy)
+bool ar_net_state_of_policy(const char *sandbox, const char *policy)
 {
 	size_t len = strlen(policy);
 	if (strncmp(sandbox, policy, len) != 0 || sandbox[len] != '-' || sandbox[len + 1] == '\0')
@@ -385,8 +385,8 @@ static bool of_policy(const char *sandbox, const char *policy)
 static int newest_live(const struct ar_net_state *s, void *data)
 {
 	struct newest_ctx *c = data;
-	if (!of_policy(s->name, c->policy) || !ar_net_proc_alive(s->owner, s->owner_start) ||
-	    s->pid <= 0)
+	if (!ar_net_state_of_policy(s->name, c->policy) ||
+	    !ar_net_proc_alive(s->owner, s->owner_start) || s->pid <= 0)
 		return 0;
 	if (c->n++ == 0 || s->started >= c->out->started)
 		*c->out = *s;

@@ -12,18 +12,21 @@
 #include "agentrun/util.h"
 #include "policy-private.h"
 
-static int cerr(ar_error_t *err, const struct ar_policy *p, const char *key, const char *fmt, ...)
+/* "ORIGIN: KEY: message": the origin is the file, or the flag that set the key. */
+static int oerr(ar_error_t *err, const char *origin, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static int cerr(ar_error_t *err, const struct ar_policy *p, const char *key, const char *fmt, ...)
+static int oerr(ar_error_t *err, const char *origin, const char *key, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	policy_verror(err, p->origin ? p->origin : "<policy>", key, fmt, ap);
+	policy_verror(err, origin ? origin : "<policy>", key, fmt, ap);
 	va_end(ap);
 	return -1;
 }
 
-static int check_path(ar_error_t *err, const struct ar_policy *p, const char *key, const char *path,
+#define cerr(err, p, ...) oerr(err, (p)->origin, __VA_ARGS__)
+
+static int check_path(ar_error_t *err, const char *origin, const char *key, const char *path,
 		      enum path_use use)
 {
 	const char *why;
@@ -33,7 +36,7 @@ static int check_path(ar_error_t *err, const struct ar_policy *p, const char *ke
 		return 0;
 	norm = policy_path_normalize(path, use, &why);
 	if (norm == NULL)
-		return cerr(err, p, key, "%s, got \"%s\"", why, path);
+		return oerr(err, origin, key, "%s, got \"%s\"", why, path);
 	return 0;
 }
 
@@ -44,6 +47,12 @@ static int check_limits(const struct ar_policy *p, ar_error_t *err)
 	if (l->pids < 1 || l->pids > AR_POLICY_PIDS_MAX)
 		return cerr(err, p, "limits.pids", "must be an integer from 1 to %d, got %lld",
 			    AR_POLICY_PIDS_MAX, (long long)l->pids);
+	int64_t as_written = 0; /* the text, when it is still what the number says */
+	if (l->memory_str != NULL)
+		ar_parse_bytes(l->memory_str, &as_written);
+	if (l->memory < AR_POLICY_MEMORY_MIN && as_written == l->memory)
+		return cerr(err, p, "limits.memory", "\"%s\" is below the minimum of 6m",
+			    l->memory_str);
 	if (l->memory < AR_POLICY_MEMORY_MIN)
 		return cerr(err, p, "limits.memory", "%lld bytes is below the minimum of 6m",
 			    (long long)l->memory);
@@ -78,42 +87,48 @@ static int check_network(const struct ar_policy *p, ar_error_t *err)
 	return 0;
 }
 
+/* A mount a --mount flag added is named by the flag, a file's by its index. */
 static int check_mounts(const struct ar_policy *p, ar_error_t *err)
 {
 	for (size_t i = 0; i < p->n_mounts; i++) {
-		ar_autofree char *src = ar_xasprintf("mounts[%zu].source", i);
-		ar_autofree char *dst = ar_xasprintf("mounts[%zu].target", i);
 		const struct ar_mount *m = &p->mounts[i];
+		const char *origin = m->flag ? m->flag : p->origin;
+		ar_autofree char *src =
+		    m->flag ? ar_xstrdup("source") : ar_xasprintf("mounts[%zu].source", i);
+		ar_autofree char *dst =
+		    m->flag ? ar_xstrdup("target") : ar_xasprintf("mounts[%zu].target", i);
 		if (m->source == NULL || m->target == NULL)
-			return cerr(err, p, m->source ? dst : src, "missing");
-		if (check_path(err, p, src, m->source, PATH_PLAIN) == -1 ||
-		    check_path(err, p, dst, m->target, PATH_MOUNT_TARGET) == -1)
+			return oerr(err, origin, m->source ? dst : src, "missing");
+		if (check_path(err, origin, src, m->source, PATH_PLAIN) == -1 ||
+		    check_path(err, origin, dst, m->target, PATH_MOUNT_TARGET) == -1)
 			return -1;
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(p->mounts[j].target, m->target) == 0)
-				return cerr(err, p, dst,
+				return oerr(err, origin, dst,
 					    "\"%s\" is already the target of mounts[%zu]",
 					    m->target, j);
 		if (p->kubeconfig != NULL && p->kubeconfig_target != NULL &&
 		    strcmp(p->kubeconfig_target, m->target) == 0)
-			return cerr(err, p, dst, "\"%s\" is where kubeconfig is mounted",
+			return oerr(err, origin, dst, "\"%s\" is where kubeconfig is mounted",
 				    m->target);
 		for (size_t j = 0; j < p->n_tmpfs; j++)
 			if (strcmp(p->tmpfs[j], m->target) == 0)
-				return cerr(err, p, dst, "\"%s\" is also tmpfs[%zu]", m->target, j);
+				return oerr(err, origin, dst, "\"%s\" is also tmpfs[%zu]",
+					    m->target, j);
 	}
 	return 0;
 }
 
 static int check_paths(const struct ar_policy *p, ar_error_t *err)
 {
-	if (check_path(err, p, "rootfs", p->rootfs, PATH_NOT_ROOT) == -1 ||
-	    check_path(err, p, "kubeconfig", p->kubeconfig, PATH_NOT_ROOT) == -1 ||
-	    check_path(err, p, "kubeconfig target", p->kubeconfig_target, PATH_MOUNT_TARGET) == -1)
+	if (check_path(err, p->origin, "rootfs", p->rootfs, PATH_NOT_ROOT) == -1 ||
+	    check_path(err, p->origin, "kubeconfig", p->kubeconfig, PATH_NOT_ROOT) == -1 ||
+	    check_path(err, p->origin, "kubeconfig target", p->kubeconfig_target,
+		       PATH_MOUNT_TARGET) == -1)
 		return -1;
 	for (size_t i = 0; i < p->n_tmpfs; i++) {
 		ar_autofree char *key = ar_xasprintf("tmpfs[%zu]", i);
-		if (check_path(err, p, key, p->tmpfs[i], PATH_TMPFS) == -1)
+		if (check_path(err, p->origin, key, p->tmpfs[i], PATH_TMPFS) == -1)
 			return -1;
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(p->tmpfs[j], p->tmpfs[i]) == 0)
@@ -177,6 +192,6 @@ int policy_check(const struct ar_policy *p, ar_error_t *err)
 	    policy_check_dns_pool(p, err) == -1 || policy_check_secrets(p, err) == -1)
 		return -1;
 	if (strcmp(p->seccomp, "default") != 0 && strcmp(p->seccomp, "unconfined") != 0)
-		return check_path(err, p, "seccomp", p->seccomp, PATH_NOT_ROOT);
+		return check_path(err, p->origin, "seccomp", p->seccomp, PATH_NOT_ROOT);
 	return 0;
 }

@@ -104,6 +104,19 @@ static char *child_path(const char *prefix, const char *key)
 	return prefix ? ar_xasprintf("%s.%s", prefix, key) : ar_xstrdup(key);
 }
 
+static int unknown_key(struct pctx *c, const char *path, const char *key,
+		       const struct field *fields, size_t n_fields)
+{
+	struct ar_suggest s;
+	ar_suggest_init(&s, key);
+	for (size_t i = 0; i < n_fields; i++)
+		ar_suggest_add(&s, fields[i].key);
+	const char *near = ar_suggest_best(&s);
+	if (near != NULL)
+		return perr(c, path, "unknown key (did you mean \"%s\"?)", near);
+	return perr(c, path, "unknown key");
+}
+
 /* Walk an object through a key table. cJSON keeps duplicate keys; the second one
  * is an error, not silently ignored. */
 static int walk_object(struct pctx *c, const cJSON *obj, const char *prefix,
@@ -118,7 +131,7 @@ static int walk_object(struct pctx *c, const cJSON *obj, const char *prefix,
 			if (strcmp(fields[i].key, it->string) == 0)
 				break;
 		if (i == n_fields)
-			return perr(c, path, "unknown key");
+			return unknown_key(c, path, it->string, fields, n_fields);
 		for (const cJSON *prev = obj->child; prev != it; prev = prev->next)
 			if (strcmp(prev->string, it->string) == 0)
 				return perr(c, path, "duplicate key");
@@ -256,12 +269,17 @@ static int m_target(struct pctx *c, const cJSON *v, const char *path, void *t)
 	return set_path(c, v, path, PATH_MOUNT_TARGET, &((struct ar_mount *)t)->target);
 }
 
-static int m_readonly(struct pctx *c, const cJSON *v, const char *path, void *t)
+static int get_bool(struct pctx *c, const cJSON *v, const char *path, bool *out)
 {
 	if (!cJSON_IsBool(v))
 		return type_err(c, path, "a boolean", v);
-	((struct ar_mount *)t)->readonly = cJSON_IsTrue(v);
+	*out = cJSON_IsTrue(v);
 	return 0;
+}
+
+static int m_readonly(struct pctx *c, const cJSON *v, const char *path, void *t)
+{
+	return get_bool(c, v, path, &((struct ar_mount *)t)->readonly);
 }
 
 static const struct field mount_fields[] = {
@@ -362,10 +380,18 @@ static int l_cpus(struct pctx *c, const cJSON *v, const char *path, void *t)
 	return 0;
 }
 
+/* Root's limits are always required (run fails closed); a caller without root gets
+ * a warning instead unless this is true (docs/cgroups.md#without-root). */
+static int l_required(struct pctx *c, const cJSON *v, const char *path, void *t)
+{
+	return get_bool(c, v, path, &c->p->limits.required);
+}
+
 static const struct field limit_fields[] = {
     {"pids", l_pids},
     {"memory", l_memory},
     {"cpus", l_cpus},
+    {"required", l_required},
 };
 
 static int f_limits(struct pctx *c, const cJSON *v, const char *path, void *t)
@@ -628,10 +654,7 @@ static int x_allow_private(struct pctx *c, const cJSON *v, const char *path, voi
 
 static int x_transparent(struct pctx *c, const cJSON *v, const char *path, void *t)
 {
-	if (!cJSON_IsBool(v))
-		return type_err(c, path, "a boolean", v);
-	c->p->proxy.transparent = cJSON_IsTrue(v);
-	return 0;
+	return get_bool(c, v, path, &c->p->proxy.transparent);
 }
 
 static int x_dns_pool(struct pctx *c, const cJSON *v, const char *path, void *t)
@@ -750,15 +773,12 @@ static const struct field top_fields[] = {
 
 /* ---- the document ------------------------------------------------------- */
 
-static int line_of(const char *json, size_t len, const char *at)
+static int json_error(const char *json, size_t len, const char *at, const char *origin,
+		      ar_error_t *err)
 {
-	int line = 1;
-	if (at == NULL || at < json || at > json + len)
-		at = json + len;
-	for (const char *p = json; p < at; p++)
-		if (*p == '\n')
-			line++;
-	return line;
+	struct ar_json_pos pos = ar_json_pos(json, len, at);
+	return ar_error_make(err, 0, "%s: invalid JSON at line %d, column %d", origin, pos.line,
+			     pos.column);
 }
 
 static int parse_json(const char *json, size_t len, const char *origin, cJSON **out,
@@ -768,16 +788,14 @@ static int parse_json(const char *json, size_t len, const char *origin, cJSON **
 	cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, false);
 
 	if (root == NULL)
-		return ar_error_make(err, 0, "%s: invalid JSON near line %d", origin,
-				     line_of(json, len, end));
+		return json_error(json, len, end, origin, err);
 	/* cJSON stops after the first value; anything but whitespace after it is an error */
 	const char *p = end;
 	while (p != NULL && p < json + len && strchr(" \t\r\n", *p) != NULL && *p != '\0')
 		p++;
 	if (p == NULL || p != json + len) {
 		cJSON_Delete(root);
-		return ar_error_make(err, 0, "%s: invalid JSON near line %d", origin,
-				     line_of(json, len, p));
+		return json_error(json, len, p, origin, err);
 	}
 	/* cJSON would cut a string at a NUL: "/srv/logs\u0000/../x" must not read as
 	 * "/srv/logs" */

@@ -10,13 +10,14 @@
 #include "agentrun/error.h"
 #include "agentrun/policy.h"
 
-#define AR_POLICY_NAME_RE    "^[a-z0-9][a-z0-9-]{0,30}$"
-#define AR_ENV_KEY_RE	     "^[A-Za-z_][A-Za-z0-9_]*$"
-#define AR_POLICY_PIDS_MAX   4194304	 /* the kernel's PID_MAX_LIMIT */
-#define AR_POLICY_MEMORY_MIN (6LL << 20) /* docker's minimum, so render stays valid */
-#define AR_POLICY_INT_MAX    (1LL << 53) /* exact in a JSON (double) number */
-#define AR_POLICY_FILE_MAX   (1u << 20)
-#define AR_POLICY_HOST_MAX   256 /* as AR_HOST_MAX in rules.h */
+#define AR_POLICY_NAME_RE      "^[a-z0-9][a-z0-9-]{0,30}$"
+#define AR_ENV_KEY_RE	       "^[A-Za-z_][A-Za-z0-9_]*$"
+#define AR_POLICY_PIDS_MAX     4194304	   /* the kernel's PID_MAX_LIMIT */
+#define AR_POLICY_MEMORY_MIN   (6LL << 20) /* docker's minimum, so render stays valid */
+#define AR_POLICY_INT_MAX      (1LL << 53) /* exact in a JSON (double) number */
+#define AR_POLICY_FILE_MAX     (1u << 20)
+#define AR_POLICY_ETC_PROFILES "/etc/agentrun/profiles" /* --policy NAME, first */
+#define AR_POLICY_HOST_MAX     256			/* as AR_HOST_MAX in rules.h */
 
 /* Where a path is used: mount targets and tmpfs paths may not cover places the
  * sandbox manages itself. */

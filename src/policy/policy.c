@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "agentrun/policy.h"
 #include "agentrun/rules.h"
@@ -56,6 +57,7 @@ void ar_policy_free(struct ar_policy *p)
 	if (p == NULL)
 		return;
 	free(p->origin);
+	free(p->path);
 	free(p->name);
 	free(p->image);
 	free(p->rootfs);
@@ -118,14 +120,63 @@ int ar_policy_default(struct ar_policy **out, ar_error_t *err)
 	return 0;
 }
 
-int ar_policy_load(const char *path, struct ar_policy **out, ar_error_t *err)
+/* Where --policy NAME finds a profile, in order, after a file of that name: the
+ * administrator's, then the ones installed beside the binary (PREFIX/bin/agentrun ->
+ * PREFIX/share/agentrun/profiles, wherever PREFIX is). docs/policy.md says so. */
+static char *profile_dir(size_t i)
+{
+	if (i == 0)
+		return ar_xstrdup(AR_POLICY_ETC_PROFILES);
+	if (i > 1)
+		return NULL;
+	ar_autofree char *exe = realpath("/proc/self/exe", NULL);
+	char *slash = exe ? strrchr(exe, '/') : NULL;
+	if (slash == NULL)
+		return ar_xstrdup("");
+	*slash = '\0';
+	return ar_xasprintf("%s/../share/agentrun/profiles", exe);
+}
+
+/* NAME as a file; else, for a bare name, NAME(.json) in the profile directories. */
+static char *find_policy(const char *arg, ar_error_t *err)
+{
+	struct stat st;
+	if (strchr(arg, '/') != NULL || stat(arg, &st) == 0 || arg[0] == '\0' || arg[0] == '.')
+		return ar_xstrdup(arg);
+	bool has_ext = strlen(arg) > 5 && strcmp(arg + strlen(arg) - 5, ".json") == 0;
+	ar_autobuf struct ar_buf tried = {0};
+	for (size_t i = 0;; i++) {
+		ar_autofree char *dir = profile_dir(i);
+		if (dir == NULL)
+			break;
+		char *path = ar_xasprintf("%s/%s%s", dir, arg, has_ext ? "" : ".json");
+		if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+			return path;
+		free(path);
+		ar_autofree char *real = realpath(dir, NULL);
+		ar_buf_printf(&tried, "%s%s", i ? ", " : "", real ? real : dir);
+	}
+	ar_error_make(err, 0,
+		      "policy: `%s`: no such file, and no profile of that name in %s (agentrun "
+		      "run --help: --policy)",
+		      arg, tried.data);
+	return NULL;
+}
+
+int ar_policy_load(const char *arg, struct ar_policy **out, ar_error_t *err)
 {
 	ar_autofree char *data = NULL;
 	size_t len = 0;
+	ar_autofree char *path = find_policy(arg, err);
 
+	if (path == NULL)
+		return -1;
 	if (ar_read_file(path, AR_POLICY_FILE_MAX, &data, &len, err) == -1)
 		return ar_error_wrap(err, "policy");
-	return ar_policy_parse(data, len, path, out, err);
+	if (ar_policy_parse(data, len, path, out, err) == -1)
+		return -1;
+	(*out)->path = realpath(path, NULL);
+	return 0;
 }
 
 int ar_policy_validate(const struct ar_policy *p, ar_error_t *err)

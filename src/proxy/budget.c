@@ -44,6 +44,14 @@ void budget_spend(struct client *c, uint64_t n)
 		c->budget->used += n;
 }
 
+bool budget_spent(struct client *c)
+{
+	if (c->budget == NULL || budget_room(c) > 0)
+		return false;
+	budget_reason(c);
+	return true;
+}
+
 void budget_reason(struct client *c)
 {
 	snprintf(c->reason, sizeof(c->reason),

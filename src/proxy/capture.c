@@ -50,6 +50,14 @@ static enum cstate refuse(struct client *c, const char *reason)
 	return CS_CLOSE;
 }
 
+/* A spent budget: nothing is dialled; a captured connection has no request to answer
+ * with 413, so it is closed at once and audited as 413 with the reason. */
+static enum cstate spent(struct client *c)
+{
+	c->status = 413;
+	return CS_CLOSE;
+}
+
 /* A literal address: its name comes from the SNI or the Host it carries (step_sniff),
  * and it is dialled only if that name resolves to that very address (c->s.pin). */
 static enum cstate literal_start(struct client *c, const struct sockaddr_in *dst, const char *addr)
@@ -111,6 +119,8 @@ static enum cstate captured_start(struct client *c, const struct sockaddr_in *ds
 	if (captured_secrets(c, t.name))
 		return term_captured(c);
 	budget_attach(c);
+	if (budget_spent(c))
+		return spent(c);
 	return search_start(c, captured_upstream);
 }
 
@@ -457,6 +467,8 @@ static enum cstate literal_decide(struct client *c, const char *name, const char
 		return refuse(c, d.reason);
 	snprintf(c->reason, sizeof(c->reason), "%s (captured at %s)", d.reason, addr);
 	budget_attach(c);
+	if (budget_spent(c))
+		return spent(c);
 	c->deadline = 0;
 	return search_start(c, captured_upstream);
 }

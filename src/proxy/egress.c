@@ -70,6 +70,7 @@ int ar_egress_new(const struct ar_egress_settings *s, struct ar_egress **out, ar
 	e->rules = rules;
 	e->sni = s->sni;
 	e->pass_forwarded = s->pass_forwarded;
+	e->private_hint = "--allow-private";
 	copy_budgets(e, s->budgets, s->n_budgets);
 	add_cidrs(e, s->allow_private, s->n_allow_private);
 	set_timeouts(e, s);
@@ -110,6 +111,7 @@ int ar_egress_from_policy(const struct ar_policy *p, const struct ar_egress_sett
 	s.sni = p->proxy.sni;
 	if (ar_egress_new(&s, out, err) == -1)
 		return -1;
+	(*out)->private_hint = "the policy's proxy.allow_private";
 	add_cidrs(*out, cidrs, p->proxy.n_allow_private);
 	return 0;
 }

@@ -291,6 +291,10 @@ static enum cstate decide(struct client *c, const struct ar_h1_request *req, con
 	if (!d.allowed)
 		return reply_with(c, 403, c->reason, false);
 	budget_attach(c);
+	/* a spent budget answers the CONNECT itself, with the reason: a 200 and a close
+	 * would read as a TLS failure to the client */
+	if (req->is_connect && budget_spent(c))
+		return reply_with(c, 413, c->reason, true);
 	if (h.family) {
 		search_literal(c, h.family, &h.addr);
 	}

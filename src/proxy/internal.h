@@ -59,6 +59,9 @@ struct ar_egress {
 	size_t n_allow_private;
 	int connect_timeout_ms, header_timeout_ms, idle_timeout_ms, keepalive_timeout_ms;
 	bool pass_forwarded;
+	/* how a 403 for a private address says to allow it: the flag, or the policy key
+	 * when a policy drives the proxy (a sandbox's user never typed the flag) */
+	const char *private_hint;
 };
 bool egress_private_ok(const struct ar_egress *e, int family, const void *addr);
 
@@ -377,6 +380,9 @@ void pool_expire(struct ar_proxy *px, int64_t older_than);
 void pool_free_all(struct ar_proxy *px);
 /* budget.c: find the request's budget, how much more may go upstream, spend it, and
  * the 413 reason. */
+/* The budget attached is used up: the reason is set (the caller answers 413 before
+ * opening anything upstream). */
+bool budget_spent(struct client *c);
 void budget_attach(struct client *c);
 uint64_t budget_room(const struct client *c);
 void budget_spend(struct client *c, uint64_t n);

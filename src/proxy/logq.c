@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agentrun/audit.h"
 #include "internal.h"
 
 #define LOGQ_CAP (64 * 1024)
@@ -188,7 +189,10 @@ void proxy_record(struct ar_proxy *px, struct ar_audit_rec *r)
 	if (r->id == 0)
 		r->id = ++px->next_id;
 	px->stats.requests++;
-	if (r->allowed)
+	/* counted as `agentrun audit` counts the same lines */
+	if (r->allowed && ar_audit_failed_status(r->status))
+		px->stats.failed++;
+	else if (r->allowed)
 		px->stats.allowed++;
 	else
 		px->stats.denied++;

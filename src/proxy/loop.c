@@ -305,8 +305,8 @@ static int bind_listener(const char *spec, int *out, ar_error_t *err)
 	socklen_t sl;
 	if (parse_listen(spec, &ss, &sl) == -1)
 		return ar_error_make(err, 0,
-				     "--listen `%s`: expected ADDR:PORT with an IP address "
-				     "(127.0.0.1:3128, [::1]:3128)",
+				     "--listen `%s`: expected ADDR:PORT with an IP address and a "
+				     "port from 0 to 65535 (127.0.0.1:3128, [::1]:3128)",
 				     spec);
 	ar_autoclose int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd == -1)
@@ -498,8 +498,9 @@ static void log_summary(struct ar_proxy *px)
 	ar_buf_reset(&px->line);
 	ar_buf_printf(&px->line,
 		      "agentrun proxy stopped: %" PRIu64 " request(s), %" PRIu64
-		      " allowed, %" PRIu64 " denied, %" PRIu64 " bytes out\n",
-		      px->stats.requests, px->stats.allowed, px->stats.denied, px->stats.bytes_out);
+		      " allowed, %" PRIu64 " failed, %" PRIu64 " denied, %" PRIu64 " bytes out\n",
+		      px->stats.requests, px->stats.allowed, px->stats.failed, px->stats.denied,
+		      px->stats.bytes_out);
 	if (px->log.dropped > 0) /* this line may be the first to get through */
 		ar_buf_printf(&px->line,
 			      "agentrun proxy: %" PRIu64 " log line(s) dropped in all: the log "

@@ -221,9 +221,8 @@ static enum cstate filter_cands(struct client *c)
 		return c->s.done(c, 403, why);
 	}
 	cand_text(&refused, 0, a, sizeof(a));
-	snprintf(why, sizeof(why),
-		 "%s resolves to %s, a %s address (allow it with --allow-private)", c->host, a,
-		 ar_proxy_addr_class_name(refused_class));
+	snprintf(why, sizeof(why), "%s resolves to %s, a %s address (allow it with %s)", c->host, a,
+		 ar_proxy_addr_class_name(refused_class), c->egress->private_hint);
 	return c->s.done(c, 403, why);
 }
 

@@ -177,7 +177,7 @@ char *cg_own_dir(const struct cg_host *h, const char *controller)
 	return dir;
 }
 
-static void host_release(struct cg_host *h)
+void cg_host_release(struct cg_host *h)
 {
 	free(h->mountinfo);
 	free(h->self);
@@ -194,7 +194,7 @@ static void read_mountinfo(void)
 		mountinfo = NULL;
 }
 
-static int host_read(struct cg_host *h, ar_error_t *err)
+int cg_host_read(struct cg_host *h, ar_error_t *err)
 {
 	pthread_once(&mountinfo_once, read_mountinfo);
 	if (mountinfo != NULL)
@@ -222,7 +222,7 @@ static unsigned needed_controllers(const struct ar_policy *p)
  * (hybrid hosts); else v2, which then fails closed naming what is missing. */
 static const struct cgroup_ops *pick_manager(const struct cg_host *h)
 {
-	ar_autofree char *v2 = cg_own_dir(h, NULL);
+	ar_autofree char *v2 = cg_v2_own(h);
 	bool any_v1 = false;
 
 	if (v2) {
@@ -257,10 +257,32 @@ static void cgroup_free(struct ar_cgroup *cg)
 	for (int c = 0; c < CG_NCTRL; c++)
 		free(cg->dir[c]);
 	free(cg->own);
-	free(cg->leaf);
 	free(cg->name);
-	host_release(&cg->host);
+	cg_host_release(&cg->host);
 	free(cg);
+}
+
+struct ar_cgroup *cg_handle_new(const char *name, const struct cgroup_ops *ops, struct cg_host *h)
+{
+	struct ar_cgroup *cg = ar_xcalloc(1, sizeof(*cg));
+
+	cg->name = ar_xstrdup(name);
+	cg->ops = ops;
+	cg->host = *h;
+	*h = (struct cg_host){0};
+	return cg;
+}
+
+int cg_host_plan(const struct ar_policy *p, const char *name, struct cg_host *h, ar_error_t *err)
+{
+	if (check_name(name, err) == -1)
+		return -1;
+	if (cg_host_read(h, err) == -1) {
+		cg_host_release(h);
+		return ar_error_wrap(err, "cgroup");
+	}
+	h->needed = needed_controllers(p);
+	return 0;
 }
 
 int ar_cgroup_plan(const struct ar_policy *p, const char *name, struct ar_cgroup **out,
@@ -269,22 +291,13 @@ int ar_cgroup_plan(const struct ar_policy *p, const char *name, struct ar_cgroup
 	struct cg_host h = {0};
 	struct ar_cgroup *cg;
 
-	if (check_name(name, err) == -1)
+	if (cg_host_plan(p, name, &h, err) == -1)
 		return -1;
-	if (host_read(&h, err) == -1) {
-		host_release(&h);
-		return ar_error_wrap(err, "cgroup");
-	}
-	h.needed = needed_controllers(p);
-	cg = ar_xcalloc(1, sizeof(*cg));
-	cg->name = ar_xstrdup(name);
-	cg->ops = pick_manager(&h);
-	if (cg->ops->locate != NULL && cg->ops->locate(cg, &h, err) == -1) {
-		host_release(&h);
+	cg = cg_handle_new(name, pick_manager(&h), &h);
+	if (cg->ops->locate != NULL && cg->ops->locate(cg, &cg->host, err) == -1) {
 		cgroup_free(cg);
 		return -1;
 	}
-	cg->host = h;
 	*out = cg;
 	return 0;
 }
@@ -294,7 +307,7 @@ int ar_cgroup_make(struct ar_cgroup *cg, const struct ar_policy *p, ar_error_t *
 	int r = cg->ops->create(cg, &cg->host, p, err);
 
 	/* on failure create removed what it made itself: only the handle is left */
-	host_release(&cg->host);
+	cg_host_release(&cg->host);
 	cg->host = (struct cg_host){0};
 	if (r == -1)
 		return -1;
@@ -372,14 +385,30 @@ bool cg_dir_shared(const struct ar_cgroup *cg, int c)
 	return false;
 }
 
+static size_t dirs_add(char *out, size_t len, size_t size, const char *dir)
+{
+	if (len + strlen(dir) + 2 > size)
+		return len;
+	return len + (size_t)snprintf(out + len, size - len, "%s%s", len ? ":" : "", dir);
+}
+
 void ar_cgroup_dirs(const struct ar_cgroup *cg, char *out, size_t size)
 {
 	size_t len = 0;
 	out[0] = '\0';
 	for (int c = 0; cg != NULL && c < CG_NCTRL; c++)
-		if (cg->dir[c] && !cg_dir_shared(cg, c) && len + strlen(cg->dir[c]) + 2 <= size)
-			len += (size_t)snprintf(out + len, size - len, "%s%s", len ? ":" : "",
-						cg->dir[c]);
+		if (cg->dir[c] && !cg_dir_shared(cg, c))
+			len = dirs_add(out, len, size, cg->dir[c]);
+	/* v2: the leaf this process stepped into, empty once it is dead */
+	ar_autofree char *leaf = ar_cgroup_unswept(cg) ? cg_v2_leaf() : NULL;
+	if (leaf != NULL)
+		dirs_add(out, len, size, leaf);
+}
+
+bool ar_cgroup_unswept(const struct ar_cgroup *cg)
+{
+	ar_autofree char *leaf = cg != NULL && cg->ops == &cg_v2_ops ? cg_v2_leaf() : NULL;
+	return leaf != NULL;
 }
 
 const char *ar_cgroup_path(const struct ar_cgroup *cg)
@@ -395,8 +424,8 @@ int ar_cgroup_sweep(void)
 	struct cg_host h = {0};
 	int removed = 0;
 
-	if (host_read(&h, NULL) == 0) {
-		ar_autofree char *v2 = cg_own_dir(&h, NULL);
+	if (cg_host_read(&h, NULL) == 0) {
+		ar_autofree char *v2 = cg_v2_own(&h);
 		if (v2)
 			removed += cg_sweep_dir(v2);
 		for (int c = 0; c < CG_NCTRL; c++) {
@@ -405,6 +434,6 @@ int ar_cgroup_sweep(void)
 				removed += cg_sweep_dir(d);
 		}
 	}
-	host_release(&h);
+	cg_host_release(&h);
 	return removed;
 }

@@ -40,11 +40,9 @@ struct ar_cgroup {
 	/* v2: dir[0] is the sandbox cgroup. v1: one directory per controller, NULL when
 	 * that controller is not used. */
 	char *dir[CG_NCTRL];
-	/* v2 only: our own cgroup, and the leaf we moved ourselves into so that the
-	 * controllers could be enabled in its subtree_control (NULL if not needed). */
+	/* v2 only: the cgroup it is made in (the leaf this process may have moved into
+	 * is the process's, shared by its v2 cgroups: cgroup_v2.c) */
 	char *own;
-	char *leaf;
-	unsigned enabled;    /* controllers this process enabled in own/cgroup.subtree_control */
 	struct cg_host host; /* from ar_cgroup_plan until ar_cgroup_make */
 	bool made;	     /* ar_cgroup_make succeeded: destroy has work to do */
 };
@@ -69,5 +67,18 @@ int cg_kill_and_remove(const char *dir, bool use_kill_file, ar_error_t *err);
 int cg_sweep_dir(const char *dir);
 /* The v1/v2 directory of this process for `controller` (NULL: v2), or NULL. */
 char *cg_own_dir(const struct cg_host *h, const char *controller);
+/* The v2 directory this process makes its cgroups in: its own, or the one it started
+ * in once the v2 manager moved it into its leaf (cgroup_v2.c); NULL when none. */
+char *cg_v2_own(const struct cg_host *h);
+/* That leaf (a copy), or NULL. */
+char *cg_v2_leaf(void);
+
+/* /proc/self/{mountinfo,cgroup} into h (release it even on failure). */
+int cg_host_read(struct cg_host *h, ar_error_t *err);
+void cg_host_release(struct cg_host *h);
+/* The start of a plan: the name checked, h read, h->needed set from p's limits. */
+int cg_host_plan(const struct ar_policy *p, const char *name, struct cg_host *h, ar_error_t *err);
+/* A planned handle; takes over *h (left empty). */
+struct ar_cgroup *cg_handle_new(const char *name, const struct cgroup_ops *ops, struct cg_host *h);
 
 #endif

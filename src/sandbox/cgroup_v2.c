@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,23 +45,60 @@ static int check_available(const char *own, unsigned needed, ar_error_t *err)
 	return 0;
 }
 
-/* Are we the only process in `own`? Then we may step aside into a leaf. Otherwise
- * *others lists (the first few of) the rest. */
-static bool only_us(const char *own, char **others)
+/* Every v2 cgroup this process makes (the sandbox's, then the proxy's) goes into the
+ * cgroup it was started in. Once it has stepped into its leaf, /proc/self/cgroup names
+ * the leaf; the next cgroup still belongs beside the first, and only the last one
+ * destroyed may undo the step (restore_room). Locked: v1's cgroups are made on a
+ * thread, and a v2 handle may be destroyed beside it. */
+static struct {
+	pthread_mutex_t lock;
+	char *own;	  /* where this process's cgroups go, while users > 0 */
+	char *leaf;	  /* own/agentrun_supervisor-PID, which we moved into */
+	unsigned enabled; /* controllers we enabled in own/cgroup.subtree_control */
+	int users;	  /* v2 cgroups of this process that exist */
+} room = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+char *cg_v2_own(const struct cg_host *h)
+{
+	char *own = cg_own_dir(h, NULL);
+
+	pthread_mutex_lock(&room.lock);
+	if (own != NULL && room.leaf != NULL && strcmp(own, room.leaf) == 0) {
+		free(own);
+		own = ar_xstrdup(room.own);
+	}
+	pthread_mutex_unlock(&room.lock);
+	return own;
+}
+
+char *cg_v2_leaf(void)
+{
+	pthread_mutex_lock(&room.lock);
+	char *leaf = room.leaf ? ar_xstrdup(room.leaf) : NULL;
+	pthread_mutex_unlock(&room.lock);
+	return leaf;
+}
+
+/* Which processes are in `own`: *us when we are, *others lists (the first few of) the
+ * rest ("" when none). */
+static void who_is_in(const char *own, bool *us, char **others)
 {
 	ar_autofree char *text = NULL;
 	ar_autofree pid_t *pids = NULL;
 	struct ar_buf b = {0};
 	size_t n = 0;
 
+	*us = false;
 	if (cg_read(own, "cgroup.procs", &text, NULL) == -1 ||
 	    ar_cgroup_parse_pids(text, &pids, &n) == -1) {
 		*others = ar_xstrdup("unreadable cgroup.procs");
-		return false;
+		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (pids[i] == getpid())
+		if (pids[i] == getpid()) {
+			*us = true;
 			continue;
+		}
 		if (b.len >= 60) {
 			ar_buf_puts(&b, " ...");
 			break;
@@ -69,11 +107,10 @@ static bool only_us(const char *own, char **others)
 	}
 	ar_buf_reserve(&b, 0);
 	*others = ar_buf_steal(&b);
-	return **others == '\0';
 }
 
 /* Move ourselves into own/agentrun_supervisor-PID so that `own` has no processes. */
-static int step_into_leaf(struct ar_cgroup *cg, const char *own, ar_error_t *err)
+static int step_into_leaf(const char *own, ar_error_t *err)
 {
 	ar_autofree char *leaf = ar_xasprintf("%s/agentrun_supervisor-%d", own, (int)getpid());
 	char pid[32];
@@ -85,18 +122,18 @@ static int step_into_leaf(struct ar_cgroup *cg, const char *own, ar_error_t *err
 		rmdir(leaf);
 		return ar_error_wrap(err, "cgroup v2");
 	}
-	cg->leaf = steal_pointer(&leaf);
+	room.leaf = steal_pointer(&leaf);
 	return 0;
 }
 
-static void leave_leaf(struct ar_cgroup *cg)
+static void leave_leaf(void)
 {
 	char pid[32];
 
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
-	if (cg_write(cg->own, "cgroup.procs", pid, NULL) == 0 && rmdir(cg->leaf) == 0) {
-		free(cg->leaf);
-		cg->leaf = NULL;
+	if (cg_write(room.own, "cgroup.procs", pid, NULL) == 0 && rmdir(room.leaf) == 0) {
+		free(room.leaf);
+		room.leaf = NULL;
 	}
 }
 
@@ -104,17 +141,20 @@ static void leave_leaf(struct ar_cgroup *cg)
  * domain controllers (memory) to children, and with only threaded ones (pids, cpu)
  * enabled it turns into a thread root whose children refuse processes (EOPNOTSUPP).
  * So decide before touching subtree_control: the root cgroup (no cgroup.type) is
- * exempt; if we are alone we step into a leaf (as a container's init does);
+ * exempt, and so is a cgroup without processes (we are in our leaf already, or were
+ * never in it); if we are alone we step into a leaf (as a container's init does);
  * otherwise fail closed and explain. */
-static int make_room(struct ar_cgroup *cg, const char *own, unsigned needed, ar_error_t *err)
+static int make_room(const char *own, unsigned needed, ar_error_t *err)
 {
 	ar_autofree char *others = NULL;
 	char ctl[64];
+	bool us;
 
 	if (!cg_exists(own, "cgroup.type"))
 		return 0;
-	if (only_us(own, &others))
-		return step_into_leaf(cg, own, err);
+	who_is_in(own, &us, &others);
+	if (*others == '\0')
+		return us ? step_into_leaf(own, err) : 0;
 	control_string(needed, '+', ctl, sizeof(ctl));
 	return ar_error_make(
 	    err, 0,
@@ -125,68 +165,79 @@ static int make_room(struct ar_cgroup *cg, const char *own, unsigned needed, ar_
 	    ctl, own, others, NO_CGROUPS_HINT);
 }
 
-static int enable_controllers(struct ar_cgroup *cg, const char *own, unsigned needed,
-			      ar_error_t *err)
-{
-	ar_autofree char *sub = NULL;
-	unsigned want = 0;
-	char ctl[64];
-
-	if (!needed)
-		return 0;
-	if (cg_read(own, "cgroup.subtree_control", &sub, err) == -1)
-		return ar_error_wrap(err, "cgroup v2");
-	for (int c = 0; c < CG_NCTRL; c++)
-		if ((needed & (1u << c)) && !ar_cgroup_list_has(sub, cg_ctrl_names[c]))
-			want |= 1u << c;
-	if (make_room(cg, own, needed, err) == -1)
-		return -1;
-	if (!want)
-		return 0;
-	control_string(want, '+', ctl, sizeof(ctl));
-	if (cg_write(own, "cgroup.subtree_control", ctl, err) == -1) {
-		if (cg->leaf)
-			leave_leaf(cg);
-		return ar_error_wrap(err, "cgroup v2");
-	}
-	cg->enabled = want;
-	ar_debug("cgroup v2: enabled `%s` in `%s/cgroup.subtree_control`%s", ctl, own,
-		 cg->leaf ? " (after moving agentrun into a leaf cgroup)" : "");
-	return 0;
-}
-
-/* Undo enable_controllers when nothing else came to depend on it. */
-static void restore_own(struct ar_cgroup *cg)
+/* Undo enable_controllers and the step into the leaf when no cgroup of ours is left
+ * and nothing else came to depend on them. Under room.lock. */
+static void restore_room(void)
 {
 	DIR *d;
 	struct dirent *e;
 	bool alone = true;
 	char ctl[64];
 
-	if (!cg->enabled && !cg->leaf)
-		return;
-	d = opendir(cg->own);
-	if (!d)
+	if (room.users > 0 || (!room.enabled && !room.leaf) || !(d = opendir(room.own)))
 		return;
 	while ((e = readdir(d)) != NULL)
 		if (e->d_type == DT_DIR && strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
-		    !(cg->leaf && strcmp(e->d_name, strrchr(cg->leaf, '/') + 1) == 0))
+		    !(room.leaf && strcmp(e->d_name, strrchr(room.leaf, '/') + 1) == 0))
 			alone = false;
 	closedir(d);
 	if (!alone)
 		return; /* another sandbox still uses the controllers */
-	control_string(cg->enabled, '-', ctl, sizeof(ctl));
-	if (cg->enabled && cg_write(cg->own, "cgroup.subtree_control", ctl, NULL) == -1)
+	control_string(room.enabled, '-', ctl, sizeof(ctl));
+	if (room.enabled && cg_write(room.own, "cgroup.subtree_control", ctl, NULL) == -1)
 		return;
-	if (cg->leaf)
-		leave_leaf(cg);
+	room.enabled = 0;
+	if (room.leaf)
+		leave_leaf();
 }
 
-static int write_limits(const char *dir, const struct ar_policy *p, ar_error_t *err)
+/* Enable what `needed` lacks in own/cgroup.subtree_control, making room first. One
+ * more user of the room on success. Under room.lock. */
+static int enter_room(const char *own, unsigned needed, ar_error_t *err)
+{
+	ar_autofree char *sub = NULL;
+	unsigned want = 0;
+	char ctl[64];
+
+	if (room.users == 0) {
+		free(room.own);
+		room.own = ar_xstrdup(own);
+	}
+	if (cg_read(own, "cgroup.subtree_control", &sub, err) == -1)
+		return ar_error_wrap(err, "cgroup v2");
+	for (int c = 0; c < CG_NCTRL; c++)
+		if ((needed & (1u << c)) && !ar_cgroup_list_has(sub, cg_ctrl_names[c]))
+			want |= 1u << c;
+	if (needed && make_room(own, needed, err) == -1)
+		return -1;
+	if (want) {
+		control_string(want, '+', ctl, sizeof(ctl));
+		if (cg_write(own, "cgroup.subtree_control", ctl, err) == -1) {
+			restore_room();
+			return ar_error_wrap(err, "cgroup v2");
+		}
+		room.enabled |= want;
+		ar_debug("cgroup v2: enabled `%s` in `%s/cgroup.subtree_control`%s", ctl, own,
+			 room.leaf ? " (agentrun is in a leaf cgroup)" : "");
+	}
+	room.users++;
+	return 0;
+}
+
+static void leave_room(void)
+{
+	pthread_mutex_lock(&room.lock);
+	room.users--;
+	restore_room();
+	pthread_mutex_unlock(&room.lock);
+}
+
+static int write_limits(const char *dir, const struct ar_policy *p, unsigned needed,
+			ar_error_t *err)
 {
 	char v[64];
 
-	if (p->limits.memory > 0) {
+	if (needed & (1u << CG_MEMORY)) {
 		snprintf(v, sizeof(v), "%" PRId64, p->limits.memory);
 		if (cg_write(dir, "memory.max", v, err) == -1)
 			return -1;
@@ -195,12 +246,12 @@ static int write_limits(const char *dir, const struct ar_policy *p, ar_error_t *
 		    cg_write(dir, "memory.swap.max", "0", err) == -1)
 			return -1;
 	}
-	if (p->limits.pids > 0) {
+	if (needed & (1u << CG_PIDS)) {
 		snprintf(v, sizeof(v), "%" PRId64, p->limits.pids);
 		if (cg_write(dir, "pids.max", v, err) == -1)
 			return -1;
 	}
-	if (p->limits.cpus_milli > 0) {
+	if (needed & (1u << CG_CPU)) {
 		ar_cgroup_format_cpu_max(p->limits.cpus_milli, v, sizeof(v));
 		if (cg_write(dir, "cpu.max", v, err) == -1)
 			return -1;
@@ -211,7 +262,9 @@ static int write_limits(const char *dir, const struct ar_policy *p, ar_error_t *
 static int v2_create(struct ar_cgroup *cg, const struct cg_host *h, const struct ar_policy *p,
 		     ar_error_t *err)
 {
-	cg->own = cg_own_dir(h, NULL);
+	int r;
+
+	cg->own = cg_v2_own(h);
 	if (!cg->own)
 		return ar_error_make(err, 0,
 				     "cgroup v2: no cgroup2 hierarchy for this process (no `0::` "
@@ -221,18 +274,21 @@ static int v2_create(struct ar_cgroup *cg, const struct cg_host *h, const struct
 	if (check_available(cg->own, h->needed, err) == -1)
 		return -1;
 	cg_sweep_dir(cg->own);
-	if (enable_controllers(cg, cg->own, h->needed, err) == -1)
+	pthread_mutex_lock(&room.lock);
+	r = enter_room(cg->own, h->needed, err);
+	pthread_mutex_unlock(&room.lock);
+	if (r == -1)
 		return -1;
 	cg->dir[0] = ar_xasprintf("%s/%s", cg->own, cg->name);
 	if (cg_mkdir(cg->dir[0], err) == -1)
 		goto fail;
-	if (write_limits(cg->dir[0], p, err) == -1) {
+	if (write_limits(cg->dir[0], p, h->needed, err) == -1) {
 		rmdir(cg->dir[0]);
 		goto fail;
 	}
 	return 0;
 fail:
-	restore_own(cg);
+	leave_room();
 	return ar_error_wrap(err, "cgroup v2");
 }
 
@@ -261,7 +317,7 @@ static int v2_destroy(struct ar_cgroup *cg, ar_error_t *err)
 {
 	int r = cg_kill_and_remove(cg->dir[0], true, err);
 
-	restore_own(cg);
+	leave_room();
 	return r == -1 ? ar_error_wrap(err, "cgroup v2") : 0;
 }
 

@@ -523,7 +523,13 @@ static int mount_bind(int rootfd, const struct ar_mount_op *op, int srcfd, ar_er
 	    ensure_mountpoint(rootfd, op->target, fd_is_dir(srcfd), err, op->what);
 	if (fd < 0)
 		return -1;
-	if (mount(fdpath(srcfd), fdpath(fd), NULL, MS_BIND | MS_REC, NULL) == -1)
+	/* a read-write bind as root: the idmapped clone the parent made (idmap.c) */
+	if (op->idmap_tree > 0 && syscall(SYS_move_mount, op->idmap_tree, "", fd, "",
+					  MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) == -1)
+		return ar_error_make(err, errno, "%s: move the idmapped %s on %s", op->what,
+				     op->source, op->target);
+	if (op->idmap_tree <= 0 &&
+	    mount(fdpath(srcfd), fdpath(fd), NULL, MS_BIND | MS_REC, NULL) == -1)
 		return ar_error_make(err, errno, "%s: bind %s on %s", op->what, op->source,
 				     op->target);
 	close(fd);

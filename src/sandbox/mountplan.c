@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agentrun/sandbox.h"
 #include "agentrun/spec.h"
@@ -181,6 +182,8 @@ void ar_mount_plan_free(struct ar_mount_plan *plan)
 		free(plan->ops[i].source);
 		free(plan->ops[i].target);
 		free(plan->ops[i].what);
+		if (plan->ops[i].idmap_tree > 0)
+			close(plan->ops[i].idmap_tree);
 	}
 	free(plan->ops);
 	plan->ops = NULL;

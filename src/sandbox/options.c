@@ -1,6 +1,7 @@
 /* CLI overrides of `run`: one table of flags, each writing into the same policy
- * struct a file fills (nsjail's one schema for file and flags). The caller runs
- * ar_policy_validate afterwards, so a flag can never produce what a file could not. */
+ * struct a file fills (nsjail's one schema for file and flags). Each flag is
+ * validated as it applies, so a flag can never produce what a file could not, and
+ * its error names the flag. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdlib.h>
@@ -10,17 +11,16 @@
 #include "agentrun/sandbox.h"
 #include "agentrun/util.h"
 
-typedef int (*override_fn)(struct ar_policy *p, struct ar_run_opts *o, const char *flag,
-			   const char *v, ar_error_t *err);
-
-struct override_entry {
-	struct ar_override doc;
-	override_fn apply;
+/* What a setter writes into: the policy and run's own options. */
+struct ctx {
+	struct ar_policy *p;
+	struct ar_run_opts *o;
 };
 
-static int bad(ar_error_t *err, const char *flag, const char *v, const char *expect)
+/* "--pids x: expected ...": the flag and its value, as the user typed them. */
+static int bad(ar_error_t *err, const struct ar_opt *opt, const char *v, const char *expect)
 {
-	return ar_error_make(err, 0, "%s: cannot parse \"%s\" as %s", flag, v, expect);
+	return ar_error_make(err, 0, "%s %s: expected %s", opt->flag, v[0] ? v : "\"\"", expect);
 }
 
 static void set_str(char **dst, const char *v)
@@ -43,33 +43,36 @@ static char *tidy_path(const char *in)
 	return out;
 }
 
-static int set_memory(struct ar_policy *p, struct ar_run_opts *o, const char *flag, const char *v,
-		      ar_error_t *err)
+static int set_memory(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
+	struct ar_policy *p = ((struct ctx *)ctx)->p;
 	int64_t bytes;
 	if (ar_parse_bytes(v, &bytes) == -1)
-		return bad(err, flag, v, "a size (e.g. 256m, 1g, 1048576)");
+		return bad(err, opt, v, "a size of at least 6m (e.g. 256m, 1g, 1048576)");
 	p->limits.memory = bytes;
 	set_str(&p->limits.memory_str, v);
 	return 0;
 }
 
-static int set_pids(struct ar_policy *p, struct ar_run_opts *o, const char *flag, const char *v,
-		    ar_error_t *err)
+static int set_pids(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
+	struct ar_policy *p = ((struct ctx *)ctx)->p;
 	int64_t n;
-	if (ar_parse_int(v, 1, INT32_MAX, &n) == -1)
-		return bad(err, flag, v, "a number of processes (e.g. 64)");
+	/* any integer: the range is the policy's, and its check names it */
+	if (ar_parse_int(v, INT32_MIN, INT32_MAX, &n) == -1)
+		return bad(err, opt, v, "a number of processes (e.g. 64)");
 	p->limits.pids = n;
 	return 0;
 }
 
-static int set_cpus(struct ar_policy *p, struct ar_run_opts *o, const char *flag, const char *v,
-		    ar_error_t *err)
+static int set_cpus(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
+	struct ar_policy *p = ((struct ctx *)ctx)->p;
 	int64_t milli;
 	if (ar_parse_cpus(v, &milli) == -1)
-		return bad(err, flag, v, "a number of CPUs (e.g. 0.5, 2)");
+		return bad(err, opt, v,
+			   "a number of CPUs from 0.001 to 1024 with at most 3 decimals (e.g. "
+			   "0.5, 2)");
 	p->limits.cpus_milli = milli;
 	set_str(&p->limits.cpus_str, v);
 	return 0;
@@ -91,32 +94,32 @@ int ar_parse_user(const char *s, uid_t *uid, gid_t *gid)
 	return 0;
 }
 
-static int set_user(struct ar_policy *p, struct ar_run_opts *o, const char *flag, const char *v,
-		    ar_error_t *err)
+static int set_user(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
+	struct ar_policy *p = ((struct ctx *)ctx)->p;
 	if (ar_parse_user(v, &p->uid, &p->gid) == -1)
-		return bad(err, flag, v, "a numeric UID or UID:GID (e.g. 1000, 1000:1000)");
+		return bad(err, opt, v, "a numeric UID or UID:GID (e.g. 1000, 1000:1000)");
 	set_str(&p->user, v);
 	p->user_set = true;
 	return 0;
 }
 
-static int set_env(struct ar_policy *p, struct ar_run_opts *o, const char *flag, const char *v,
-		   ar_error_t *err)
+static int set_env(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
+	struct ar_policy *p = ((struct ctx *)ctx)->p;
 	const char *eq = strchr(v, '=');
 	if (eq == NULL || eq == v)
-		return bad(err, flag, v, "KEY=VALUE");
+		return bad(err, opt, v, "KEY=VALUE");
 	ar_autofree char *key = ar_xstrndup(v, (size_t)(eq - v));
 	ar_policy_setenv(p, key, eq + 1);
 	return 0;
 }
 
-static int add_tmpfs(struct ar_policy *p, struct ar_run_opts *o, const char *flag, const char *v,
-		     ar_error_t *err)
+static int add_tmpfs(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
+	struct ar_policy *p = ((struct ctx *)ctx)->p;
 	if (v[0] != '/')
-		return bad(err, flag, v, "an absolute path");
+		return bad(err, opt, v, "an absolute path");
 	p->tmpfs = ar_xrealloc(p->tmpfs, (p->n_tmpfs + 2) * sizeof(char *));
 	p->tmpfs[p->n_tmpfs++] = tidy_path(v);
 	p->tmpfs[p->n_tmpfs] = NULL;
@@ -124,15 +127,15 @@ static int add_tmpfs(struct ar_policy *p, struct ar_run_opts *o, const char *fla
 }
 
 /* SRC:DST[:ro|rw] */
-static int add_mount(struct ar_policy *p, struct ar_run_opts *o, const char *flag, const char *v,
-		     ar_error_t *err)
+static int add_mount(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
+	struct ar_policy *p = ((struct ctx *)ctx)->p;
 	ar_autofree char *copy = ar_xstrdup(v);
 	char *src = copy, *dst = strchr(copy, ':'), *mode = NULL;
 	bool readonly = true;
 
 	if (dst == NULL)
-		return bad(err, flag, v, "SRC:DST[:rw]");
+		return bad(err, opt, v, "SRC:DST[:rw]");
 	*dst++ = '\0';
 	mode = strchr(dst, ':');
 	if (mode != NULL) {
@@ -140,52 +143,59 @@ static int add_mount(struct ar_policy *p, struct ar_run_opts *o, const char *fla
 		if (strcmp(mode, "rw") == 0)
 			readonly = false;
 		else if (strcmp(mode, "ro") != 0)
-			return bad(err, flag, v, "SRC:DST[:rw] (the mode is ro or rw)");
+			return bad(err, opt, v, "SRC:DST[:rw] (the mode is ro or rw)");
 	}
 	if (src[0] != '/' || dst[0] != '/')
-		return bad(err, flag, v, "SRC:DST[:rw] with absolute paths");
+		return bad(err, opt, v, "SRC:DST[:rw] with absolute paths");
 	p->mounts = ar_xrealloc(p->mounts, (p->n_mounts + 1) * sizeof(*p->mounts));
 	p->mounts[p->n_mounts++] = (struct ar_mount){.source = tidy_path(src),
 						     .target = tidy_path(dst),
 						     .readonly = readonly,
-						     .flag = ar_xasprintf("%s %s", flag, v)};
+						     .flag = ar_xasprintf("%s %s", opt->flag, v)};
 	return 0;
 }
 
-static int set_rootfs(struct ar_policy *p, struct ar_run_opts *o, const char *flag, const char *v,
-		      ar_error_t *err)
+static int set_rootfs(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
+	struct ar_policy *p = ((struct ctx *)ctx)->p;
 	if (v[0] != '/')
-		return bad(err, flag, v, "an absolute directory path");
+		return bad(err, opt, v, "an absolute directory path");
 	free(p->rootfs);
 	p->rootfs = tidy_path(v);
 	return 0;
 }
 
-static int set_seccomp(struct ar_policy *p, struct ar_run_opts *o, const char *flag, const char *v,
-		       ar_error_t *err)
+static int set_seccomp(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
+	struct ar_policy *p = ((struct ctx *)ctx)->p;
 	if (v[0] == '\0')
-		return bad(err, flag, v, "FILE, default or unconfined");
+		return bad(err, opt, v, "FILE, default or unconfined");
 	set_str(&p->seccomp, v);
 	return 0;
 }
 
-static int set_no_cgroups(struct ar_policy *p, struct ar_run_opts *o, const char *flag,
-			  const char *v, ar_error_t *err)
+static int set_no_cgroups(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
+	struct ar_run_opts *o = ((struct ctx *)ctx)->o;
 	o->no_cgroups = true;
+	return 0;
+}
+
+/* The policy's limits.required (docs/cgroups.md#without-root). */
+static int set_require_limits(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
+{
+	((struct ctx *)ctx)->p->limits.required = true;
 	return 0;
 }
 
 /* Network overrides (docs/network.md): the same field the policy's proxy.allow_private
  * fills, validated as the file's is. */
-static int add_allow_private(struct ar_policy *p, struct ar_run_opts *o, const char *flag,
-			     const char *v, ar_error_t *err)
+static int add_allow_private(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
+	struct ar_policy *p = ((struct ctx *)ctx)->p;
 	struct ar_cidr c;
 	if (ar_cidr_parse(v, &c) == -1)
-		return bad(err, flag, v, "a CIDR (127.0.0.1, 10.0.0.0/8, fd00::/8)");
+		return bad(err, opt, v, "a CIDR (127.0.0.1, 10.0.0.0/8, fd00::/8)");
 	p->proxy.allow_private =
 	    ar_xrealloc(p->proxy.allow_private, (p->proxy.n_allow_private + 2) * sizeof(char *));
 	p->proxy.allow_private[p->proxy.n_allow_private++] = ar_xstrdup(v);
@@ -193,81 +203,89 @@ static int add_allow_private(struct ar_policy *p, struct ar_run_opts *o, const c
 	return 0;
 }
 
-static int set_audit(struct ar_policy *p, struct ar_run_opts *o, const char *flag, const char *v,
-		     ar_error_t *err)
+static int set_audit(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
+	struct ar_run_opts *o = ((struct ctx *)ctx)->o;
 	if (v[0] == '\0')
-		return bad(err, flag, v, "a file path");
+		return bad(err, opt, v, "a file path");
 	o->audit_path = v;
 	return 0;
 }
 
-static int set_proxy_log(struct ar_policy *p, struct ar_run_opts *o, const char *flag,
-			 const char *v, ar_error_t *err)
+static int set_proxy_log(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
+	struct ar_run_opts *o = ((struct ctx *)ctx)->o;
 	if (v[0] == '\0')
-		return bad(err, flag, v, "a file path");
+		return bad(err, opt, v, "a file path");
 	o->proxy_log = v;
 	return 0;
 }
 
-static int set_no_tty(struct ar_policy *p, struct ar_run_opts *o, const char *flag, const char *v,
-		      ar_error_t *err)
+static int set_no_tty(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
+	struct ar_run_opts *o = ((struct ctx *)ctx)->o;
 	o->no_tty = true;
 	return 0;
 }
 
-static const struct override_entry table[] = {
-    {{"--memory", "SIZE", "memory limit (256m, 1g)"}, set_memory},
-    {{"--pids", "N", "maximum number of processes"}, set_pids},
-    {{"--cpus", "N", "CPU quota (0.5, 2)"}, set_cpus},
-    {{"--user", "UID[:GID]", "numeric user (and group) to run as"}, set_user},
-    {{"--env", "K=V", "set an environment variable (repeatable)"}, set_env},
-    {{"--tmpfs", "PATH", "a writable tmpfs (nosuid, nodev) at PATH (repeatable)"}, add_tmpfs},
-    {{"--mount", "SRC:DST[:rw]", "bind SRC at DST, read-only unless :rw (repeatable)"}, add_mount},
-    {{"--rootfs", "DIR", "use DIR as the root instead of a view of the host root"}, set_rootfs},
-    {{"--seccomp", "FILE|default|unconfined", "seccomp profile"}, set_seccomp},
-    {{"--no-cgroups", NULL, "run without resource limits instead of failing closed"},
-     set_no_cgroups},
-    {{"--allow-private", "CIDR", "let the proxy dial this private range (repeatable)"},
-     add_allow_private},
-    {{"--audit", "FILE", "the proxy's audit log (default /run/agentrun/audit/NAME.jsonl)"},
-     set_audit},
-    {{"--proxy-log", "FILE", "the proxy's log lines (default: stderr)"}, set_proxy_log},
-    {{"--no-tty", NULL, "pass a terminal on stdin straight through (no pty of its own)"},
-     set_no_tty},
+/* run's options (plus -h, --help): the help, the man page and the parser read this;
+ * --policy is read by the CLI before the others apply. */
+const struct ar_opt ar_run_options[] = {
+    {"--policy", 'p', "FILE|NAME",
+     "the policy (JSON), or a shipped profile's name; the\noptions below override it", NULL, 0},
+    {"--memory", 0, "SIZE", "memory limit (256m, 1g; at least 6m)", set_memory, 0},
+    {"--pids", 0, "N", "maximum number of processes", set_pids, 0},
+    {"--cpus", 0, "N", "CPU quota (0.5, 2)", set_cpus, 0},
+    {"--user", 0, "UID[:GID]", "numeric user (and group) to run as", set_user, 0},
+    {"--env", 0, "K=V", "set an environment variable (repeatable)", set_env, 0},
+    {"--tmpfs", 0, "PATH", "a writable tmpfs (nosuid, nodev) at PATH (repeatable)", add_tmpfs, 0},
+    {"--mount", 0, "SRC:DST[:rw]",
+     "bind SRC at DST, read-only unless :rw (repeatable;\nrw as root: idmapped onto the owner of "
+     "SRC)",
+     add_mount, 0},
+    {"--rootfs", 0, "DIR", "use DIR as the root instead of a view of the host root", set_rootfs, 0},
+    {"--seccomp", 0, "FILE|default|unconfined", "seccomp profile", set_seccomp, 0},
+    {"--no-cgroups", 0, NULL, "run without resource limits (no cgroup, no warning)", set_no_cgroups,
+     0},
+    {"--require-limits", 0, NULL, "without root too, fail rather than run without limits",
+     set_require_limits, 0},
+    {"--allow-private", 0, "CIDR", "let the proxy dial this private range (repeatable)",
+     add_allow_private, 0},
+    {"--audit", 0, "FILE", "the proxy's audit log (default /run/agentrun/audit/NAME.jsonl)",
+     set_audit, 0},
+    {"--proxy-log", 0, "FILE", "the proxy's log lines (default: stderr)", set_proxy_log, 0},
+    {"--no-tty", 0, NULL, "pass a terminal on stdin straight through (no pty of its own)",
+     set_no_tty, 0},
+    {NULL},
 };
 
-const struct ar_override *ar_override_at(size_t i)
+static const struct ar_opt *find(const char *flag)
 {
-	return i < AR_ARRAY_SIZE(table) ? &table[i].doc : NULL;
-}
-
-static const struct override_entry *find(const char *flag)
-{
-	for (size_t i = 0; i < AR_ARRAY_SIZE(table); i++)
-		if (strcmp(table[i].doc.flag, flag) == 0)
-			return &table[i];
+	for (const struct ar_opt *e = ar_run_options; e->flag != NULL; e++)
+		if (strcmp(e->flag, flag) == 0)
+			return e;
 	return NULL;
 }
 
-int ar_override_lookup(const char *flag, bool *takes_value)
-{
-	const struct override_entry *e = find(flag);
-	if (e == NULL)
-		return -1;
-	*takes_value = e->doc.value != NULL;
-	return 0;
-}
-
+/* The policy as this flag leaves it is checked at once, with the flag as its origin:
+ * "--memory 5m: limits.memory: ... below the minimum", not the file the flag
+ * overrides (the file was checked when it was read). */
 int ar_override_apply(struct ar_policy *p, struct ar_run_opts *o, const char *flag,
 		      const char *value, ar_error_t *err)
 {
-	const struct override_entry *e = find(flag);
-	if (e == NULL)
+	const struct ar_opt *e = find(flag);
+	if (e == NULL || e->set == NULL)
 		return ar_error_make(err, 0, "unknown option `%s`", flag);
-	if (e->doc.value != NULL && value == NULL)
-		return ar_error_make(err, 0, "%s: needs a value (%s %s)", flag, flag, e->doc.value);
-	return e->apply(p, o, flag, value, err);
+	if (e->value != NULL && value == NULL)
+		return ar_error_make(err, 0, "option `%s` needs a value (%s %s)", flag, flag,
+				     e->value);
+	struct ctx c = {p, o};
+	if (e->set(&c, e, value, err) == -1)
+		return -1;
+	char *file_origin = p->origin;
+	ar_autofree char *origin = value ? ar_xasprintf("%s %s", flag, value) : ar_xstrdup(flag);
+	p->origin = origin;
+	int r = ar_policy_validate(p, err);
+	p->origin = file_origin;
+	return r;
 }

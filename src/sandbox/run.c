@@ -55,6 +55,7 @@ static void release_sandbox(struct sandbox *sb)
 		ar_warn("%s", err->msg);
 	sb->cg = NULL;
 	ar_net_stop(&sb->net);
+	close_fd(&sb->hosts_fd);
 	for (int i = 0; i < 2; i++) {
 		close_fd(&sb->release[i]);
 		close_fd(&sb->report[i]);
@@ -75,16 +76,40 @@ static int prepare(struct sandbox *sb, ar_error_t *err)
 {
 	if (ar_seccomp_prepare_program(sb->p->seccomp, &sb->seccomp, err) == -1)
 		return -1;
-	return ar_mount_plan_build(sb->p, sb->o->caller_home, &sb->plan, err);
+	if (ar_mount_plan_build(sb->p, sb->o->caller_home, &sb->plan, err) == -1)
+		return -1;
+	return sandbox_idmap_prepare(sb, err);
 }
 
-static bool resolv_conf_coverable(const char *rootfs)
+/* /etc/FILE can be covered: in a rootfs, nothing is created, so only a regular file
+ * there is. */
+static bool etc_coverable(const char *rootfs, const char *file)
 {
 	struct stat st;
 	if (rootfs == NULL)
 		return true; /* the host view is a tmpfs: a mount point can be made */
-	ar_autofree char *path = ar_xasprintf("%s/etc/resolv.conf", rootfs);
+	ar_autofree char *path = ar_xasprintf("%s/etc/%s", rootfs, file);
 	return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The sandbox's own /etc/hosts: its network is never the host's (none or the proxy's),
+ * so the host's names (its own addresses, other machines, an allowed name pinned to a
+ * host address) would resolve to what the sandbox cannot reach, or past the proxy's DNS
+ * stub, whose synthetic addresses carry the name to the proxy (docs/network.md). */
+static int hosts_file(struct sandbox *sb, ar_error_t *err)
+{
+	if (!etc_coverable(sb->plan.rootfs, "hosts"))
+		return 0;
+	ar_autofree char *text = ar_xasprintf(
+	    "# agentrun: the sandbox's own hosts file (its network is not the host's)\n"
+	    "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+	    "127.0.1.1\t%s\n",
+	    sb->p->name);
+	sb->hosts_fd = ar_sealed_memfd("hosts", text, strlen(text));
+	if (sb->hosts_fd == -1)
+		return ar_error_make(err, errno, "the sandbox's /etc/hosts");
+	ar_mount_plan_add_file(&sb->plan, sb->hosts_fd, "/etc/hosts", "the sandbox's /etc/hosts");
+	return 0;
 }
 
 /* The network (DESIGN §7, src/net/): gc of dead sandboxes, this sandbox's name and
@@ -114,10 +139,10 @@ static int network(struct sandbox *sb, ar_error_t *err)
 				     ar_net_kubeconfig(&sb->net));
 	/* transparent capture: the sandbox's resolver is the proxy's DNS stub (in a rootfs,
 	 * nothing is created: only a regular /etc/resolv.conf there is covered) */
-	if (ar_net_resolv_fd(&sb->net) >= 0 && resolv_conf_coverable(sb->plan.rootfs))
+	if (ar_net_resolv_fd(&sb->net) >= 0 && etc_coverable(sb->plan.rootfs, "resolv.conf"))
 		ar_mount_plan_add_file(&sb->plan, ar_net_resolv_fd(&sb->net), "/etc/resolv.conf",
 				       "network: proxy: /etc/resolv.conf");
-	return 0;
+	return hosts_file(sb, err);
 }
 
 static int cgroup_late(struct sandbox *sb, ar_error_t *err);
@@ -186,6 +211,28 @@ static int cgroup_failed(ar_error_t *err)
 	return -1;
 }
 
+/* Root fails closed when a limit cannot be enforced. A caller without root uses a
+ * cgroup v2 subtree delegated to it; what that lacks is said in one line, and the
+ * sandbox runs, unless limits.required (--require-limits) makes it a failure. */
+static int cgroup_plan(struct sandbox *sb, ar_error_t *err)
+{
+	struct ar_cgroup_gap gap;
+
+	if (!sb->userns)
+		return ar_cgroup_plan(sb->p, sb->cgroup_name, &sb->cg, err);
+	if (ar_cgroup_plan_delegated(sb->p, sb->cgroup_name, &sb->cg, &gap, err) == -1)
+		return -1;
+	if (gap.missing == 0)
+		return 0;
+	if (sb->p->limits.required)
+		return ar_error_make(err, 0,
+				     "limits required (--require-limits or limits.required) but "
+				     "not enforced without root (%s): %s",
+				     gap.limits, gap.why);
+	fprintf(stderr, "agentrun: limits not enforced (%s): %s\n", gap.limits, gap.why);
+	return 0;
+}
+
 /* Which manager, and on v1 which directories; nothing is created yet. On v2 the
  * cgroup is made now: its manager may move agentrun itself into a leaf cgroup, which
  * only works while no child shares agentrun's cgroup. On v1 it is made after the
@@ -196,8 +243,10 @@ static int cgroup(struct sandbox *sb, ar_error_t *err)
 		return 0;
 	snprintf(sb->cgroup_name, sizeof(sb->cgroup_name), "agentrun-%s-%d", sb->p->name,
 		 (int)getpid());
-	if (ar_cgroup_plan(sb->p, sb->cgroup_name, &sb->cg, err) == -1)
+	if (cgroup_plan(sb, err) == -1)
 		return cgroup_failed(err);
+	if (sb->cg == NULL)
+		return 0; /* without root: nothing of the limits can be enforced here */
 	sb->child_enters_cgroup = ar_cgroup_self_entry(sb->cg);
 	if (!sb->child_enters_cgroup && ar_cgroup_make(sb->cg, sb->p, err) == -1)
 		return cgroup_failed(err);
@@ -375,6 +424,7 @@ int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char 
 	    .release = {-1, -1},
 	    .report = {-1, -1},
 	    .uid_lease = -1,
+	    .hosts_fd = -1,
 	};
 	int wstatus = 0;
 

@@ -55,6 +55,7 @@ struct sandbox {
 	int report[2];	   /* child -> parent: a struct child_report on failure, EOF on exec */
 	pid_t pid;	   /* PID 1 of the sandbox, as the parent sees it */
 	struct ar_net net; /* state, and for network: proxy the netns, veth and proxy */
+	int hosts_fd;	   /* the sandbox's own /etc/hosts (a sealed memfd), else -1 */
 	sigset_t oldmask;
 };
 
@@ -106,6 +107,9 @@ int sandbox_check_stdio(ar_error_t *err);
 pid_t sandbox_clone(struct sandbox *sb, ar_error_t *err);
 int sandbox_restore_cpus(const struct sandbox *sb, ar_error_t *err);
 int sandbox_unshare_net(const struct sandbox *sb, ar_error_t *err);
+/* Read-write binds as root: an idmapped clone of each source onto its owner, and a
+ * word at start for what cannot be written or mapped (idmap.c). */
+int sandbox_idmap_prepare(struct sandbox *sb, ar_error_t *err);
 int sandbox_write_id_maps(const struct sandbox *sb, ar_error_t *err);
 int sandbox_set_hostname(const struct sandbox *sb, ar_error_t *err);
 int sandbox_loopback_up(const struct sandbox *sb, ar_error_t *err);

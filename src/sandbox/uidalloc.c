@@ -21,8 +21,9 @@
  * The lease is also the sandbox's record for `agentrun ps` (network: none keeps no
  * state directory): one fixed-size line, written in place after the clone (no
  * truncate: on ext4 a truncate-then-write is flushed at the last close, on the exit
- * path), naming agentrun's pid and start time, the init's pid, the start, the network
- * and the name. A run with an explicit `user` takes a record slot `sN` the same way.
+ * path), naming agentrun's pid and start time, the init's pid, the start, the network,
+ * the name and the policy file (absolute; empty for the embedded default) that
+ * `check --name` reads. A run with an explicit `user` takes a record slot `sN` the same way.
  * The files are never unlinked (at most one per uid or slot in use at once, a few
  * hundred bytes each): unlinking a leased file races with its next taker, and the
  * unlink and last close cost ~2 ms of the user's wait on the exit path. No global
@@ -50,7 +51,7 @@
 
 #define RANGE_N	     (AR_DYNAMIC_UID_MAX - AR_DYNAMIC_UID_MIN + 1)
 #define SLOTS_N	     4096 /* record slots of runs with an explicit `user` */
-#define RECORD_SIZE  256
+#define RECORD_SIZE  512  /* the policy's path is at most 255 bytes (ar_net_state) */
 #define RECORD_MAGIC "agentrun-sandbox 1"
 
 /* The ids of the range that the account databases name, as a bitmap. */
@@ -244,12 +245,16 @@ void sandbox_uid_record(const struct sandbox *sb)
 {
 	char rec[RECORD_SIZE];
 	const struct ar_net_state *s = &sb->net.state;
+	const char *policy = sb->o != NULL && sb->o->policy_path ? sb->o->policy_path : "";
 
 	if (sb->uid_lease < 0)
 		return;
-	int n =
-	    snprintf(rec, sizeof(rec), "%s %d %" PRIu64 " %d %" PRId64 " %s %s\n", RECORD_MAGIC,
-		     (int)s->owner, s->owner_start, (int)sb->pid, s->started, s->network, s->name);
+	if (strlen(policy) >= sizeof(((struct ar_sandbox_record *)0)->policy) ||
+	    strchr(policy, '\n') != NULL)
+		policy = "?"; /* not a path: check --name then asks for --policy */
+	int n = snprintf(rec, sizeof(rec), "%s %d %" PRIu64 " %d %" PRId64 " %s %s %s\n",
+			 RECORD_MAGIC, (int)s->owner, s->owner_start, (int)sb->pid, s->started,
+			 s->network, s->name, policy);
 	if (n < 0 || (size_t)n >= sizeof(rec))
 		return;
 	memset(rec + n, ' ', sizeof(rec) - (size_t)n); /* the rest of an older, longer line */
@@ -269,14 +274,21 @@ void sandbox_uid_release(struct sandbox *sb)
 
 static bool parse_record(const char *buf, struct ar_sandbox_record *r)
 {
-	int owner = 0, pid = 0;
+	int owner = 0, pid = 0, end = 0;
 	if (strncmp(buf, RECORD_MAGIC " ", sizeof(RECORD_MAGIC)) != 0)
 		return false;
-	if (sscanf(buf + sizeof(RECORD_MAGIC), "%d %" SCNu64 " %d %" SCNd64 " %7s %46s", &owner,
-		   &r->owner_start, &pid, &r->started, r->network, r->name) != 6)
+	if (sscanf(buf + sizeof(RECORD_MAGIC), "%d %" SCNu64 " %d %" SCNd64 " %7s %46s%n", &owner,
+		   &r->owner_start, &pid, &r->started, r->network, r->name, &end) != 6)
 		return false;
 	r->owner = owner;
 	r->pid = pid;
+	/* the policy: the rest of the line after one space (a path may hold spaces) */
+	const char *policy = buf + sizeof(RECORD_MAGIC) + end;
+	if (*policy == ' ') {
+		size_t len = strcspn(policy + 1, "\n");
+		if (len < sizeof(r->policy))
+			snprintf(r->policy, sizeof(r->policy), "%.*s", (int)len, policy + 1);
+	}
 	return owner > 0 && pid > 0;
 }
 

@@ -2,7 +2,9 @@
  * AR_FDS_MAX descriptors as SCM_RIGHTS, in one sendmsg/recvmsg. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -59,4 +61,26 @@ int ar_recv_fds(int sock, char *byte, int *fds, size_t max, size_t *n)
 	memcpy(fds, got, k * sizeof(int));
 	*n = k;
 	return 1;
+}
+
+int ar_sealed_memfd(const char *name, const char *text, size_t len)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	/* never 0-2, which a caller started with a closed stdin would get: the mount plan
+	 * reads a source fd > 0 as given, and stdio belongs to the command */
+	if (fd >= 0 && fd < 3) {
+		int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		close(fd);
+		fd = high;
+	}
+	if (fd == -1 || ar_write_all(fd, text, len) == -1 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) ==
+		-1) {
+		int e = errno;
+		if (fd != -1)
+			close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
 }

@@ -9,31 +9,40 @@
 #include "agentrun/error.h"
 #include "agentrun/util.h"
 
-static int line_at(const char *json, const char *at)
+struct ar_json_pos ar_json_pos(const char *json, size_t len, const char *at)
 {
-	int line = 1;
-	for (const char *p = json; p < at; p++)
-		line += *p == '\n';
-	return line;
+	struct ar_json_pos pos = {1, 1};
+	if (at == NULL || at < json || at > json + len)
+		at = json + len;
+	for (const char *p = json; p < at; p++) {
+		pos.column = *p == '\n' ? 1 : pos.column + 1;
+		pos.line += *p == '\n';
+	}
+	return pos;
 }
 
 int ar_json_refuse_nul(const char *json, size_t len, const char *origin, ar_error_t *err)
 {
 	const char *raw = memchr(json, '\0', len);
-	if (raw != NULL) /* never valid JSON, in a string or out of one */
-		return ar_error_make(err, 0, "%s: invalid JSON near line %d: a NUL byte", origin,
-				     line_at(json, raw));
+	struct ar_json_pos at;
+	if (raw != NULL) { /* never valid JSON, in a string or out of one */
+		at = ar_json_pos(json, len, raw);
+		return ar_error_make(err, 0, "%s: invalid JSON at line %d, column %d: a NUL byte",
+				     origin, at.line, at.column);
+	}
 	bool in_string = false;
 	for (size_t i = 0; i < len; i++) {
 		if (json[i] == '"') {
 			in_string = !in_string;
 		} else if (in_string && json[i] == '\\' && i + 1 < len) {
 			if (json[i + 1] == 'u' && i + 6 <= len &&
-			    memcmp(json + i + 2, "0000", 4) == 0)
+			    memcmp(json + i + 2, "0000", 4) == 0) {
+				at = ar_json_pos(json, len, json + i);
 				return ar_error_make(err, 0,
-						     "%s: invalid JSON near line %d: \\u0000 in a "
-						     "string is not supported",
-						     origin, line_at(json, json + i));
+						     "%s: invalid JSON at line %d, column %d: "
+						     "\\u0000 in a string is not supported",
+						     origin, at.line, at.column);
+			}
 			i++; /* an escaped quote or backslash */
 		}
 	}

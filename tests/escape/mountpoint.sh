@@ -15,7 +15,7 @@ expect_status "a new mount point below a rw bind: 125" 125 \
 	"$A" --mount "$W:/ws:rw" --mount "$O:/ws/newmp/deeper" -- true
 expect_eq "a new mount point below a rw bind: message" \
 	"agentrun: --mount $O:/ws/newmp/deeper: cannot create the mount point /ws/newmp: /ws is a host directory (nothing is created on the host: create it there first, or mount elsewhere)" \
-	"$(cat "$AR_TMP/err")"
+	"$(grep -v '^agentrun: warning: .* belongs to root' "$AR_TMP/err")"
 expect_eq "the host directory is unchanged" "$before" "$(find "$W" | sort)"
 expect_status "a file mount point below a rw bind: 125" 125 \
 	"$A" --mount "$W:/ws:rw" --mount "$O/f:/ws/newfile" -- true

@@ -61,7 +61,7 @@ printf 'GARBAGE\r\n\r\n' | python3 -c 'import socket,sys; s=socket.create_connec
 kill -TERM "$proxy_pid"
 wait "$proxy_pid" || true
 stopped=$(grep '^agentrun proxy stopped' "$AR_TMP/proxy.err" || true)
-expect_match "proxy summary" '^agentrun proxy stopped: 5 request\(s\), 3 allowed, 2 denied' "$stopped"
+expect_match "proxy summary" '^agentrun proxy stopped: 5 request\(s\), 2 allowed, 1 failed, 2 denied' "$stopped"
 out=$("$AGENTRUN" audit "$AR_TMP/live.jsonl" 2>"$AR_TMP/audit.err")
 expect_match "audit agrees with the proxy" '^5 request\(s\) to 3 host\(s\): 2 allowed, 1 failed, 2 denied, ' "$(printf '%s\n' "$out" | tail -n 1)"
 expect_match "the origin's row" "^127\.0\.0\.1 +2 +1 +0 " "$(printf '%s\n' "$out" | grep '^127')"

@@ -116,19 +116,19 @@ expect_eq "no docker: message" \
 
 # --- bad input: exit 2, one line naming the flag or file ----------------------------
 expect_status "--help: exit 0" 0 "$A" check --help
-expect_match "--help: usage" "^Usage: agentrun check --policy FILE" "$(cat "$AR_TMP/out")"
+expect_match "--help: usage" "^Usage: agentrun check --name NAME" "$(cat "$AR_TMP/out")"
 expect_status "no --policy: exit 2" 2 "$A" check --inspect "$D/inspect-hardened.json"
-expect_eq "no --policy: message" 'agentrun: check: missing --policy FILE; see `agentrun check --help`' "$(cat "$AR_TMP/err")"
+expect_eq "no --policy: message" 'agentrun: check: missing --policy FILE (only --name finds the policy itself); see `agentrun check --help`' "$(cat "$AR_TMP/err")"
 expect_status "no source: exit 2" 2 "$A" check --policy "$P"
-expect_eq "no source: message" 'agentrun: check: give exactly one of --inspect FILE, --container NAME, --pid PID, --name NAME, --bundle DIR, --pod FILE, --manifest FILE; see `agentrun check --help`' "$(cat "$AR_TMP/err")"
+expect_eq "no source: message" 'agentrun: check: give what to check: --name NAME or one of --inspect FILE, --container NAME, --pid PID, --bundle DIR, --pod FILE, --manifest FILE; see `agentrun check --help`' "$(cat "$AR_TMP/err")"
 expect_status "two sources: exit 2" 2 "$A" check --policy "$P" --inspect "$D/inspect-hardened.json" --pid 1
 expect_status "unknown option: exit 2" 2 "$A" check --policy "$P" --frob
 expect_eq "unknown option: message" 'agentrun: check: unknown option `--frob`; see `agentrun check --help`' "$(cat "$AR_TMP/err")"
 expect_status "missing option value: exit 2" 2 "$A" check --policy "$P" --inspect
-expect_eq "missing option value: message" 'agentrun: check: option `--inspect` needs a value; see `agentrun check --help`' "$(cat "$AR_TMP/err")"
+expect_eq "missing option value: message" 'agentrun: check: option `--inspect` needs a value (--inspect FILE); see `agentrun check --help`' "$(cat "$AR_TMP/err")"
 expect_status "stray argument: exit 2" 2 "$A" check --policy "$P" --pid 1 extra
 expect_status "bad --pid: exit 2" 2 "$A" check --policy "$P" --pid 12x
-expect_eq "bad --pid: message" 'agentrun: check: --pid `12x`: not a process id; see `agentrun check --help`' "$(cat "$AR_TMP/err")"
+expect_eq "bad --pid: message" 'agentrun: check: --pid `12x`: not a process id (1 to 4194304); see `agentrun check --help`' "$(cat "$AR_TMP/err")"
 expect_status "missing inspect file: exit 2" 2 "$A" check --policy "$P" --inspect "$AR_TMP/none.json"
 expect_eq "missing inspect file: message" \
 	"agentrun: check: --inspect \`$AR_TMP/none.json\`: open \`$AR_TMP/none.json\`: No such file or directory" \
@@ -140,7 +140,7 @@ expect_eq "bad inspect field: message" \
 	"$(cat "$AR_TMP/err")"
 printf 'not json' >"$AR_TMP/nojson.json"
 expect_status "not JSON: exit 2" 2 "$A" check --policy "$P" --inspect "$AR_TMP/nojson.json"
-expect_match "not JSON: names the file" "nojson.json: invalid JSON near line 1" "$(cat "$AR_TMP/err")"
+expect_match "not JSON: names the file" "nojson.json: invalid JSON at line 1, column 1" "$(cat "$AR_TMP/err")"
 printf '{"name": "x", "bogus": 1}' >"$AR_TMP/badpolicy.json"
 expect_status "bad policy: exit 2" 2 "$A" check --policy "$AR_TMP/badpolicy.json" --inspect "$D/inspect-hardened.json"
 expect_match "bad policy: names file and key" "^agentrun: check: .*badpolicy.json.*bogus" "$(cat "$AR_TMP/err")"

@@ -30,7 +30,7 @@ printf '{"name": "ok", "image": "alpine:3"}' >"$AR_TMP/ok.json"
 error_case "missing policy file" 2 \
 	"agentrun: policy: open \`$AR_TMP/missing.json\`: No such file or directory" \
 	render --policy "$AR_TMP/missing.json"
-error_case "invalid JSON" 2 "agentrun: $AR_TMP/invalid.json: invalid JSON near line 1" \
+error_case "invalid JSON" 2 "agentrun: $AR_TMP/invalid.json: invalid JSON at line 1, column 9" \
 	render --policy "$AR_TMP/invalid.json"
 error_case "bad name" 2 \
 	"agentrun: $AR_TMP/badname.json: name: must match ^[a-z0-9][a-z0-9-]{0,30}\$" \
@@ -53,7 +53,7 @@ error_case "missing --policy" 2 \
 	"agentrun: render: --policy FILE is required; see \`agentrun render --help\`" \
 	render -- true
 error_case "--policy without a value" 2 \
-	"agentrun: render: option \`--policy\` needs a value; see \`agentrun render --help\`" \
+	"agentrun: render: option \`--policy\` needs a value (--policy FILE); see \`agentrun render --help\`" \
 	render --policy
 error_case "bad format" 2 \
 	"agentrun: render: --format: unknown format \`yaml\` (text, json, sh, oci, k8s, k8s-json); see \`agentrun render --help\`" \
@@ -61,6 +61,12 @@ error_case "bad format" 2 \
 error_case "oci without a command" 2 \
 	"agentrun: render: --format oci needs the command after \`--\`: an OCI bundle has no image default command" \
 	render --policy "$AR_TMP/ok.json" --format oci
+error_case "--rootfs that does not exist" 2 \
+	"agentrun: render: --rootfs \`/nonexistent-$$\`: no such directory; see \`agentrun render --help\`" \
+	render --policy "$AR_TMP/ok.json" --format oci --rootfs /nonexistent-$$ -- true
+error_case "--rootfs that is a file" 2 \
+	"agentrun: render: --rootfs \`/etc/passwd\`: not a directory; see \`agentrun render --help\`" \
+	render --policy "$AR_TMP/ok.json" --format oci --rootfs /etc/passwd -- true
 error_case "--image with --format oci" 2 \
 	"agentrun: render: --image does not apply to --format oci (the bundle's rootfs is the image); see \`agentrun render --help\`" \
 	render --policy "$AR_TMP/ok.json" --format oci --image alpine:3 -- true
@@ -81,10 +87,10 @@ error_case "a bad policy image" 2 \
 # the same short option for the policy everywhere
 expect_status "check -p" 2 "$AGENTRUN" check -p "$AR_TMP/ok.json" --inspect "$AR_TMP/invalid.json"
 expect_eq "check -p reads the policy; an inspect JSON error says line like a policy's" \
-	"agentrun: check: --inspect: $AR_TMP/invalid.json: invalid JSON near line 1" "$(cat "$AR_TMP/err")"
+	"agentrun: check: --inspect: $AR_TMP/invalid.json: invalid JSON at line 1, column 9" "$(cat "$AR_TMP/err")"
 rm -f "$AR_TMP/upper.json"
 error_case "unknown command" 2 \
-	"agentrun: unknown command \`rendr\`; to run a program, put it after \`--\` (agentrun -- rendr); see \`agentrun --help\`" \
+	"agentrun: unknown command \`rendr\` (did you mean \`render\`?); to run a program, put it after \`--\` (agentrun -- rendr); see \`agentrun --help\`" \
 	rendr --policy "$AR_TMP/ok.json"
 
 # help and version: exit 0, on stdout, nothing on stderr

@@ -140,6 +140,7 @@ sleep 0.2 # PDEATHSIG: the proxy and the sandbox follow
 expect_match "ps --all: dead" "$NAME-$BG .*dead" "$("$AGENTRUN" ps --all)"
 "$AGENTRUN" gc >"$AR_TMP/gc.out"
 expect_match "gc removed it" "removed [1-9][0-9]* dead sandbox" "$(cat "$AR_TMP/gc.out")"
+expect_match "gc names what it removed" "^removed $NAME-$BG: its state, address, proxy and cgroups" "$(cat "$AR_TMP/gc.out")"
 gone "kill -9 + gc" "$ST"
 NETNS=
 

@@ -22,7 +22,7 @@ left() {
 }
 
 expect_status "no action" 2 "$AGENTRUN" net --name "$nn"
-expect_match "no action: message" "give one action: up or down" "$(cat "$AR_TMP/err")"
+expect_match "no action: message" "missing the action: up or down" "$(cat "$AR_TMP/err")"
 expect_status "unknown action" 2 "$AGENTRUN" net sideways --name "$nn"
 expect_match "unknown action: message" "unknown action \`sideways\`" "$(cat "$AR_TMP/err")"
 expect_status "up without --name" 2 "$AGENTRUN" net up --policy "$AR_TMP/px.json"
@@ -44,7 +44,7 @@ printf '{"name": "nu%s", "allowed_hosts": ["a.example"], "proxy": {"dns_pool": "
 expect_status "a dns_pool over the hook's /30" 2 "$AGENTRUN" net up --policy "$AR_TMP/pool.json" --name "$nn"
 expect_match "dns_pool: message" "^agentrun: net: .*pool\.json: proxy\.dns_pool: \"10\.254\.0\.0/24\" overlaps 10\.254\.0\.0/16" "$(cat "$AR_TMP/err")"
 expect_eq "dns_pool: nothing left" "" "$(left "$nn" "nu$$")"
-expect_status "down of an unknown name" 1 "$AGENTRUN" net down --name "$nn"
+expect_status "down of an unknown name: bad input" 2 "$AGENTRUN" net down --name "$nn"
 expect_match "unknown name: message" "^agentrun: net: no netns \`$nn\`" "$(cat "$AR_TMP/err")"
 
 expect_eq "up prints the path" "/run/agentrun/netns/$nn" "$("$AGENTRUN" net up --policy "$AR_TMP/px.json" --name "$nn")"

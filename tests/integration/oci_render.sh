@@ -53,8 +53,9 @@ expect_match "check --bundle: not a config message" "not an OCI config" "$(cat "
 
 # --rootfs and --netns (a name under /run/agentrun/netns, or a path)
 p="$AR_SOURCE_DIR/profiles/offline.json"
-"$AGENTRUN" render --policy "$p" --format oci --rootfs /srv/r --netns n1 -- sh >"$AR_TMP/n.json"
-expect_eq "--rootfs" "/srv/r" "$(jget "$AR_TMP/n.json" 'd["root"]["path"]')"
+mkdir -p "$AR_TMP/r" # an absolute --rootfs must exist (cli_errors.sh)
+"$AGENTRUN" render --policy "$p" --format oci --rootfs "$AR_TMP/r" --netns n1 -- sh >"$AR_TMP/n.json"
+expect_eq "--rootfs" "$AR_TMP/r" "$(jget "$AR_TMP/n.json" 'd["root"]["path"]')"
 expect_eq "--netns NAME" "/run/agentrun/netns/n1" \
 	"$(jget "$AR_TMP/n.json" '[n.get("path") for n in d["linux"]["namespaces"] if n["type"]=="network"][0]')"
 expect_eq "--netns: no hooks" "False" "$(jget "$AR_TMP/n.json" '"hooks" in d')"

@@ -129,9 +129,14 @@ stop_proxy "$SNIPID"
 n=$(audit_valid "$AUD")
 stop_proxy "$MPID"
 expect_eq "SIGTERM exits 0" 0 "$PX_STATUS"
-allowed=$(python3 -c 'import json,sys; print(sum(1 for l in open(sys.argv[1]) if json.loads(l)["allowed"]))' "$AUD")
+# counted as agentrun audit counts: failed = allowed but answered 413/502/503/504
+read -r allowed failed < <(python3 -c '
+import json, sys
+rs = [json.loads(l) for l in open(sys.argv[1])]
+f = sum(1 for r in rs if r["allowed"] and r["status"] in (413, 502, 503, 504))
+print(sum(1 for r in rs if r["allowed"]) - f, f)' "$AUD")
 bytes=$(python3 -c 'import json,sys; print(sum(json.loads(l)["bytes_out"] for l in open(sys.argv[1])))' "$AUD")
-expect_eq "summary line" "agentrun proxy stopped: $n request(s), $allowed allowed, $((n - allowed)) denied, $bytes bytes out" \
+expect_eq "summary line" "agentrun proxy stopped: $n request(s), $allowed allowed, $failed failed, $((n - allowed - failed)) denied, $bytes bytes out" \
 	"$(tail -n 1 "$AR_TMP/main.err")"
 
 # --- idle timeout, then kill -9 under load ---

@@ -18,6 +18,6 @@ expect_match "every request served while the log pipe was full" "^served 400/400
 expect_match "every request audited" "audited 400" "$out"
 expect_match "the reader gets the start line" "agentrun proxy listening on 127.0.0.1:$PP" "$out"
 expect_match "dropped lines are counted" "agentrun proxy: [1-9][0-9]* log line\(s\) dropped" "$out"
-expect_match "the summary arrives" "agentrun proxy stopped: 400 request\(s\), 200 allowed, 200 denied" "$out"
+expect_match "the summary arrives" "agentrun proxy stopped: 400 request\(s\), 200 allowed, 0 failed, 200 denied" "$out"
 expect_eq "only whole lines" "" "$(sed -n '/^log:$/,$p' "$AR_TMP/out" | tail -n +2 | grep -Ev '^(agentrun proxy|GET )' | head -3)"
 finish

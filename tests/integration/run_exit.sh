@@ -20,13 +20,13 @@ expect_status "not found by path: 127" 127 "$A" -- /nonexistent/cmd
 
 # Bad input is agentrun's failure: 125, one line naming the flag, file or field.
 expect_status "bad --memory: 125" 125 "$A" --memory x -- true
-expect_eq "bad --memory: message" 'agentrun: --memory: cannot parse "x" as a size (e.g. 256m, 1g, 1048576)' "$(cat "$AR_TMP/err")"
+expect_eq "bad --memory: message" 'agentrun: --memory x: expected a size of at least 6m (e.g. 256m, 1g, 1048576)' "$(cat "$AR_TMP/err")"
 expect_status "bad --pids: 125" 125 "$A" --pids 0 -- true
-expect_eq "bad --pids: message" 'agentrun: --pids: cannot parse "0" as a number of processes (e.g. 64)' "$(cat "$AR_TMP/err")"
+expect_eq "bad --pids: message" 'agentrun: --pids 0: limits.pids: must be an integer from 1 to 4194304, got 0' "$(cat "$AR_TMP/err")"
 expect_status "bad --user: 125" 125 "$A" --user nobody -- true
-expect_eq "bad --user: message" 'agentrun: --user: cannot parse "nobody" as a numeric UID or UID:GID (e.g. 1000, 1000:1000)' "$(cat "$AR_TMP/err")"
+expect_eq "bad --user: message" 'agentrun: --user nobody: expected a numeric UID or UID:GID (e.g. 1000, 1000:1000)' "$(cat "$AR_TMP/err")"
 expect_status "bad --mount: 125" 125 "$A" --mount /etc -- true
-expect_eq "bad --mount: message" 'agentrun: --mount: cannot parse "/etc" as SRC:DST[:rw]' "$(cat "$AR_TMP/err")"
+expect_eq "bad --mount: message" 'agentrun: --mount /etc: expected SRC:DST[:rw]' "$(cat "$AR_TMP/err")"
 expect_status "unknown option: 125" 125 "$A" --frobnicate -- true
 expect_eq "unknown option: message" 'agentrun: run: unknown option `--frobnicate`; see `agentrun run --help`' "$(cat "$AR_TMP/err")"
 expect_status "no command: 125" 125 "$A" --memory 64m

@@ -113,12 +113,12 @@ fi
 # uid 0 (or gid 0) is host root without a user namespace: refused before anything runs.
 expect_status "--user 0 is refused: 125" 125 run_probe --user 0
 expect_eq "--user 0 is refused: message" \
-	"agentrun: <embedded default>: user: uid 0 is root on the host; use a non-root uid" \
+	"agentrun: --user 0: user: uid 0 is root on the host; use a non-root uid" \
 	"$(cat "$AR_TMP/err")"
 expect_eq "--user 0 is refused: the probe did not run" "" "$(cat "$AR_TMP/out")"
 expect_status "--user 1000:0 is refused: 125" 125 run_probe --user 1000:0
 expect_eq "--user 1000:0 is refused: message" \
-	"agentrun: <embedded default>: user: gid 0 is root's group on the host; use a non-root gid" \
+	"agentrun: --user 1000:0: user: gid 0 is root's group on the host; use a non-root gid" \
 	"$(cat "$AR_TMP/err")"
 
 # Without seccomp the kernel's own checks still refuse what needs a capability. A

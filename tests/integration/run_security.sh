@@ -98,8 +98,9 @@ chmod 0777 "$W"
 [ -L "$W/cache" ] || fail "swap: run 1 did not plant the link"
 expect_status "swap: run 2 refuses the planted link: 125" 125 \
 	"$A" --mount "$W:/ws:rw" --mount "$W/cache:/cache" -- ls /cache
+# (the rw workspace is root's: the start says it is not mapped, run_idmap.sh)
 expect_eq "swap: run 2 message" "$(symlink_msg "--mount $W/cache:/cache" "$W/cache")" \
-	"$(cat "$AR_TMP/err")"
+	"$(grep -v '^agentrun: warning: .* belongs to root' "$AR_TMP/err")"
 expect_eq "swap: nothing listed" "" "$(cat "$AR_TMP/out")"
 
 # 5. A fresh session keyring: a key in the caller's session keyring is out of reach

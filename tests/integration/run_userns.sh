@@ -2,8 +2,8 @@
 # shellcheck disable=SC2016 # single-quoted on purpose: the shell inside the sandbox expands them
 # agentrun run by an unprivileged user: the sandbox gets its own user namespace
 # (the caller's uid mapped to the policy's user), everything else as for root.
-# Unprivileged users cannot create cgroups here, so without --no-cgroups run fails
-# closed.
+# Unprivileged users get no cgroup here (cgroup v1 is never delegated): without
+# --no-cgroups run says which limits are not enforced (cgroup_user.sh), and runs.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 need_root
@@ -31,8 +31,10 @@ expect_eq "unprivileged: uid map (policy user -> caller)" "65534 1000 1" \
 	"$("${U[@]}" "$AGENTRUN" --no-cgroups -- sh -c 'read a b c </proc/self/uid_map; echo $a $b $c')"
 expect_status "unprivileged: exit status" 3 "${U[@]}" "$AGENTRUN" --no-cgroups -- sh -c 'exit 3'
 expect_status "unprivileged: not found" 127 "${U[@]}" "$AGENTRUN" --no-cgroups -- /nonexistent
-expect_status "unprivileged without --no-cgroups: fails closed" 125 "${U[@]}" "$AGENTRUN" -- true
-expect_match "unprivileged without --no-cgroups: says why" "^agentrun: cgroup.*Permission denied \\(pass --no-cgroups to run without limits\\)$" "$(cat "$AR_TMP/err")"
+expect_status "unprivileged without --no-cgroups: runs" 0 "${U[@]}" "$AGENTRUN" -- true
+# (the line itself and --require-limits: cgroup_user.sh)
+expect_match "unprivileged without --no-cgroups: says which limits are not enforced" "^agentrun: limits not enforced \\(memory 512m, pids 256, cpus 1\\): " "$(cat "$AR_TMP/err")"
+expect_status "unprivileged --require-limits: fails closed" 125 "${U[@]}" "$AGENTRUN" --require-limits -- true
 
 out=$("${U[@]}" "$AGENTRUN" --no-cgroups --mount "$BIN:/ar-bin" -- /ar-bin/ar-probe </dev/null) || fail "probe exited $?"
 for line in uid=65534 cap_prm=0000000000000000 cap_eff=0000000000000000 cap_bnd=0000000000000000 \

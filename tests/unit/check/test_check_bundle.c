@@ -363,12 +363,12 @@ static void test_errors(void **state)
 	ar_auto_error ar_error_t e1 = NULL;
 	ar_autofindings struct ar_findings f1 = {0};
 	assert_int_equal(ar_check_bundle(sp, nul, sizeof(nul) - 1, &o, &f1, &e1), -1);
-	assert_string_equal(e1->msg, "b/config.json: invalid JSON near line 1: a NUL byte");
+	assert_string_equal(e1->msg,
+			    "b/config.json: invalid JSON at line 1, column 23: a NUL byte");
 	ar_error_release(&e1);
 	assert_int_equal(ar_check_bundle(sp, esc, sizeof(esc) - 1, &o, &f1, &e1), -1);
-	assert_string_equal(
-	    e1->msg,
-	    "b/config.json: invalid JSON near line 2: \\u0000 in a string is not supported");
+	assert_string_equal(e1->msg, "b/config.json: invalid JSON at line 2, column 34: \\u0000 in "
+				     "a string is not supported");
 	assert_int_equal(f1.n, 0);
 	/* a hostile bundle: wrong types everywhere is drift, not a crash */
 	const char *odd = "{\"process\": {\"user\": 5, \"env\": [1, \"X\"], \"capabilities\": "

@@ -686,11 +686,12 @@ static void test_nul(void **state)
 	struct ar_docker_facts *d = NULL;
 	assert_int_equal(ar_check_inspect_parse(raw, sizeof(raw) - 1, "x.json", &d, &err), -1);
 	assert_null(d);
-	assert_string_equal(err->msg, "x.json: invalid JSON near line 2: a NUL byte");
+	assert_string_equal(err->msg, "x.json: invalid JSON at line 2, column 12: a NUL byte");
 	ar_error_release(&err);
 	assert_int_equal(ar_check_inspect_parse(esc, sizeof(esc) - 1, "x.json", &d, &err), -1);
 	assert_string_equal(
-	    err->msg, "x.json: invalid JSON near line 3: \\u0000 in a string is not supported");
+	    err->msg,
+	    "x.json: invalid JSON at line 3, column 12: \\u0000 in a string is not supported");
 	ar_error_release(&err);
 	/* an escaped backslash before u0000 is text, not a NUL */
 	ar_autodocker_facts struct ar_docker_facts *good = NULL;
@@ -700,7 +701,8 @@ static void test_nul(void **state)
 	assert_int_equal(ar_check_inspect_add_networks(net, sizeof(net) - 1, "n.json", good, &err),
 			 -1);
 	assert_string_equal(
-	    err->msg, "n.json: invalid JSON near line 1: \\u0000 in a string is not supported");
+	    err->msg,
+	    "n.json: invalid JSON at line 1, column 13: \\u0000 in a string is not supported");
 }
 
 static void test_bad_input(void **state)
@@ -708,9 +710,9 @@ static void test_bad_input(void **state)
 	(void)state;
 	expect_parse_error("[]", "x.json: empty array: no container inspected");
 	/* positions said as the policy reader says them */
-	expect_parse_error("{\"HostConfig\": ", "x.json: invalid JSON near line 1");
+	expect_parse_error("{\"HostConfig\": ", "x.json: invalid JSON at line 1, column 15");
 	expect_parse_error("{\n\"HostConfig\": {},\n\"Name\": x}",
-			   "x.json: invalid JSON near line 3");
+			   "x.json: invalid JSON at line 3, column 9");
 	expect_parse_error("\"str\"", "x.json: expected a docker inspect object or array");
 	expect_parse_error("[{\"Config\": {}}]",
 			   "x.json: HostConfig: missing (not a container's inspect?)");

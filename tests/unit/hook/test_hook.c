@@ -67,12 +67,13 @@ static void test_state_nul(void **st)
 	struct ar_oci_state *s = NULL;
 	assert_int_equal(ar_oci_state_parse(raw, sizeof(raw) - 1, &s, &err), -1);
 	assert_null(s);
-	assert_string_equal(err->msg, "state: invalid JSON near line 1: a NUL byte");
+	assert_string_equal(err->msg, "state: invalid JSON at line 1, column 29: a NUL byte");
 	ar_error_release(&err);
 	assert_int_equal(ar_oci_state_parse(esc, sizeof(esc) - 1, &s, &err), -1);
 	assert_null(s);
 	assert_string_equal(
-	    err->msg, "state: invalid JSON near line 1: \\u0000 in a string is not supported");
+	    err->msg,
+	    "state: invalid JSON at line 1, column 60: \\u0000 in a string is not supported");
 }
 
 static void test_state_errors(void **st)

@@ -144,7 +144,7 @@ static void test_null_is_absent(void **state)
 	ar_autopolicy struct ar_policy *p = parse_ok(
 	    "{\"name\": null, \"image\": null, \"rootfs\": null, \"allowed_hosts\": null,"
 	    " \"kubeconfig\": null, \"mounts\": null, \"tmpfs\": null,"
-	    " \"limits\": {\"pids\": null, \"memory\": null, \"cpus\": null},"
+	    " \"limits\": {\"pids\": null, \"memory\": null, \"cpus\": null, \"required\": null},"
 	    " \"user\": null, \"env\": {\"A\": null}, \"seccomp\": null, \"network\": null,"
 	    " \"proxy\": {\"port\": null, \"max_bytes_out\": null, \"sni\": null}}");
 	assert_string_equal(p->name, "agent");
@@ -181,6 +181,7 @@ static void test_numbers_and_spellings(void **state)
 	assert_string_equal(p->limits.memory_str, "8388608");
 	assert_int_equal(p->limits.cpus_milli, 500);
 	assert_string_equal(p->limits.cpus_str, "0.5");
+	assert_false(p->limits.required);
 	assert_string_equal(p->user, "7");
 	assert_int_equal(p->uid, 7);
 	assert_int_equal(p->gid, 7);
@@ -196,6 +197,9 @@ static void test_numbers_and_spellings(void **state)
 	assert_int_equal(q->limits.memory, 1LL << 30);
 	assert_int_equal(q->limits.cpus_milli, 2000);
 	assert_string_equal(q->limits.cpus_str, "2");
+	ar_autopolicy struct ar_policy *r = parse_ok("{\"limits\": {\"required\": true}}");
+	assert_true(r->limits.required);
+	assert_int_equal(r->limits.pids, 64);
 	assert_string_equal(q->seccomp, "unconfined");
 	assert_string_equal(q->egress_name, "abcdefghijklmnopqrstuvwxyz01234-egress");
 }
@@ -262,19 +266,22 @@ static void test_proxy_private_and_transparent(void **state)
 		   "\"172.16.0.0/12\" or \"fd00::/8\", got \"kind\"");
 	expect_err("{\"proxy\": {\"allow_private\": \"10.0.0.0/8\"}}",
 		   "p.json: proxy.allow_private: expected an array of strings, got string");
+	expect_err("{\"limits\": {\"required\": 1}}",
+		   "p.json: limits.required: expected a boolean, got number");
 	expect_err("{\"proxy\": {\"transparent\": \"yes\"}}",
 		   "p.json: proxy.transparent: expected a boolean, got string");
 }
 
 static void test_unknown_keys(void **state)
 {
-	expect_err("{\"limitz\": {}}", "p.json: limitz: unknown key");
-	expect_err("{\"limitz\": null}", "p.json: limitz: unknown key");
-	expect_err("{\"limits\": {\"memroy\": \"1g\"}}", "p.json: limits.memroy: unknown key");
+	expect_err("{\"limitz\": {}}", "p.json: limitz: unknown key (did you mean \"limits\"?)");
+	expect_err("{\"limitz\": null}", "p.json: limitz: unknown key (did you mean \"limits\"?)");
+	expect_err("{\"limits\": {\"memroy\": \"1g\"}}",
+		   "p.json: limits.memroy: unknown key (did you mean \"memory\"?)");
 	expect_err("{\"mounts\": [{\"source\": \"/a\", \"target\": \"/b\", \"ro\": true}]}",
 		   "p.json: mounts[0].ro: unknown key");
 	expect_err("{\"proxy\": {\"listen\": 1}}", "p.json: proxy.listen: unknown key");
-	expect_err("{\"Name\": \"x\"}", "p.json: Name: unknown key");
+	expect_err("{\"Name\": \"x\"}", "p.json: Name: unknown key (did you mean \"name\"?)");
 	expect_err("{\"name\": \"a\", \"name\": \"b\"}", "p.json: name: duplicate key");
 	expect_err("{\"limits\": {\"pids\": 1, \"pids\": 2}}",
 		   "p.json: limits.pids: duplicate key");
@@ -537,13 +544,15 @@ static void test_value_errors(void **state)
 static void test_invalid_json(void **state)
 {
 	expect_err("{\n  \"name\": \"a\",\n  \"image\": \"b\"\n  \"user\": \"1\"\n}",
-		   "p.json: invalid JSON near line 4");
-	expect_err("", "p.json: invalid JSON near line 1");
-	expect_err("{\"name\": \"a\"} trailing", "p.json: invalid JSON near line 1");
-	expect_err("{}\n\n{}", "p.json: invalid JSON near line 3");
-	expect_err("{\"name\": [1,\n2,", "p.json: invalid JSON near line 2"); /* truncated */
-	expect_err("{\"kubeconfig\": \"/a\\u0000/../b\"}",
-		   "p.json: invalid JSON near line 1: \\u0000 in a string is not supported");
+		   "p.json: invalid JSON at line 4, column 3");
+	expect_err("", "p.json: invalid JSON at line 1, column 1");
+	expect_err("{\"name\": \"a\"} trailing", "p.json: invalid JSON at line 1, column 15");
+	expect_err("{}\n\n{}", "p.json: invalid JSON at line 3, column 1");
+	expect_err("{\"name\": [1,\n2,",
+		   "p.json: invalid JSON at line 2, column 2"); /* truncated */
+	expect_err(
+	    "{\"kubeconfig\": \"/a\\u0000/../b\"}",
+	    "p.json: invalid JSON at line 1, column 19: \\u0000 in a string is not supported");
 	expect_err("[]", "p.json: expected a JSON object at the top level, got array");
 	expect_err("\"x\"", "p.json: expected a JSON object at the top level, got string");
 	expect_err("null", "p.json: expected a JSON object at the top level, got null");
@@ -556,12 +565,12 @@ static void test_invalid_json(void **state)
 	ar_policy_free(p);
 	p = NULL;
 	assert_int_equal(ar_policy_parse("{}\0{}", 5, "b.json", &p, &err), -1);
-	assert_string_equal(err->msg, "b.json: invalid JSON near line 1");
+	assert_string_equal(err->msg, "b.json: invalid JSON at line 1, column 3");
 	ar_error_release(&err);
 	/* a raw NUL byte inside a string: cJSON would keep "/a" (util's ar_json_refuse_nul) */
 	assert_int_equal(ar_policy_parse("{\"name\": \"a\0b\"}", 15, "b.json", &p, &err), -1);
 	assert_null(p);
-	assert_string_equal(err->msg, "b.json: invalid JSON near line 1: a NUL byte");
+	assert_string_equal(err->msg, "b.json: invalid JSON at line 1, column 12: a NUL byte");
 	ar_error_release(&err);
 	/* an escaped backslash before u0000 is not a NUL escape */
 	ar_autopolicy struct ar_policy *q = parse_ok("{\"env\": {\"A\": \"\\\\u0000\"}}");

@@ -215,7 +215,8 @@ static void test_create_errors(void **state)
 	cfg.listen[cfg.n_listen++] = "localhost:3128";
 	assert_int_equal(ar_proxy_create(&cfg, &px, &err), -1);
 	assert_string_equal(err->msg, "--listen `localhost:3128`: expected ADDR:PORT with an IP "
-				      "address (127.0.0.1:3128, [::1]:3128)");
+				      "address and a port from 0 to 65535 (127.0.0.1:3128, "
+				      "[::1]:3128)");
 	ar_error_release(&err);
 
 	cfg.listen[0] = "127.0.0.1:0";

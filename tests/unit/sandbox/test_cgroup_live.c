@@ -31,6 +31,8 @@ static char cg_name[64];
 /* The cgroup of the running test, destroyed by teardown even when an assertion
  * fails, so no process or directory outlives a failing test. */
 static struct ar_cgroup *cur;
+/* A second cgroup of the same process (run's proxy's), destroyed by teardown too. */
+static struct ar_cgroup *cur2;
 /* The child of the running test, killed and reaped by teardown. */
 static pid_t cur_child;
 
@@ -59,6 +61,8 @@ static int teardown(void **state)
 	}
 	ar_cgroup_destroy(cur, NULL);
 	cur = NULL;
+	ar_cgroup_destroy(cur2, NULL);
+	cur2 = NULL;
 	return 0;
 }
 
@@ -454,6 +458,34 @@ static void test_sweep(void **state)
 	assert_true(other_kept);
 }
 
+/* The sandbox's cgroup, then the proxy's, as run makes them: on v2 in a cgroup of its
+ * own the first moves this process into its leaf, and the second still goes beside
+ * the first (not into the leaf); the step is undone when the last one goes. */
+static void test_two_cgroups(void **state)
+{
+	ar_auto_error ar_error_t err = NULL;
+	struct ar_policy p = policy(64 << 20, 16, 0), q = policy(32 << 20, 8, 0);
+	ar_autofree char *self = NULL;
+	ar_autofree char *after = NULL;
+	char name2[80];
+
+	need_root();
+	assert_int_equal(ar_read_file("/proc/self/cgroup", 0, &self, NULL, NULL), 0);
+	ar_autofree char *parent = ar_xstrdup(ar_cgroup_path(create(&p)));
+	*strrchr(parent, '/') = '\0';
+	snprintf(name2, sizeof(name2), "%s-proxy", cg_name);
+	if (ar_cgroup_create(&q, name2, &cur2, &err) == -1)
+		fail_msg("the second cgroup: %s", err->msg);
+	ar_autofree char *want = ar_xasprintf("%s/%s", parent, name2);
+	assert_string_equal(ar_cgroup_path(cur2), want);
+	destroy();
+	assert_int_equal(ar_cgroup_destroy(cur2, &err), 0);
+	cur2 = NULL;
+	assert_false(exists(want));
+	assert_int_equal(ar_read_file("/proc/self/cgroup", 0, &after, NULL, NULL), 0);
+	assert_string_equal(after, self); /* out of the leaf again, if it stepped in */
+}
+
 /* A leftover with our own name (a dead process had our PID) is reused. */
 static void test_reuse_stale_name(void **state)
 {
@@ -534,6 +566,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_cpu_quota, teardown),
 	    cmocka_unit_test_teardown(test_sweep, teardown),
 	    cmocka_unit_test_teardown(test_reuse_stale_name, teardown),
+	    cmocka_unit_test_teardown(test_two_cgroups, teardown),
 	    cmocka_unit_test_teardown(test_bad_names, teardown),
 	};
 	const struct CMUnitTest fail_tests[] = {

@@ -49,6 +49,9 @@ static void test_limits(void **state)
 	assert_string_equal(p->limits.cpus_str, "0.5");
 	assert_null(apply(p, &o, "--no-cgroups", NULL));
 	assert_true(o.no_cgroups);
+	assert_false(p->limits.required);
+	assert_null(apply(p, &o, "--require-limits", NULL));
+	assert_true(p->limits.required);
 }
 
 static void test_bad_values(void **state)
@@ -56,26 +59,39 @@ static void test_bad_values(void **state)
 	static const struct {
 		const char *flag, *value, *msg;
 	} cases[] = {
-	    {"--memory", "x", "--memory: cannot parse \"x\" as a size (e.g. 256m, 1g, 1048576)"},
-	    {"--memory", "0", "--memory: cannot parse \"0\" as a size (e.g. 256m, 1g, 1048576)"},
-	    {"--pids", "0", "--pids: cannot parse \"0\" as a number of processes (e.g. 64)"},
-	    {"--pids", "-3", "--pids: cannot parse \"-3\" as a number of processes (e.g. 64)"},
-	    {"--cpus", "fast", "--cpus: cannot parse \"fast\" as a number of CPUs (e.g. 0.5, 2)"},
+	    {"--memory", "x",
+	     "--memory x: expected a size of at least 6m (e.g. 256m, 1g, 1048576)"},
+	    {"--memory", "0",
+	     "--memory 0: expected a size of at least 6m (e.g. 256m, 1g, 1048576)"},
+	    /* a value that parses but is out of range: the policy's check, named by the flag */
+	    {"--memory", "5m", "--memory 5m: limits.memory: \"5m\" is below the minimum of 6m"},
+	    {"--pids", "0", "--pids 0: limits.pids: must be an integer from 1 to 4194304, got 0"},
+	    {"--pids", "-3",
+	     "--pids -3: limits.pids: must be an integer from 1 to 4194304, got -3"},
+	    {"--pids", "x", "--pids x: expected a number of processes (e.g. 64)"},
+	    {"--cpus", "fast",
+	     "--cpus fast: expected a number of CPUs from 0.001 to 1024 with at most 3 decimals "
+	     "(e.g. 0.5, 2)"},
+	    {"--cpus", "0.0001",
+	     "--cpus 0.0001: expected a number of CPUs from 0.001 to 1024 with at most 3 decimals "
+	     "(e.g. 0.5, 2)"},
 	    {"--user", "root",
-	     "--user: cannot parse \"root\" as a numeric UID or UID:GID (e.g. 1000, 1000:1000)"},
+	     "--user root: expected a numeric UID or UID:GID (e.g. 1000, 1000:1000)"},
 	    {"--user", "1:x",
-	     "--user: cannot parse \"1:x\" as a numeric UID or UID:GID (e.g. 1000, 1000:1000)"},
-	    {"--env", "NOEQUALS", "--env: cannot parse \"NOEQUALS\" as KEY=VALUE"},
-	    {"--env", "=v", "--env: cannot parse \"=v\" as KEY=VALUE"},
-	    {"--tmpfs", "tmp", "--tmpfs: cannot parse \"tmp\" as an absolute path"},
-	    {"--mount", "/a", "--mount: cannot parse \"/a\" as SRC:DST[:rw]"},
-	    {"--mount", "a:/b",
-	     "--mount: cannot parse \"a:/b\" as SRC:DST[:rw] with absolute paths"},
+	     "--user 1:x: expected a numeric UID or UID:GID (e.g. 1000, 1000:1000)"},
+	    {"--user", "0", "--user 0: user: uid 0 is root on the host; use a non-root uid"},
+	    {"--env", "NOEQUALS", "--env NOEQUALS: expected KEY=VALUE"},
+	    {"--env", "=v", "--env =v: expected KEY=VALUE"},
+	    {"--env", "1X=v", "--env 1X=v: env: key \"1X\" must match ^[A-Za-z_][A-Za-z0-9_]*$"},
+	    {"--tmpfs", "tmp", "--tmpfs tmp: expected an absolute path"},
+	    {"--mount", "/a", "--mount /a: expected SRC:DST[:rw]"},
+	    {"--mount", "a:/b", "--mount a:/b: expected SRC:DST[:rw] with absolute paths"},
 	    {"--mount", "/a:/b:rx",
-	     "--mount: cannot parse \"/a:/b:rx\" as SRC:DST[:rw] (the mode is ro or rw)"},
-	    {"--rootfs", "rel", "--rootfs: cannot parse \"rel\" as an absolute directory path"},
-	    {"--seccomp", "", "--seccomp: cannot parse \"\" as FILE, default or unconfined"},
-	    {"--memory", NULL, "--memory: needs a value (--memory SIZE)"},
+	     "--mount /a:/b:rx: expected SRC:DST[:rw] (the mode is ro or rw)"},
+	    {"--mount", "/a:/tmp", "--mount /a:/tmp: target: \"/tmp\" is also tmpfs[0]"},
+	    {"--rootfs", "rel", "--rootfs rel: expected an absolute directory path"},
+	    {"--seccomp", "", "--seccomp \"\": expected FILE, default or unconfined"},
+	    {"--memory", NULL, "option `--memory` needs a value (--memory SIZE)"},
 	    {"--frobnicate", "1", "unknown option `--frobnicate`"},
 	};
 	for (size_t i = 0; i < AR_ARRAY_SIZE(cases); i++) {
@@ -96,21 +112,12 @@ static void test_user_env_paths(void **state)
 	assert_int_equal(p->uid, 1000);
 	assert_int_equal(p->gid, 1001);
 	assert_string_equal(p->user, "1000:1001");
-	assert_null(apply(p, &o, "--user", "0"));
-	assert_int_equal(p->uid, 0);
-	assert_int_equal(p->gid, 0);
-	/* the flag parses, then validation refuses host root (exit 125 in run) */
+	/* the flag parses, then validation refuses host root, naming the flag (exit 125) */
+	ar_autofree char *root = apply(p, &o, "--user", "1000:0");
+	assert_string_equal(
+	    root, "--user 1000:0: user: gid 0 is root's group on the host; use a non-root gid");
+	assert_string_equal(p->origin, "<embedded default>"); /* the file's origin again */
 	ar_auto_error ar_error_t err = NULL;
-	assert_int_equal(ar_policy_validate(p, &err), -1);
-	assert_string_equal(
-	    err->msg, "<embedded default>: user: uid 0 is root on the host; use a non-root uid");
-	ar_error_release(&err);
-	assert_null(apply(p, &o, "--user", "1000:0"));
-	assert_int_equal(ar_policy_validate(p, &err), -1);
-	assert_string_equal(
-	    err->msg,
-	    "<embedded default>: user: gid 0 is root's group on the host; use a non-root gid");
-	ar_error_release(&err);
 	assert_null(apply(p, &o, "--user", "1000:1001"));
 	assert_int_equal(ar_policy_validate(p, &err), 0);
 	assert_null(apply(p, &o, "--env", "B=2=3"));
@@ -134,20 +141,17 @@ static void test_user_env_paths(void **state)
 	assert_int_equal(ar_policy_validate(p, &err), 0);
 }
 
-static void test_lookup_and_table(void **state)
+/* The table run parses and documents: --policy first, every flag once. */
+static void test_table(void **state)
 {
-	bool takes = false;
-	assert_int_equal(ar_override_lookup("--memory", &takes), 0);
-	assert_true(takes);
-	assert_int_equal(ar_override_lookup("--no-cgroups", &takes), 0);
-	assert_false(takes);
-	assert_int_equal(ar_override_lookup("--policy", &takes), -1); /* the CLI's own */
-	assert_int_equal(ar_override_lookup("--nope", &takes), -1);
 	size_t n = 0;
-	while (ar_override_at(n) != NULL)
-		n++;
-	assert_int_equal(n, 14);
-	assert_string_equal(ar_override_at(0)->flag, "--memory");
+	for (const struct ar_opt *e = ar_run_options; e->flag != NULL; e++, n++)
+		for (const struct ar_opt *f = ar_run_options; f < e; f++)
+			assert_string_not_equal(e->flag, f->flag);
+	assert_true(n >= 15);
+	assert_string_equal(ar_run_options[0].flag, "--policy");
+	assert_null(ar_run_options[0].set); /* read before the policy is loaded */
+	assert_string_equal(ar_run_options[1].flag, "--memory");
 }
 
 /* --allow-private appends to proxy.allow_private (NULL-terminated); bad CIDRs name the flag;
@@ -329,7 +333,13 @@ static void test_plan_bad_target(void **state)
 	struct ar_mount_plan plan;
 	struct ar_run_opts o = {0};
 
-	assert_null(apply(p, &o, "--mount", "/a:/"));
+	/* the flag is refused as it applies, naming itself */
+	ar_autofree char *msg = apply(p, &o, "--mount", "/a:/");
+	assert_string_equal(msg, "--mount /a:/: target: must not be \"/\", got \"/\"");
+	/* and the plan refuses what a policy struct could still hold */
+	p->mounts = ar_xcalloc(1, sizeof(*p->mounts));
+	p->mounts[0] = (struct ar_mount){.source = ar_xstrdup("/a"), .target = ar_xstrdup("/")};
+	p->n_mounts = 1;
 	assert_int_equal(ar_mount_plan_build(p, NULL, &plan, &err), -1);
 	assert_string_equal(
 	    err->msg, "<embedded default>: mounts[0]: target must be an absolute path below /");
@@ -385,7 +395,7 @@ int main(void)
 	    cmocka_unit_test(test_limits),
 	    cmocka_unit_test(test_bad_values),
 	    cmocka_unit_test(test_user_env_paths),
-	    cmocka_unit_test(test_lookup_and_table),
+	    cmocka_unit_test(test_table),
 	    cmocka_unit_test(test_network_overrides),
 	    cmocka_unit_test(test_env_net),
 	    cmocka_unit_test(test_parse_user),

@@ -172,12 +172,12 @@ static void test_json_refuse_nul(void **state)
 		const char *msg;
 	} cases[] = {
 	    {"{\"a\": \"x\"}", 10, NULL},
-	    {"{\"a\": \"x\"}\0", 11, "o: invalid JSON near line 1: a NUL byte"},
+	    {"{\"a\": \"x\"}\0", 11, "o: invalid JSON at line 1, column 11: a NUL byte"},
 	    {"{\"a\": \"\\\"\\u0000\"}", 17,
-	     "o: invalid JSON near line 1: \\u0000 in a string is not supported"},
+	     "o: invalid JSON at line 1, column 10: \\u0000 in a string is not supported"},
 	    {"{\"a\": \"\\\\u0000\"}", 16, NULL},
 	    {"{\"a\":\n \"\\u00000\"}", 17,
-	     "o: invalid JSON near line 2: \\u0000 in a string is not supported"},
+	     "o: invalid JSON at line 2, column 3: \\u0000 in a string is not supported"},
 	    {"{\"a\": \"\\u0001\"}", 15, NULL},
 	};
 	for (size_t i = 0; i < AR_ARRAY_SIZE(cases); i++) {
