@@ -128,7 +128,8 @@ static int check_args(struct render_args *a)
 	if (a->opts.rootfs && a->opts.rootfs[0] == '/' &&
 	    (stat(a->opts.rootfs, &st) == -1 || !S_ISDIR(st.st_mode)))
 		return ar_cli_usage_error(CMD, -1, "--rootfs `%s`: %s", a->opts.rootfs,
-					  errno == ENOENT ? "no such directory" : "not a directory");
+					  errno == ENOENT ? "no such directory"
+							  : "not a directory");
 	return 0;
 }
 

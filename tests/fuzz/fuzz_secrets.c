@@ -41,8 +41,9 @@ static void check_rewrite(uint64_t bound, const char *head, size_t len)
 		AR_FUZZ_CHECK(refused == 0, "refused with every secret bound");
 	for (size_t i = 0; refused == 0 && i < 2; i++)
 		if (bound & (1u << i))
-			AR_FUZZ_CHECK(out.data == NULL || memmem(out.data, out.len, set_s[i].placeholder,
-								 set_s[i].plen) == NULL,
+			AR_FUZZ_CHECK(out.data == NULL ||
+					  memmem(out.data, out.len, set_s[i].placeholder,
+						 set_s[i].plen) == NULL,
 				      "placeholder %zu survived", i);
 }
 
