@@ -234,5 +234,16 @@ expect_match "kubeconfig without a token: named" "kubeconfig $AR_TMP/kc-cert: th
 expect_status "agentrun proxy --policy with secrets refuses (it holds no placeholders)" 2 \
 	"$AGENTRUN" proxy --listen 127.0.0.1:0 --policy "$POLICY"
 expect_match "agentrun proxy: says why" "secrets: only the proxy of .agentrun run. and of the OCI hook puts them in" "$(cat "$AR_TMP/err")"
+# a run killed (kill -9) after its CA bundle was made, before its state: gc removes it
+true &
+dead=$!
+wait "$dead"
+mkdir -m 700 "/run/agentrun/killed-$$-$dead"
+on_exit rm -rf "/run/agentrun/killed-$$-$dead"
+: >"/run/agentrun/killed-$$-$dead/ca-bundle.pem"
+: >"/run/agentrun/killed-$$-$dead/kubeconfig"
+"$AGENTRUN" gc >/dev/null 2>&1 || true
+expect_eq "gc: a killed run's CA bundle and kubeconfig are removed" no \
+	"$([ -e "/run/agentrun/killed-$$-$dead" ] && echo yes || echo no)"
 expect_eq "nothing left of the bad runs" "" "$(ls -d /run/agentrun/bad-$$-* 2>/dev/null)"
 finish
