@@ -3,8 +3,10 @@
 # A local origin stands in for the API the agent needs (on the host's 127.0.0.2, which the
 # policy lets the proxy dial); the "agent" reaches it through the proxy, is refused a host
 # that is not on the list (with the reason), cannot go around the proxy, and the audit
-# summary of what it tried is printed. Then the same policy rendered as docker commands.
-# Needs root (the sandbox's network namespaces); all traffic stays on this machine.
+# summary of what it tried is printed. The same again run by an ordinary user the demo
+# creates (no root, no setuid helper: docs/rootless.md). Then the same policy rendered
+# as docker commands. Run it as root (it installs, and creates that user); all traffic
+# stays on this machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "${AR_DEMO_NO_INSTALL:-0}" = 1 ] || scripts/install-deps.sh
@@ -22,9 +24,11 @@ cat >"$tmp/policy.json" <<JSON
 {"name": "demo-agent", "image": "python:3.12-slim", "allowed_hosts": ["127.0.0.2:$port"],
  "proxy": {"allow_private": ["127.0.0.2"]}}
 JSON
-echo "== the agent, sandboxed, allowed: 127.0.0.2:$port (a local API)"
+chmod 755 "$tmp"
+chmod 644 "$tmp/policy.json"
+# the agent: who it is, its network, the allowed API, a denied host, two ways around
 # shellcheck disable=SC2016 # the shell inside the sandbox expands them
-"$A" --policy "$tmp/policy.json" --audit "$tmp/audit.jsonl" --proxy-log "$tmp/proxy.log" -- sh -c '
+agent='
 	port=$1
 	echo "uid $(id -u) on $(hostname), proxy $HTTPS_PROXY"
 	echo "network: $(ls /sys/class/net | tr "\n" " ")"
@@ -37,7 +41,10 @@ s = socket.create_connection((\"10.254.255.1\", 443), timeout=5)
 s.sendall(b\"GET / HTTP/1.1\\r\\nHost: 10.254.255.1\\r\\n\\r\\n\")
 print(\"captured by the proxy, closed without a reply\" if not s.recv(4096) else \"answered\")
 " 2>&1 | tail -n 1)"
-' _ "$port"
+'
+echo "== the agent, sandboxed by root, allowed: 127.0.0.2:$port (a local API)"
+"$A" --policy "$tmp/policy.json" --audit "$tmp/audit.jsonl" --proxy-log "$tmp/proxy.log" \
+	-- sh -c "$agent" _ "$port"
 # what the proxy decided for that raw connection, from its audit
 python3 - "$tmp/audit.jsonl" <<'PY'
 import json, sys
@@ -49,5 +56,25 @@ for line in open(sys.argv[1]):
 PY
 echo "== the audit"
 "$A" audit "$tmp/audit.jsonl"
+
+# The same job for an ordinary user: a user of the demo's own, a copy of agentrun it
+# may execute (a checkout under /root is not), its runtime directory as logind makes it.
+# No cgroup is delegated to it on a host like this one, so its run says which limits it
+# cannot enforce (--no-cgroups says it is meant; docs/rootless.md).
+user=agentrun-demo
+if ! id -u "$user" >/dev/null 2>&1; then
+	useradd --create-home --user-group --shell /bin/sh "$user"
+	trap 'kill $origin; rm -rf "$tmp" "/run/user/$(id -u $user)"; userdel -r $user 2>/dev/null' EXIT
+fi
+uid=$(id -u "$user")
+install -d -m 0700 -o "$uid" -g "$(id -g "$user")" "/run/user/$uid"
+install -D -m 755 "$A" "$tmp/bin/agentrun"
+as_user() { (cd / && setpriv --reuid "$uid" --regid "$(id -g "$user")" --init-groups \
+	env HOME="$(getent passwd "$user" | cut -d: -f6)" XDG_RUNTIME_DIR="/run/user/$uid" "$@"); }
+echo "== the agent, sandboxed by $user (uid $uid, no privileges), the same policy"
+as_user "$tmp/bin/agentrun" --policy "$tmp/policy.json" --no-cgroups \
+	--proxy-log "/run/user/$uid/demo-proxy.log" -- sh -c "$agent" _ "$port"
+echo "== $user's audit (kept under its own \$XDG_RUNTIME_DIR/agentrun)"
+as_user "$tmp/bin/agentrun" audit demo-agent
 echo "== the same policy for docker"
 "$A" render --policy "$tmp/policy.json" -- python3 agent.py

@@ -11,6 +11,7 @@ build_pkgs=(build-essential cmake pkg-config
 	libpsl-dev publicsuffix # the Public Suffix List: audit --propose's wildcards
 )
 test_pkgs=(curl git openssl python3 iproute2 util-linux procps user-mode-linux runc
+	apparmor # apparmor_parser: tests/integration/apparmor_profile.sh
 	shellcheck clang-format busybox-static clang libclang-rt-14-dev
 	crun podman runsc golang-github-opencontainers-specs-dev python3-jsonschema
 	python3-requests) # secrets_run: a real client inside the sandbox
@@ -22,6 +23,7 @@ test_pkgs+=(docker.io nftables)
 bench_pkgs=(hyperfine bubblewrap tinyproxy squid nginx-light wrk firejail)
 bench_pkgs+=(dnsmasq-base) # bench/dns.sh: dnsmasq without its system service
 bench_pkgs+=(mitmproxy)    # bench/secrets.sh: the intercepting proxy to compare with
+bench_pkgs+=(ripgrep socat) # bench/rootless.sh PEERS=1: what sandbox-runtime (srt) needs
 
 pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}")
 if [ "${1:-}" = "--bench" ]; then pkgs+=("${bench_pkgs[@]}"); fi

@@ -87,10 +87,10 @@ wait_port() {
 	done
 	return 1
 }
-# net_state NAME-PID: until /run/agentrun/NAME-PID/state names the sandbox's init (10 s
+# net_state NAME-PID: until $AR_STATE/NAME-PID/state names the sandbox's init (10 s
 # at most); prints the state file's path.
 net_state() {
-	local f="/run/agentrun/$1/state" _
+	local f="$AR_STATE/$1/state" _
 	for _ in $(seq 1 200); do
 		if grep -q '^pid=[1-9]' "$f" 2>/dev/null; then
 			echo "$f"
@@ -124,9 +124,11 @@ user_setup() {
 	AR_USER_GID=$(id -g "$AR_USER")
 	AR_USER_RUNTIME=/run/user/$AR_USER_UID
 	install -d -m 0700 -o "$AR_USER_UID" -g "$AR_USER_GID" "$AR_USER_RUNTIME"
-	AR_USER_BIN=$(mktemp -d /tmp/agentrun-user-bin.XXXXXX)
-	on_exit "rm -rf $AR_USER_BIN"
-	cp "$AGENTRUN" "$AR_USER_BIN/agentrun"
+	# in AR_TMP: gone with it, also when a test re-executes itself (proxy/common.sh)
+	chmod 0711 "$AR_TMP"
+	AR_USER_BIN=$AR_TMP/user-bin
+	mkdir -p "$AR_USER_BIN"
+	cp "${AR_AGENTRUN_BIN:-$AGENTRUN}" "$AR_USER_BIN/agentrun"
 	[ ! -x "$AR_BUILD_DIR/tests/ar-probe" ] || cp "$AR_BUILD_DIR/tests/ar-probe" "$AR_USER_BIN/"
 	chmod -R a+rX "$AR_USER_BIN"
 	UAGENTRUN=$AR_USER_BIN/agentrun
@@ -140,3 +142,36 @@ as_user() {
 		--inh-caps=-all --reset-env \
 		env XDG_RUNTIME_DIR="$AR_USER_RUNTIME" "$@")
 }
+
+# --- user mode: a test's cases run by ar-user instead of root ---
+# AR_STATE: where agentrun keeps the state of the sandboxes the test starts (root's
+# /run/agentrun, a user's $XDG_RUNTIME_DIR/agentrun). With AR_AS_USER=1 (the user_*.sh
+# variants of root's tests: the same cases, no copy), AGENTRUN becomes a wrapper that
+# runs agentrun as AR_USER (its uid, gid, groups, HOME and runtime directory, no
+# capabilities), and AR_TMP is the user's, so that its policy, audit and mounts are
+# reachable; the test's own shell stays root (it reads the state, signals, inspects).
+AR_STATE=/run/agentrun
+if [ "${AR_AS_USER:-0}" = 1 ]; then
+	# the binary under test, kept apart from the wrapper (AGENTRUN is exported: a test
+	# that re-executes itself sees the wrapper there)
+	export AR_AGENTRUN_BIN=${AR_AGENTRUN_BIN:-$AGENTRUN}
+	user_setup
+	AR_STATE=$AR_USER_RUNTIME/agentrun
+	chown "$AR_USER_UID:$AR_USER_GID" "$AR_TMP"
+	chmod 0755 "$AR_TMP"
+	cat >"$AR_USER_BIN/agentrun-as-user" <<WRAP
+#!/bin/sh
+# agentrun as $AR_USER (tests/lib.sh user mode). A run gets --no-cgroups: this host
+# delegates no cgroup to the user (docs/rootless.md); everything else is as given.
+case "\$1" in
+run) shift; set -- run --no-cgroups "\$@" ;;
+--help | -h | --version) ;;
+-*) set -- --no-cgroups "\$@" ;;
+esac
+exec setpriv --reuid $AR_USER_UID --regid $AR_USER_GID --init-groups --inh-caps=-all \\
+	env HOME=$(getent passwd "$AR_USER" | cut -d: -f6) USER=$AR_USER LOGNAME=$AR_USER \\
+	XDG_RUNTIME_DIR=$AR_USER_RUNTIME $UAGENTRUN "\$@"
+WRAP
+	chmod 755 "$AR_USER_BIN/agentrun-as-user"
+	AGENTRUN=$AR_USER_BIN/agentrun-as-user
+fi

@@ -244,6 +244,9 @@ struct ar_proc_facts {
 	char **env; /* NULL when environ could not be read */
 	char **netdevs;
 	char *default_route; /* device of a non-lo default route, NULL when none */
+	/* its uid and gid are mapped to themselves, one id each (so in a user namespace
+	 * not the host's): agentrun run by that user (keep-id, docs/rootless.md) */
+	bool keep_id;
 	/* network: proxy facts (src/check/netcheck.c), set and freed by the caller;
 	 * NULL: not read */
 	const struct ar_check_net_facts *net;
@@ -275,6 +278,10 @@ struct ar_check_net_facts {
 
 /* Read the sandbox netns of pid (through /proc/PID/ns/net) and, when proxy_pid > 0,
  * the proxy netns its listener lives in (pidfd_getfd + SIOCGSKNS). Needs root. */
+/* Not root, a process in a user namespace of the caller's own (a user's sandbox): enter
+ * it (for good: the reads see uids as the sandbox does, and may enter its netns),
+ * holding the listeners of its proxy (proxy > 0) first. */
+int ar_check_enter_userns(pid_t pid, pid_t proxy, ar_error_t *err);
 int ar_check_net_read(pid_t pid, pid_t proxy_pid, int port, struct ar_check_net_facts **out,
 		      ar_error_t *err);
 void ar_check_net_facts_free(struct ar_check_net_facts *f);

@@ -13,7 +13,8 @@
  *     stay open in the struct for later steps in either netns (transparent capture
  *     adds its route there);
  *   - the proxy child (fork, confine, serve);
- *   - the state directory /run/agentrun/NAME/, gc and the listing `ps` shows. */
+ *   - the state directory AR_NET_STATE_ROOT/NAME/ (root's /run/agentrun, a user's
+ *     under $XDG_RUNTIME_DIR: ar_net_state_root), gc and the listing `ps` shows. */
 #ifndef AGENTRUN_NET_H
 #define AGENTRUN_NET_H
 
@@ -27,11 +28,12 @@
 #include "agentrun/policy.h"
 #include "agentrun/secrets.h"
 
-#define AR_NET_DEFAULT_RANGE "10.254.0.0/16"
-#define AR_NET_RANGE_ENV     "AGENTRUN_NET_RANGE" /* overrides the range */
-#define AR_NET_STATE_ROOT    "/run/agentrun"
-#define AR_NET_SANDBOX_IF    "eth0"
-#define AR_NET_PROXY_IF	     "veth0"
+#define AR_NET_DEFAULT_RANGE	 "10.254.0.0/16"
+#define AR_NET_RANGE_ENV	 "AGENTRUN_NET_RANGE" /* overrides the range */
+#define AR_NET_STATE_ROOT_SYSTEM "/run/agentrun"      /* root's */
+#define AR_NET_STATE_ROOT	 ar_net_state_root()
+#define AR_NET_SANDBOX_IF	 "eth0"
+#define AR_NET_PROXY_IF		 "veth0"
 
 /* ---- The address plan of one sandbox (pure, src/net/plan.c). ---- */
 
@@ -70,6 +72,19 @@ int ar_net_range_current(struct ar_net_range *out, ar_error_t *err);
 
 int ar_net_alloc(const struct ar_net_range *r, int port, struct ar_net_plan *out, ar_error_t *err);
 void ar_net_release(const struct ar_net_plan *plan);
+
+/* ---- Whose state (src/net/root.c): root's under /run/agentrun; an ordinary user's
+ * under $XDG_RUNTIME_DIR/agentrun (else /run/user/UID/agentrun, else
+ * /tmp/agentrun-UID), a directory of the caller's own, mode 0700. ---- */
+
+/* The path (computed once per process). */
+const char *ar_net_state_root(void);
+/* Made when missing; for a user, refused unless it is a directory (not a link) of the
+ * caller's own that no one else may enter. Errors name the path and the fix. */
+int ar_net_state_root_make(ar_error_t *err);
+/* May it be read as the caller's own (exists and passes the checks above)? Readers
+ * (ps, gc, audit NAME, check --name) see nothing otherwise. */
+bool ar_net_state_root_trusted(void);
 
 /* ---- Process identity that survives PID reuse (src/net/state.c). ---- */
 
@@ -150,6 +165,8 @@ struct ar_net_proxy_opts {
 	/* The policy's secrets with their placeholders (ar_secrets_new), or NULL: the
 	 * child reads the values, makes the sandbox CA and reports its certificate. */
 	struct ar_secrets *secrets;
+	int userns_fd;	 /* not root: the sandbox's user namespace, which then owns the
+			  * proxy netns too (docs/rootless.md); -1 as root */
 };
 
 /* Fork the proxy: it makes the proxy netns first (lo up, IPv6 off for new links, its
@@ -279,6 +296,7 @@ int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_ne
  * work, independent of the network's (run: the v1 cgroups). */
 struct ar_net_sandbox {
 	pid_t pid;
+	int userns; /* not root: an fd of the sandbox's user namespace, else -1 */
 	int (*netns)(void *arg, int *route, ar_error_t *err);
 	int (*beside)(void *arg, ar_error_t *err);
 	void *arg;

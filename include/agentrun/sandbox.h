@@ -14,14 +14,18 @@
 #include "agentrun/opts.h"
 #include "agentrun/policy.h"
 
+#define AR_CALLER_PRIVATE_MAX 3
+
 /* Settings of one run that are not part of the policy. */
 struct ar_run_opts {
-	bool no_cgroups;	 /* --no-cgroups: run without limits instead of failing closed */
-	bool no_tty;		 /* --no-tty: no pty of its own even when stdin is a terminal */
-	const char *caller_home; /* the caller's $HOME, hidden in the host root view */
-	const char *term;	 /* the caller's $TERM, passed through when set */
-	const char *cwd;	 /* the caller's working directory: kept when the sandbox
-				    shows it, else / */
+	bool no_cgroups; /* --no-cgroups: run without limits instead of failing closed */
+	bool no_tty;	 /* --no-tty: no pty of its own even when stdin is a terminal */
+	/* the caller's own places, hidden in the host root view wherever they are: $HOME,
+	 * the home passwd names, $XDG_RUNTIME_DIR (entries may be NULL) */
+	const char *caller_private[AR_CALLER_PRIVATE_MAX];
+	const char *term; /* the caller's $TERM, passed through when set */
+	const char *cwd;  /* the caller's working directory: kept when the sandbox
+			     shows it, else / */
 	/* network (docs/network.md) */
 	const char *policy_path; /* --policy FILE, recorded in the sandbox's state */
 	const char *audit_path;	 /* --audit FILE: the proxy's audit (default: state dir) */
@@ -116,9 +120,10 @@ struct ar_mount_plan {
 	size_t n_ops;
 };
 
-/* Build the ordered list of mounts for p. caller_home (may be NULL) is hidden too
- * in the host root view. Errors name the policy field (relative or duplicate targets). */
-int ar_mount_plan_build(const struct ar_policy *p, const char *caller_home,
+/* Build the ordered list of mounts for p. caller_private (NULL, or
+ * AR_CALLER_PRIVATE_MAX paths, each may be NULL) is hidden too in the host root view.
+ * Errors name the policy field (relative or duplicate targets). */
+int ar_mount_plan_build(const struct ar_policy *p, const char *const *caller_private,
 			struct ar_mount_plan *plan, ar_error_t *err);
 void ar_mount_plan_free(struct ar_mount_plan *plan);
 /* Append a private read-only copy of the open file fd (not owned; open until the

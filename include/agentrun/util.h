@@ -71,7 +71,7 @@ int ar_write_file(const char *path, const char *data, size_t len, ar_error_t *er
  * proxy child. Send: 0, or -1 with errno (EPIPE, never SIGPIPE); n may be 0. Receive:
  * 1 with the byte, *n descriptors (close-on-exec) in fds; 0 at EOF; -1 with errno
  * (EMSGSIZE: more than max came, or a truncated message: none is kept open). */
-#define AR_FDS_MAX 8
+#define AR_FDS_MAX 72 /* the proxy's listeners: one explicit, two DNS, up to 64 captured */
 int ar_send_fds(int sock, char byte, const int *fds, size_t n);
 int ar_recv_fds(int sock, char *byte, int *fds, size_t max, size_t *n);
 /* A memfd holding text, sealed against any change (a file the sandbox is given, such

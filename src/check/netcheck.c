@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -102,33 +104,54 @@ static int eth0_address(int ns, int host, struct ar_check_net_facts *f, ar_error
 	return 0;
 }
 
-/* The proxy's listener, taken from the proxy (pidfd_getfd), gives its netns. */
-static int proxy_netns(pid_t proxy, const char *ip, int port)
+/* The proxy's listeners, taken from the proxy (pidfd_getfd) before this process enters
+ * a user's sandbox's user namespace (ar_check_enter_userns): a user's proxy lives in a
+ * user namespace of its own, beside that one, where the caller has every capability
+ * from its own namespace only. Held for the one check this process makes. */
+static int held[AR_FDS_MAX];
+static size_t n_held;
+
+static void hold_listeners(pid_t proxy)
 {
 	char dir[64];
-	int pidfd = (int)syscall(SYS_pidfd_open, proxy, 0), ns = -1;
+	int pidfd = (int)syscall(SYS_pidfd_open, proxy, 0);
 	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)proxy);
 	DIR *d = pidfd == -1 ? NULL : opendir(dir);
 	struct dirent *e;
-	while (d && ns == -1 && (e = readdir(d)) != NULL) {
-		int target = atoi(e->d_name), yes = 0;
-		struct sockaddr_in sa;
-		socklen_t len = sizeof(sa), ylen = sizeof(yes);
-		char name[INET_ADDRSTRLEN];
-		ar_autoclose int fd =
-		    e->d_name[0] == '.' ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, target, 0);
-		if (fd == -1 || getsockname(fd, (struct sockaddr *)&sa, &len) == -1 ||
-		    sa.sin_family != AF_INET ||
-		    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &yes, &ylen) == -1 || !yes)
-			continue;
-		inet_ntop(AF_INET, &sa.sin_addr, name, sizeof(name));
-		if (strcmp(name, ip) == 0 && ntohs(sa.sin_port) == port)
-			ns = ioctl(fd, SIOCGSKNS);
+	while (d && n_held < AR_ARRAY_SIZE(held) && (e = readdir(d)) != NULL) {
+		int yes = 0;
+		socklen_t ylen = sizeof(yes);
+		int fd = e->d_name[0] == '.'
+			     ? -1
+			     : (int)syscall(SYS_pidfd_getfd, pidfd, atoi(e->d_name), 0);
+		if (fd >= 0 && getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &yes, &ylen) == 0 && yes)
+			held[n_held++] = fd;
+		else if (fd >= 0)
+			close(fd);
 	}
 	if (d)
 		closedir(d);
 	if (pidfd >= 0)
 		close(pidfd);
+}
+
+/* The listener on ip:port among the proxy's gives its netns. */
+static int proxy_netns(pid_t proxy, const char *ip, int port)
+{
+	int ns = -1;
+	if (n_held == 0)
+		hold_listeners(proxy);
+	for (size_t i = 0; i < n_held && ns == -1; i++) {
+		struct sockaddr_in sa;
+		socklen_t len = sizeof(sa);
+		char name[INET_ADDRSTRLEN];
+		if (getsockname(held[i], (struct sockaddr *)&sa, &len) == -1 ||
+		    sa.sin_family != AF_INET)
+			continue;
+		inet_ntop(AF_INET, &sa.sin_addr, name, sizeof(name));
+		if (strcmp(name, ip) == 0 && ntohs(sa.sin_port) == port)
+			ns = ioctl(held[i], SIOCGSKNS);
+	}
 	return ns;
 }
 
@@ -190,10 +213,39 @@ static void expected_plan(struct ar_check_net_facts *f, int port)
 		 port);
 }
 
+/* Not root: a user's sandbox's netns, and its proxy netns, belong to the sandbox's
+ * user namespace, and setns into a netns needs CAP_SYS_ADMIN over it and over our own
+ * user namespace. The owner of that namespace (the caller) may enter it, with every
+ * capability there: for good (check is short-lived and single-threaded here), and
+ * undumpable first, so that nothing in the sandbox could trace this process by its
+ * uid. There, the caller's own netns is out of reach for good: "home" between the reads
+ * becomes a fresh, empty netns of that namespace, where a later socket reaches
+ * nothing. A namespace not ours is left alone: setns fails and the error says so. */
+int ar_check_enter_userns(pid_t pid, pid_t proxy, ar_error_t *err)
+{
+	char path[64];
+	struct stat ours, theirs;
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	if (geteuid() == 0 || stat(path, &theirs) == -1 ||
+	    stat("/proc/self/ns/user", &ours) == -1 ||
+	    (ours.st_ino == theirs.st_ino && ours.st_dev == theirs.st_dev))
+		return 0;
+	ar_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (proxy > 0 && n_held == 0)
+		hold_listeners(proxy);
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1 || fd == -1 ||
+	    setns(fd, CLONE_NEWUSER) == -1 || unshare(CLONE_NEWNET) == -1)
+		return ar_error_make(err, errno, "enter the user namespace of the sandbox (pid %d)",
+				     (int)pid);
+	return 0;
+}
+
 int ar_check_net_read(pid_t pid, pid_t proxy_pid, int port, struct ar_check_net_facts **out,
 		      ar_error_t *err)
 {
 	char path[64];
+	if (ar_check_enter_userns(pid, proxy_pid, err) == -1)
+		return -1;
 	struct ar_check_net_facts *f = ar_xcalloc(1, sizeof(*f));
 	f->capture = -1;
 	ar_autoclose int host = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);

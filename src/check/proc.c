@@ -52,6 +52,25 @@ static int read_status(pid_t pid, struct ar_proc_facts *f, ar_error_t *err)
 	return 0;
 }
 
+/* "ID ID 1", one line: the id mapped to itself, and nothing else. */
+static bool identity_map(pid_t pid, const char *file, unsigned id)
+{
+	char path[64];
+	unsigned a, b, n;
+	int end = 0;
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	ar_autofree char *text = slurp(path, NULL);
+	return text != NULL && sscanf(text, " %u %u %u %n", &a, &b, &n, &end) == 3 &&
+	       text[end] == '\0' && a == id && b == id && n == 1;
+}
+
+static void read_keep_id(pid_t pid, struct ar_proc_facts *f)
+{
+	/* one id of length 1: never the host's user namespace, which maps them all */
+	f->keep_id = identity_map(pid, "uid_map", f->status.uid[0]) &&
+		     identity_map(pid, "gid_map", f->status.gid[0]);
+}
+
 static int read_mounts(pid_t pid, struct ar_proc_facts *f, ar_error_t *err)
 {
 	char path[64];
@@ -300,9 +319,11 @@ int ar_check_proc_read(pid_t pid, struct ar_proc_facts **out, ar_error_t *err)
 {
 	ar_autoproc_facts struct ar_proc_facts *f = ar_xcalloc(1, sizeof(*f));
 	f->pid = pid;
-	if (read_status(pid, f, err) < 0 || read_mounts(pid, f, err) < 0)
+	read_namespaces(pid, f); /* while ours are still the caller's, to compare with */
+	if (ar_check_enter_userns(pid, 0, err) < 0 || read_status(pid, f, err) < 0 ||
+	    read_mounts(pid, f, err) < 0)
 		return -1;
-	read_namespaces(pid, f);
+	read_keep_id(pid, f);
 	read_cgroups(pid, f);
 	read_env_net(pid, f);
 	read_visible(pid, f);

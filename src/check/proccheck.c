@@ -36,18 +36,23 @@ static bool ids_text(const unsigned int ids[4], unsigned int want, char *buf, si
 /* No `user` in the policy: run gives each sandbox a uid/gid of its own from the
  * dynamic range, the same number for both; a container rendered from the policy runs
  * as the rendered default (p->uid:p->gid, 1000:1000), which a renderer must fix in
- * advance. Either is the policy's; anything else is drift. */
+ * advance; run by an ordinary user, the caller's own uid and gid, mapped to themselves
+ * (keep-id). Each is the policy's; anything else is drift. */
 static void check_dynamic_ids(const struct ctx *c)
 {
 	const unsigned int *u = c->f->status.uid, *g = c->f->status.gid;
 	char have[64];
+	if (c->f->keep_id && ids_text(u, u[0], have, sizeof(have)) &&
+	    ids_text(g, g[0], have, sizeof(have)))
+		return;
 	bool all = ids_text(u, u[0], have, sizeof(have)) && ids_text(g, u[0], have, sizeof(have));
 	if (all && u[0] >= AR_DYNAMIC_UID_MIN && u[0] <= AR_DYNAMIC_UID_MAX)
 		return;
 	snprintf(have, sizeof(have), "uid %u gid %u", u[0], g[0]);
 	ar_autofree char *want = ar_xasprintf(
-	    "a dynamic uid = gid in %d-%d (agentrun run) or %u:%u (rendered)", AR_DYNAMIC_UID_MIN,
-	    AR_DYNAMIC_UID_MAX, (unsigned)c->p->uid, (unsigned)c->p->gid);
+	    "a dynamic uid = gid in %d-%d (agentrun run), the caller's own (agentrun run by a "
+	    "user) or %u:%u (rendered)",
+	    AR_DYNAMIC_UID_MIN, AR_DYNAMIC_UID_MAX, (unsigned)c->p->uid, (unsigned)c->p->gid);
 	add(c, "user", want, have,
 	    "agentrun run (a policy without `user` gets a dynamic uid) or the rendered config");
 }

@@ -209,10 +209,12 @@ static int proc_findings(const struct check_opts *o, const struct ar_policy *p,
 	ar_autoproc_facts struct ar_proc_facts *f = NULL;
 	struct ar_check_net_facts *net = NULL;
 	struct ar_net_state s;
-	if (ar_check_proc_read(o->pid, &f, err) < 0)
-		return ar_error_wrap(err, "--pid %d", (int)o->pid);
-	/* the network facts, through the sandbox's state when agentrun runs it */
+	/* the network facts, through the sandbox's state when agentrun runs it (found, and a
+	 * user's sandbox's user namespace entered, before the process is read) */
 	bool agentrun = ar_net_state_find_pid(o->pid, &s) == 0;
+	if (ar_check_enter_userns(o->pid, agentrun ? s.proxy_pid : 0, err) < 0 ||
+	    ar_check_proc_read(o->pid, &f, err) < 0)
+		return ar_error_wrap(err, "--pid %d", (int)o->pid);
 	if (p->network == AR_NETWORK_PROXY &&
 	    ar_check_net_read(o->pid, agentrun ? s.proxy_pid : 0, p->proxy.port, &net, err) < 0)
 		return ar_error_wrap(err, "--pid %d", (int)o->pid);

@@ -1,6 +1,8 @@
 /* agentrun gc: remove what sandboxes whose agentrun died (SIGKILL, a crash) left
  * behind: their state, /30, proxy and cgroups. `run` does the same at every start.
- * Live sandboxes, and anything not agentrun's, are never touched. */
+ * Live sandboxes, and anything not agentrun's, are never touched. Root's gc sees
+ * root's state (/run/agentrun, the hooks' records, named netns); a user's, the user's
+ * own (ar_net_state_root), never another's. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,11 +22,12 @@ const struct ar_cli_cmd ar_cli_gc = {
     .fn = ar_cmd_gc,
     .summary = "remove what dead sandboxes left behind",
     .synopsis = "gc",
-    .about = "Remove what dead sandboxes left under " AR_NET_STATE_ROOT " (state, address,\n"
-	     "proxy, cgroups) and say what was removed. Live sandboxes are not touched;\n"
-	     "audits stay in " AR_NET_STATE_ROOT "/audit. `run` does the same at every start.",
+    .about = "Remove what the caller's dead sandboxes left (state, address, proxy, cgroups)\n"
+	     "under " AR_NET_STATE_ROOT_SYSTEM " for root, $XDG_RUNTIME_DIR/agentrun for a user,\n"
+	     "and say what was removed. Live sandboxes and other users' are not touched;\n"
+	     "audits stay in the state directory's audit/. `run` does the same at every start.",
     .opts = opts,
-    .exit_status = "0 ok, 2 usage or not root.",
+    .exit_status = "0 ok, 2 usage.",
     .usage_exit = AR_EXIT_USAGE,
 };
 
@@ -58,16 +61,13 @@ int ar_cmd_gc(int argc, char **argv)
 	int status;
 	if (ar_cli_parse(&ar_cli_gc, argc, argv, NULL, &r, &status) != 0)
 		return status;
-	if (geteuid() != 0) {
-		fprintf(stderr, "agentrun: gc: needs root (the state under %s is root's)\n",
-			AR_NET_STATE_ROOT);
-		return AR_EXIT_USAGE;
-	}
 	ar_net_state_foreach(collect, &dead);
-	/* the hook's records first: they say where their proxy's cgroups are */
-	int hooks = ar_hook_gc(AR_HOOK_DIR);
+	/* the hook's records first: they say where their proxy's cgroups are (root's only:
+	 * hooks and named netns need root) */
+	int hooks = geteuid() == 0 ? ar_hook_gc(AR_HOOK_DIR) : 0;
 	int n = hooks + ar_net_gc();
-	n += ar_netns_gc(); /* after: a dead proxy's state is gone by now */
+	if (geteuid() == 0)
+		n += ar_netns_gc(); /* after: a dead proxy's state is gone by now */
 	/* run's cgroup manager sweeps at every start; an explicit gc does it too */
 	int cgroups = ar_cgroup_sweep();
 	say_removed(&dead);

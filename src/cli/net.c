@@ -23,8 +23,8 @@
 #include "agentrun/util.h"
 
 #define CMD	     "net"
-#define AR_NETNS_DIR AR_NET_STATE_ROOT "/netns"
-#define NAME_MAX_LEN 32 /* netns-NAME fits the state's name */
+#define AR_NETNS_DIR AR_NET_STATE_ROOT_SYSTEM "/netns" /* root only */
+#define NAME_MAX_LEN 32				       /* netns-NAME fits the state's name */
 
 struct args {
 	bool up;
@@ -97,7 +97,7 @@ static int up(const struct args *a, ar_error_t *err)
 	if (geteuid() != 0)
 		return ar_error_make(err, 0, "up needs root (a netns, a veth, a bind mount)");
 	abs = ar_xstrdup(p->path);
-	if ((mkdir(AR_NET_STATE_ROOT, 0711) == -1 && errno != EEXIST) ||
+	if ((mkdir(AR_NET_STATE_ROOT_SYSTEM, 0711) == -1 && errno != EEXIST) ||
 	    (mkdir(AR_NETNS_DIR, 0755) == -1 && errno != EEXIST))
 		return ar_error_make(err, errno, "create `%s`", AR_NETNS_DIR);
 	if (access(path, F_OK) == 0)

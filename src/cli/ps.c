@@ -1,5 +1,6 @@
-/* agentrun ps [--all]: the sandboxes this machine runs: network: proxy ones from their
- * state under /run/agentrun (docs/network.md), with the proxy's allowed/denied counts
+/* agentrun ps [--all]: the caller's sandboxes (root's, or this user's: the state
+ * directory is per user, ar_net_state_root): network: proxy ones from their state
+ * (docs/network.md), with the proxy's allowed/denied counts
  * so far (read from the audit); the others from the record in their uid lease
  * (docs/sandbox.md). Name, PID, uptime, network. */
 #define _GNU_SOURCE
@@ -179,7 +180,8 @@ const struct ar_cli_cmd ar_cli_ps = {
     .about = "List the live sandboxes: name (as `agentrun audit NAME` and `agentrun check\n"
 	     "--name NAME` take it), PID of the sandbox's init, uptime, network (none, or the\n"
 	     "sandbox's address and the proxy listener), and the proxy's allowed and denied\n"
-	     "requests. Sandboxes started by root only (a user's run keeps no record).",
+	     "requests. The caller's own sandboxes only (root's, or yours: each user keeps\n"
+	     "its state apart).",
     .opts = opts,
     .exit_status = "0 ok, 2 usage.",
     .usage_exit = AR_EXIT_USAGE,

@@ -22,12 +22,12 @@
  * directory's lock and, under load, milliseconds. */
 int net_mkdir_root(const char *sub, ar_error_t *err)
 {
-	char path[128];
-	snprintf(path, sizeof(path), "%s/%s", AR_NET_STATE_ROOT, sub ? sub : "");
-	if (access(path, F_OK) == 0)
+	ar_autofree char *path = ar_xasprintf("%s/%s", AR_NET_STATE_ROOT, sub ? sub : "");
+	/* a user's root is checked on every use: another user may have made it first */
+	if (geteuid() == 0 && access(path, F_OK) == 0)
 		return 0;
-	if (mkdir(AR_NET_STATE_ROOT, 0711) == -1 && errno != EEXIST)
-		return ar_error_make(err, errno, "mkdir `%s`", AR_NET_STATE_ROOT);
+	if (ar_net_state_root_make(err) == -1)
+		return -1;
 	if (sub == NULL)
 		return 0;
 	if (mkdir(path, 0700) == -1 && errno != EEXIST)
@@ -40,7 +40,8 @@ int net_lock_entries(ar_error_t *err)
 {
 	if (net_mkdir_root("net", err) == -1)
 		return -1;
-	int fd = open(AR_NET_STATE_ROOT "/net", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ar_autofree char *dir = ar_xasprintf("%s/net", AR_NET_STATE_ROOT);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd == -1)
 		return ar_error_make(err, errno, "open `%s/net`", AR_NET_STATE_ROOT);
 	if (TEMP_FAILURE_RETRY(flock(fd, LOCK_EX)) == -1) {
@@ -104,7 +105,6 @@ int ar_net_alloc(const struct ar_net_range *r, int port, struct ar_net_plan *out
 
 void ar_net_release(const struct ar_net_plan *plan)
 {
-	char path[128];
-	snprintf(path, sizeof(path), "%s/net/%" PRIu32, AR_NET_STATE_ROOT, plan->index);
+	ar_autofree char *path = ar_xasprintf("%s/net/%" PRIu32, AR_NET_STATE_ROOT, plan->index);
 	unlink(path);
 }

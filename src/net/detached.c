@@ -89,7 +89,8 @@ static int start(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_
 				       .cgroup_name = o->no_cgroups ? NULL : cgname,
 				       .detached = true,
 				       .stop_with = o->owner,
-				       .secrets = o->secrets};
+				       .secrets = o->secrets,
+				       .userns_fd = -1};
 	if (ar_net_proxy_start(&po, px, err) == -1)
 		return -1;
 	s->proxy_pid = px->pid;

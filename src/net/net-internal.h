@@ -43,7 +43,8 @@ int net_proxy_uid_lease(uid_t *uid, ar_error_t *err);
  * agentrun wires: lo up, the proxy's own sockets in fds (its listener, then with
  * transparent capture DNS UDP, DNS TCP and the captured TCP listeners) and, with
  * capture, the rule and routes that make every packet from the sandbox local there;
- * the thread is back in its own netns after, whatever happened. */
+ * the thread is back in its own netns after, whatever happened, unless enter was told
+ * to `stay` (a process that ends there: it could not come back). */
 struct net_proxy_netns {
 	int host, ns, route;
 	int fds[AR_NET_PROXY_MAX_FDS];
@@ -51,7 +52,7 @@ struct net_proxy_netns {
 };
 struct ar_policy;
 struct ar_net_plan;
-int net_proxy_netns_enter(struct net_proxy_netns *out, ar_error_t *err);
+int net_proxy_netns_enter(struct net_proxy_netns *out, bool stay, ar_error_t *err);
 int net_proxy_netns_fill(const struct ar_policy *p, const struct ar_net_plan *plan,
 			 struct net_proxy_netns *pn, ar_error_t *err);
 void net_proxy_netns_close(struct net_proxy_netns *pn);

@@ -71,11 +71,6 @@ static int start_network(struct ar_net *n, const struct ar_net_opts *o, ar_error
 {
 	struct ar_net_range range;
 
-	if (geteuid() != 0)
-		return ar_error_make(err, 0,
-				     "%s: network: proxy needs root (the proxy netns and the veth "
-				     "pair); run as root or use network: none",
-				     n->p->origin);
 	if (ar_net_range_current(&range, err) == -1 || net_check_capture(n->p, err) == -1 ||
 	    ar_capture_pool_check(n->p->proxy.dns_pool, range.base, range.prefix, err) == -1 ||
 	    ar_net_alloc(&range, n->p->proxy.port, &n->plan, err) == -1)
@@ -113,7 +108,7 @@ int net_capture_routes(const struct ar_policy *p, struct ar_net_topology *t, ar_
 	return 0;
 }
 
-static int start_proxy(struct ar_net *n, ar_error_t *err)
+static int start_proxy(struct ar_net *n, int userns, ar_error_t *err)
 {
 	char cgname[AR_POLICY_NAME_MAX + 48];
 
@@ -128,6 +123,7 @@ static int start_proxy(struct ar_net *n, ar_error_t *err)
 	     * then runs beside agentrun's teardown instead of after a SIGTERM from it */
 	    .stop_with = n->state.pid,
 	    .secrets = n->secrets,
+	    .userns_fd = userns,
 	};
 	if (ar_net_proxy_start(&po, &n->proxy, err) == -1)
 		return -1;
@@ -149,8 +145,7 @@ int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_ne
 			     .kubeconfig_fd = -1,
 			     .no_cgroups = o->no_cgroups};
 	n->state.net_index = -1;
-	if (geteuid() == 0)
-		ar_net_gc();
+	ar_net_gc(); /* the caller's own: root's, or this user's */
 	snprintf(n->state.name, sizeof(n->state.name), "%s-%d", p->name, (int)getpid());
 	n->state.owner = getpid();
 	n->state.owner_start = ar_net_proc_start(getpid());
@@ -219,7 +214,7 @@ int ar_net_attach(struct ar_net *n, const struct ar_net_sandbox *sb, ar_error_t 
 	if (n->p->network != AR_NETWORK_PROXY)
 		return sb->beside ? sb->beside(sb->arg, err) : 0;
 	/* the proxy first: its setup runs beside the proxy netns' creation */
-	if (start_proxy(n, err) == -1)
+	if (start_proxy(n, sb->userns, err) == -1)
 		return -1;
 	close_fd(&n->audit_fd); /* the proxy has its copies now */
 	close_fd(&n->log_fd);

@@ -8,6 +8,15 @@
  * capabilities in any set, sets no_new_privs and installs seccomp/proxy.json. Then it
  * reports "ok" (or the failing step's message) and serves until SIGTERM.
  *
+ * Run by an ordinary user (docs/rootless.md) the same steps hold, with three changes:
+ * the proxy netns is made by a short-lived grandchild that enters the sandbox's user
+ * namespace first (its owner, the caller, may: that namespace then owns both ends of
+ * the veth, the one way a netlink request from agentrun, which can enter neither, may
+ * join them), while the proxy itself never leaves the caller's user and network
+ * namespaces (it dials out as the caller); the proxy's view needs a user namespace of
+ * its own (mapping the caller to itself, no one else); and it keeps the caller's uid
+ * (no other is the caller's to give).
+ *
  * This is the only file that calls the proxy library (include/agentrun/proxy.h). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,6 +35,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -57,7 +67,8 @@ struct child {
 	const struct ar_cgroup *cg; /* planned by the parent */
 	bool cg_by_child;	    /* v1: made and joined here */
 	struct ar_proxy *px;
-	uid_t uid;     /* leased: its own, dynamic */
+	uid_t uid;     /* leased: its own, dynamic (not root: the caller's) */
+	bool rootless; /* o->userns_fd >= 0 */
 	int uid_lease; /* held until the proxy exits */
 	struct ar_seccomp *seccomp;
 	struct ar_proxy_tls *tls; /* with secrets: the sandbox CA and the upstream trust */
@@ -100,9 +111,10 @@ static int die_with_parent(struct child *c, ar_error_t *err)
  * pipes of the sandbox must not reach it. */
 static int close_inherited(struct child *c, ar_error_t *err)
 {
-	int keep[] = {c->chan, c->cgchan, c->o->audit_fd, c->o->log_fd, c->report, c->stop_fd};
+	int keep[] = {c->chan,	 c->cgchan,  c->o->audit_fd, c->o->log_fd,
+		      c->report, c->stop_fd, c->o->userns_fd};
 	size_t n = AR_ARRAY_SIZE(keep);
-	for (size_t i = 1; i < n; i++) /* insertion sort, n is 6 */
+	for (size_t i = 1; i < n; i++) /* insertion sort, n is 7 */
 		for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
 			int t = keep[j];
 			keep[j] = keep[j - 1];
@@ -151,6 +163,23 @@ static int enter_cgroup(struct child *c, ar_error_t *err)
 	return r == -1 ? ar_error_wrap(err, "proxy cgroup") : 0;
 }
 
+/* The atime flags of the mount src lies on: in a user namespace (not root) a bind's
+ * remount must repeat them, they are locked. */
+static unsigned long atime_flags(const char *src)
+{
+	struct statvfs sv;
+	unsigned long fl = 0;
+	if (statvfs(src, &sv) == -1)
+		return 0;
+	if (sv.f_flag & ST_NOATIME)
+		fl |= MS_NOATIME;
+	if (sv.f_flag & ST_NODIRATIME)
+		fl |= MS_NODIRATIME;
+	if (sv.f_flag & ST_RELATIME)
+		fl |= MS_RELATIME;
+	return fl;
+}
+
 static int bind_ro(const char *src, const char *name, bool dev, ar_error_t *err)
 {
 	char dst[64];
@@ -158,6 +187,7 @@ static int bind_ro(const char *src, const char *name, bool dev, ar_error_t *err)
 
 	if (access(src, R_OK) == -1)
 		return 0; /* what is absent, c-ares does without */
+	fl |= atime_flags(src);
 	snprintf(dst, sizeof(dst), PROXY_ROOT "/%s", name);
 	ar_autoclose int fd = open(dst, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
 	if (fd == -1)
@@ -260,6 +290,9 @@ static void free_cap(cap_t *c)
  * /run/agentrun, which the view hides. */
 static int lease_uid(struct child *c, ar_error_t *err)
 {
+	c->uid = geteuid();
+	if (c->rootless)
+		return 0;
 	c->uid_lease = net_proxy_uid_lease(&c->uid, err);
 	return c->uid_lease == -1 ? -1 : 0;
 }
@@ -273,8 +306,11 @@ static int drop_privileges(struct child *c, ar_error_t *err)
 	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == -1 && errno != EINVAL)
 			return ar_error_make(err, errno, "proxy: drop the bounding set");
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) == -1 ||
-	    setgroups(1, &g) == -1 || setresgid(g, g, g) == -1 || setresuid(u, u, u) == -1)
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) == -1)
+		return ar_error_make(err, errno, "proxy: clear the ambient set");
+	/* not root: the caller's uid already, and setgroups is denied in its namespace */
+	if (!c->rootless &&
+	    (setgroups(1, &g) == -1 || setresgid(g, g, g) == -1 || setresuid(u, u, u) == -1))
 		return ar_error_make(err, errno, "proxy: drop to uid %u", (unsigned)u);
 	/* permitted and effective went with the uid change; inheritable did not */
 	__attribute__((cleanup(free_cap))) cap_t none = cap_init();
@@ -286,9 +322,9 @@ static int drop_privileges(struct child *c, ar_error_t *err)
 /* First, since agentrun waits for it: the proxy netns, sent to agentrun with a route
  * socket opened there (SCM_RIGHTS) as soon as it exists; while agentrun wires the veth
  * into it, our listeners in it (made while privileged: IP_TRANSPARENT). */
-static int make_netns(struct child *c, ar_error_t *err)
+static int make_netns_here(struct child *c, bool stay, ar_error_t *err)
 {
-	if (net_proxy_netns_enter(&c->pn, err) == -1)
+	if (net_proxy_netns_enter(&c->pn, stay, err) == -1)
 		return -1;
 	int fds[2] = {c->pn.ns, c->pn.route};
 	int sent = ar_send_fds(c->chan, 'n', fds, 2);
@@ -301,6 +337,91 @@ static int make_netns(struct child *c, ar_error_t *err)
 	if (sent == -1)
 		_exit(1); /* agentrun gave up, and says why */
 	return r;
+}
+
+/* Not root, in a grandchild: in the sandbox's user namespace (whose owner we are, so
+ * setns gives us every capability there) the same netns work as above, its listeners
+ * sent back; it exits there, never to come back to the host netns (it could not: no
+ * capability over the caller's own namespaces). Its failure goes to agentrun straight
+ * through the report pipe it shares with us. */
+__attribute__((noreturn)) static void netns_grandchild(struct child *c, int back)
+{
+	ar_auto_error ar_error_t err = NULL;
+
+	if (setns(c->o->userns_fd, CLONE_NEWUSER) == -1)
+		ar_error_make(&err, errno, "proxy: enter the sandbox's user namespace");
+	else
+		make_netns_here(c, true, &err);
+	if (err == NULL && ar_send_fds(back, 'f', c->pn.fds, c->pn.n_fds) == 0)
+		_exit(0);
+	const char *m = err ? err->msg : "proxy: hand over its listeners";
+	if (ar_write_all(c->report, m, strlen(m)) == -1) {
+		/* nobody to tell */
+	}
+	_exit(1);
+}
+
+static int make_netns_in_userns(struct child *c, ar_error_t *err)
+{
+	int sp[2];
+	char b = 0;
+	size_t n = 0;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == -1)
+		return ar_error_make(err, errno, "proxy: socketpair");
+	pid_t pid = fork();
+	if (pid == -1)
+		return ar_error_make(err, errno, "proxy: fork");
+	if (pid == 0) {
+		close(sp[0]);
+		netns_grandchild(c, sp[1]);
+	}
+	close(sp[1]);
+	close(c->chan); /* the grandchild's to use */
+	c->chan = -1;
+	close(c->o->userns_fd); /* ours no longer: nothing later enters it */
+	int r = ar_recv_fds(sp[0], &b, c->pn.fds, AR_ARRAY_SIZE(c->pn.fds), &n);
+	close(sp[0]);
+	TEMP_FAILURE_RETRY(waitpid(pid, NULL, 0));
+	if (r != 1 || b != 'f')
+		_exit(1); /* the grandchild told agentrun why */
+	c->pn.n_fds = n;
+	return 0;
+}
+
+static int make_netns(struct child *c, ar_error_t *err)
+{
+	return c->rootless ? make_netns_in_userns(c, err) : make_netns_here(c, false, err);
+}
+
+/* Not root: a mount namespace (mount_view) needs a user namespace of our own, where
+ * the caller maps to itself and to no one else. It leaves the netns as it is (the
+ * caller's: upstream sockets are made there) and gives no capability outside it. */
+static int own_userns(struct child *c, ar_error_t *err)
+{
+	char map[64];
+	const struct {
+		const char *file;
+		unsigned id;
+	} maps[] = {
+	    {"uid_map", (unsigned)geteuid()}, {"setgroups", 0}, {"gid_map", (unsigned)getegid()}};
+
+	if (!c->rootless)
+		return 0;
+	if (unshare(CLONE_NEWUSER) == -1)
+		return ar_error_make(err, errno, "proxy: unshare (a user namespace of its own)");
+	for (size_t i = 0; i < AR_ARRAY_SIZE(maps); i++) {
+		char path[32];
+		snprintf(path, sizeof(path), "/proc/self/%s", maps[i].file);
+		if (strcmp(maps[i].file, "setgroups") == 0)
+			snprintf(map, sizeof(map), "deny");
+		else
+			snprintf(map, sizeof(map), "%u %u 1\n", maps[i].id, maps[i].id);
+		ar_autoclose int fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd == -1 || ar_write_all(fd, map, strlen(map)) == -1)
+			return ar_error_make(err, errno, "proxy: write %s", path);
+	}
+	return 0;
 }
 
 /* The program precompiled at build time (cmake/seccomp_bpfgen.c), valid with the
@@ -348,7 +469,9 @@ static const struct {
     {make_netns},	/* the proxy netns, our listeners in it; for agentrun to wire */
     {lease_uid},	/* a dynamic uid of its own, leased for its lifetime */
     {enter_cgroup},	/* its own small memory/pids limit */
-    {prepare_secrets},	/* values, TLS module, sandbox CA: before the view hides them */
+    {own_userns},	/* not root: what mount_view needs, nothing more */
+    {prepare_secrets},	/* values, TLS module, sandbox CA: before the view hides them
+			   (after own_userns: a process not dumpable cannot write its maps) */
     {mount_view},	/* nothing of the host's files but the resolver's */
     {compile_seccomp},	/* the embedded profile */
     {build_proxy},	/* while the resolver's files are still readable by uid 0 */
@@ -436,6 +559,7 @@ static void close_child_fds(struct child *c)
 int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *px, ar_error_t *err)
 {
 	struct child c = {.o = o,
+			  .rootless = o->userns_fd >= 0,
 			  .parent = getpid(),
 			  .chan = -1,
 			  .cgchan = -1,

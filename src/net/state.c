@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +61,7 @@ bool ar_net_proc_alive(pid_t pid, uint64_t start)
 
 const char *ar_net_state_dir(const char *name)
 {
-	static char path[sizeof(AR_NET_STATE_ROOT) + AR_POLICY_NAME_MAX + 24];
+	static char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/%s", AR_NET_STATE_ROOT, name);
 	return path;
 }
@@ -184,6 +185,8 @@ int ar_net_state_read(const char *name, struct ar_net_state *s, ar_error_t *err)
 
 	memset(s, 0, sizeof(*s));
 	s->net_index = -1;
+	if (!ar_net_state_root_trusted())
+		return ar_error_make(err, ENOENT, "`%s`", file);
 	if (ar_read_file(file, 1 << 16, &text, NULL, err) == -1)
 		return -1;
 	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -213,7 +216,7 @@ void ar_net_state_remove(const char *name)
 
 int ar_net_state_foreach(int (*fn)(const struct ar_net_state *s, void *data), void *data)
 {
-	DIR *d = opendir(AR_NET_STATE_ROOT);
+	DIR *d = ar_net_state_root_trusted() ? opendir(AR_NET_STATE_ROOT) : NULL;
 	struct dirent *e;
 	int r = 0;
 
@@ -260,7 +263,8 @@ static int gc_one(const struct ar_net_state *s, void *data)
 
 static bool has_dead_entry(void)
 {
-	DIR *d = opendir(AR_NET_STATE_ROOT "/net");
+	ar_autofree char *dir = ar_xasprintf("%s/net", AR_NET_STATE_ROOT);
+	DIR *d = ar_net_state_root_trusted() ? opendir(dir) : NULL;
 	struct dirent *e;
 	bool dead = false;
 	while (d && !dead && (e = readdir(d)) != NULL)
@@ -342,6 +346,10 @@ static char *newest_audit(const char *name, size_t *count)
 	size_t len = strlen(name);
 
 	*count = 0;
+	if (d != NULL && !ar_net_state_root_trusted()) {
+		closedir(d);
+		d = NULL;
+	}
 	if (d == NULL)
 		return NULL;
 	while ((e = readdir(d)) != NULL) {
@@ -440,6 +448,11 @@ static int find_netns(const struct ar_net_state *s, void *data)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)s->pid);
 	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0) {
+		/* a user's sandbox: its init is not dumpable, its command may be read */
+		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)ar_net_state_command_pid(s));
+		n = readlink(path, link, sizeof(link) - 1);
+	}
 	if (n <= 0)
 		return 0;
 	link[n] = '\0';

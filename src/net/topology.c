@@ -219,6 +219,8 @@ void net_proxy_netns_close(struct net_proxy_netns *pn)
 
 static void back_home(struct net_proxy_netns *pn)
 {
+	if (pn->host < 0)
+		return; /* made to stay (net_proxy_netns_enter) */
 	if (setns(pn->host, CLONE_NEWNET) == -1)
 		abort(); /* every later socket would be made in the wrong netns */
 	close(pn->host);
@@ -238,11 +240,12 @@ static int proxy_ns_first(struct net_proxy_netns *pn, ar_error_t *err)
 	return pn->route == -1 ? -1 : 0;
 }
 
-int net_proxy_netns_enter(struct net_proxy_netns *out, ar_error_t *err)
+int net_proxy_netns_enter(struct net_proxy_netns *out, bool stay, ar_error_t *err)
 {
 	*out = (struct net_proxy_netns){.host = -1, .ns = -1, .route = -1};
-	out->host = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (out->host == -1)
+	if (!stay)
+		out->host = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (!stay && out->host == -1)
 		return ar_error_make(err, errno, "network: open this process's netns");
 	if (ar_net_unshare("the proxy netns", err) == -1) {
 		net_proxy_netns_close(out);

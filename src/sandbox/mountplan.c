@@ -74,7 +74,19 @@ static bool already_hidden(const struct ar_mount_plan *plan, const char *path)
 	return false;
 }
 
-static void add_hidden(const struct ar_policy *p, const char *caller_home,
+/* The caller's own places (its homes, its runtime directory with the SSH agent, D-Bus,
+ * Wayland and keyring sockets): absent from the view already when they lie under
+ * /home, /root or /run; hidden by name when they lie in a directory the view shows
+ * (/opt, /etc, /usr), since an agent running as the caller's uid could read them. */
+static void hide_caller_private(const struct ar_policy *p, const char *path,
+				struct ar_mount_plan *plan)
+{
+	if (path != NULL && path[0] == '/' && path[1] != '\0' && strstr(path, "/..") == NULL &&
+	    !already_hidden(plan, path) && !is_tmpfs_target(p, path))
+		add(plan, AR_MNT_HIDE, NULL, path, true, ar_xasprintf("the caller's own %s", path));
+}
+
+static void add_hidden(const struct ar_policy *p, const char *const *caller_private,
 		       struct ar_mount_plan *plan)
 {
 	for (size_t i = 0; i < AR_ARRAY_SIZE(hidden_paths); i++)
@@ -82,10 +94,8 @@ static void add_hidden(const struct ar_policy *p, const char *caller_home,
 		if (!is_tmpfs_target(p, hidden_paths[i]))
 			add(plan, AR_MNT_HIDE, NULL, hidden_paths[i], true,
 			    ar_xstrdup("hidden path"));
-	if (caller_home != NULL && caller_home[0] == '/' && caller_home[1] != '\0' &&
-	    strstr(caller_home, "/..") == NULL && !already_hidden(plan, caller_home) &&
-	    !is_tmpfs_target(p, caller_home))
-		add(plan, AR_MNT_HIDE, NULL, caller_home, true, ar_xstrdup("the caller's $HOME"));
+	for (size_t i = 0; caller_private != NULL && i < AR_CALLER_PRIVATE_MAX; i++)
+		hide_caller_private(p, caller_private[i], plan);
 }
 
 static int check_target(const char *origin, const char *field, size_t i, const char *target,
@@ -153,12 +163,12 @@ void ar_mount_plan_rebind(struct ar_mount_plan *plan, const char *target, const 
 	}
 }
 
-int ar_mount_plan_build(const struct ar_policy *p, const char *caller_home,
+int ar_mount_plan_build(const struct ar_policy *p, const char *const *caller_private,
 			struct ar_mount_plan *plan, ar_error_t *err)
 {
 	*plan = (struct ar_mount_plan){.host_root = p->rootfs == NULL, .rootfs = p->rootfs};
 	if (plan->host_root)
-		add_hidden(p, caller_home, plan);
+		add_hidden(p, caller_private, plan);
 	/* in a rootfs these must exist: nothing is created in a read-only root */
 	const char *fresh = plan->host_root ? NULL : "rootfs";
 	add(plan, AR_MNT_PROC, NULL, "/proc", false,

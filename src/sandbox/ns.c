@@ -41,8 +41,10 @@ pid_t sandbox_clone(struct sandbox *sb, ar_error_t *err)
 	/* fork-like raw clone: the child runs on a copy of our stack, no stack to manage */
 	long pid = syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
 	if (pid == -1)
-		return ar_error_make(err, errno, "clone (new pid, mount, uts, ipc%s namespaces)",
-				     sb->userns ? ", user" : "");
+		return ar_error_make(
+		    err, errno, "clone (new pid, mount, uts, ipc%s namespaces%s)",
+		    sb->userns ? ", user" : "",
+		    sb->userns && errno == ENOSPC ? ": user.max_user_namespaces is reached" : "");
 	if (pid > 0 && sb->cpus_saved)
 		start_elsewhere(sb, (pid_t)pid);
 	return (pid_t)pid;

@@ -35,14 +35,28 @@ static int need_ns(const char *ns, const char *what, ar_error_t *err)
 	return 0;
 }
 
-/* Knobs that turn unprivileged user namespaces off, and the value that means "off". */
+/* The settings that refuse unprivileged user namespaces (docs/rootless.md follows this
+ * table): the value that refuses, and the fix. Read before anything is made, so that
+ * such a host gets one line naming the setting, not a failure deep in the start (with
+ * Ubuntu's AppArmor restriction the clone even succeeds, into a namespace with no
+ * capabilities). */
 static const struct {
-	const char *path;
+	const char *name, *path;
 	int off;
+	bool apparmor; /* lifted for agentrun by its AppArmor profile */
+	const char *fix;
 } userns_knobs[] = {
-    {"/proc/sys/user/max_user_namespaces", 0},
-    {"/proc/sys/kernel/unprivileged_userns_clone", 0},		   /* Debian's patch */
-    {"/proc/sys/kernel/apparmor_restrict_unprivileged_userns", 1}, /* Ubuntu 24.04+ */
+    {"user.max_user_namespaces", "/proc/sys/user/max_user_namespaces", 0, false,
+     "as root: sysctl -w user.max_user_namespaces=15000 (and in /etc/sysctl.d/ to keep it)"},
+    /* Debian's patch, before Debian 11 */
+    {"kernel.unprivileged_userns_clone", "/proc/sys/kernel/unprivileged_userns_clone", 0, false,
+     "as root: sysctl -w kernel.unprivileged_userns_clone=1 (and in /etc/sysctl.d/ to keep it)"},
+    /* Ubuntu 23.10+ */
+    {"kernel.apparmor_restrict_unprivileged_userns",
+     "/proc/sys/kernel/apparmor_restrict_unprivileged_userns", 1, true,
+     "as root: install agentrun's AppArmor profile (install -m 644 profiles/apparmor/agentrun "
+     "/etc/apparmor.d/agentrun && apparmor_parser -r /etc/apparmor.d/agentrun; "
+     "docs/rootless.md), or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"},
 };
 
 static int read_int(const char *path, int *value)
@@ -55,17 +69,30 @@ static int read_int(const char *path, int *value)
 	return 0;
 }
 
+/* Confined by an AppArmor profile (ours grants `userns`): the restriction then is the
+ * profile's to lift, and the kernel's to enforce; unconfined, it applies. */
+static bool apparmor_confined(void)
+{
+	char label[256] = "";
+	ar_autoclose int fd = open("/proc/self/attr/apparmor/current", O_RDONLY | O_CLOEXEC);
+	if (fd == -1 || read(fd, label, sizeof(label) - 1) <= 0)
+		return false;
+	return strncmp(label, "unconfined", 10) != 0;
+}
+
 static int need_userns(ar_error_t *err)
 {
 	if (need_ns("user", "user namespaces", err) == -1)
 		return -1;
 	for (size_t i = 0; i < AR_ARRAY_SIZE(userns_knobs); i++) {
 		int v;
-		if (read_int(userns_knobs[i].path, &v) == 0 && v == userns_knobs[i].off)
-			return ar_error_make(err, 0,
-					     "preflight: unprivileged user namespaces are disabled "
-					     "(%s is %d); run as root",
-					     userns_knobs[i].path, v);
+		if (read_int(userns_knobs[i].path, &v) == -1 || v != userns_knobs[i].off ||
+		    (userns_knobs[i].apparmor && apparmor_confined()))
+			continue;
+		return ar_error_make(err, 0,
+				     "preflight: this host refuses user namespaces to ordinary "
+				     "users (%s = %d), which agentrun needs without root; fix: %s",
+				     userns_knobs[i].name, v, userns_knobs[i].fix);
 	}
 	return 0;
 }

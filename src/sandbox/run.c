@@ -76,7 +76,7 @@ static int prepare(struct sandbox *sb, ar_error_t *err)
 {
 	if (ar_seccomp_prepare_program(sb->p->seccomp, &sb->seccomp, err) == -1)
 		return -1;
-	if (ar_mount_plan_build(sb->p, sb->o->caller_home, &sb->plan, err) == -1)
+	if (ar_mount_plan_build(sb->p, sb->o->caller_private, &sb->plan, err) == -1)
 		return -1;
 	return sandbox_idmap_prepare(sb, err);
 }
@@ -187,8 +187,28 @@ static int sandbox_netns(void *arg, int *route, ar_error_t *err)
  * limits are independent of the network). */
 static int network_attach(struct sandbox *sb, ar_error_t *err)
 {
-	struct ar_net_sandbox with = {
-	    .pid = sb->pid, .netns = sandbox_netns, .beside = cgroup_late_job, .arg = sb};
+	struct ar_net_sandbox with = {.pid = sb->pid,
+				      .userns = -1,
+				      .netns = sandbox_netns,
+				      .beside = cgroup_late_job,
+				      .arg = sb};
+	/* not root: the proxy netns belongs to the sandbox's user namespace too (the only
+	 * way both ends of the veth are in namespaces one netlink request may touch); the
+	 * proxy child enters it for that alone (docs/rootless.md). Opened now, while the
+	 * init is still dumpable; it names the namespace, not the process. */
+	ar_autoclose int userns = -1;
+	if (sb->userns && sb->p->network == AR_NETWORK_PROXY) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)sb->pid);
+		if ((userns = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+			int e = errno, status = 0;
+			/* it died already (no namespaces left to name): its report says why */
+			if (e == ENOENT && read_report(sb, &status, err) == -1)
+				return -1;
+			return ar_error_make(err, e, "open the sandbox's user namespace");
+		}
+		with.userns = userns;
+	}
 	return ar_net_attach(&sb->net, &with, err);
 }
 

@@ -46,8 +46,7 @@
 #include "agentrun/util.h"
 #include "sandbox-internal.h"
 
-#define UIDS_PARENT "/run/agentrun"
-#define UIDS_DIR    UIDS_PARENT "/.uids"
+#define UIDS_SUB ".uids" /* under AR_NET_STATE_ROOT: root's, or the user's own */
 
 #define RANGE_N	     (AR_DYNAMIC_UID_MAX - AR_DYNAMIC_UID_MIN + 1)
 #define SLOTS_N	     4096 /* record slots of runs with an explicit `user` */
@@ -148,7 +147,9 @@ static int try_lease(int dirfd, const char *name, ar_error_t *err)
 	for (int tries = 0; tries < 4; tries++) {
 		int fd = openat(dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd == -1)
-			return ar_error_make(err, errno, "%s/%s", UIDS_DIR, name), -2;
+			return ar_error_make(err, errno, "%s/" UIDS_SUB "/%s", AR_NET_STATE_ROOT,
+					     name),
+			       -2;
 		if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
 			close(fd);
 			return -1;
@@ -162,13 +163,14 @@ static int try_lease(int dirfd, const char *name, ar_error_t *err)
 
 static int open_dir(ar_error_t *err)
 {
-	if (mkdir(UIDS_PARENT, 0755) == -1 && errno != EEXIST)
-		return ar_error_make(err, errno, "dynamic uid: mkdir %s", UIDS_PARENT);
-	if (mkdir(UIDS_DIR, 0700) == -1 && errno != EEXIST)
-		return ar_error_make(err, errno, "dynamic uid: mkdir %s", UIDS_DIR);
-	int fd = open(UIDS_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	ar_autofree char *dir = ar_xasprintf("%s/" UIDS_SUB, AR_NET_STATE_ROOT);
+	if (ar_net_state_root_make(err) == -1)
+		return -1;
+	if (mkdir(dir, 0700) == -1 && errno != EEXIST)
+		return ar_error_make(err, errno, "dynamic uid: mkdir %s", dir);
+	int fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd == -1)
-		return ar_error_make(err, errno, "dynamic uid: %s", UIDS_DIR);
+		return ar_error_make(err, errno, "dynamic uid: %s", dir);
 	return fd;
 }
 
@@ -213,10 +215,25 @@ static int alloc_uid(struct sandbox *sb, int dirfd, ar_error_t *err)
 	/* a proxy's lease (src/net/uid.c) comes without run options: no `user` to give */
 	return ar_error_make(err, 0,
 			     "dynamic uid: all of %u-%u are host accounts or leased to running "
-			     "sandboxes and their proxies (%s); %s",
-			     AR_DYNAMIC_UID_MIN, AR_DYNAMIC_UID_MAX, UIDS_DIR,
+			     "sandboxes and their proxies (%s/" UIDS_SUB "); %s",
+			     AR_DYNAMIC_UID_MIN, AR_DYNAMIC_UID_MAX, AR_NET_STATE_ROOT,
 			     sb->o != NULL ? "give the policy a `user`"
 					   : "a proxy needs one of its own: stop some sandboxes");
+}
+
+/* In a user namespace the one id mapped is the caller's own: the command runs as the
+ * caller's uid and gid (podman's --userns=keep-id: what it writes to a read-write
+ * mount is the caller's), or as the policy's `user` mapped to the caller. No quota to
+ * split (it is the caller's anyway), so no dynamic uid: a record slot only, under the
+ * caller's own state directory. */
+static int alloc_userns(struct sandbox *sb, ar_error_t *err)
+{
+	sb->uid = sb->p->user_set ? sb->p->uid : sb->outer_uid;
+	sb->gid = sb->p->user_set ? sb->p->gid : sb->outer_gid;
+	ar_autoclose int dirfd = open_dir(err);
+	if (dirfd == -1)
+		return -1;
+	return alloc_slot(sb, dirfd, err);
 }
 
 int sandbox_uid_alloc(struct sandbox *sb, ar_error_t *err)
@@ -224,10 +241,8 @@ int sandbox_uid_alloc(struct sandbox *sb, ar_error_t *err)
 	sb->uid = sb->p->uid;
 	sb->gid = sb->p->gid;
 	sb->uid_lease = -1;
-	/* in a user namespace the one mapped id is the caller's: no quota to split, and
-	 * /run/agentrun is root's (such a run keeps no record) */
 	if (sb->userns)
-		return 0;
+		return alloc_userns(sb, err);
 	if (sb->p->user_set) {
 		ar_autofree char *warning = ar_policy_user_warning(sb->p);
 		if (warning != NULL)
@@ -294,7 +309,8 @@ static bool parse_record(const char *buf, struct ar_sandbox_record *r)
 
 int ar_sandbox_record_foreach(int (*fn)(const struct ar_sandbox_record *r, void *data), void *data)
 {
-	DIR *d = opendir(UIDS_DIR);
+	ar_autofree char *dir = ar_xasprintf("%s/" UIDS_SUB, AR_NET_STATE_ROOT);
+	DIR *d = ar_net_state_root_trusted() ? opendir(dir) : NULL;
 	if (d == NULL)
 		return 0;
 	int ret = 0;

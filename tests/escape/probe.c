@@ -9,6 +9,7 @@
  * that changes state does so in a namespace of its own (mount_private). */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/aio_abi.h>
@@ -22,6 +23,7 @@
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -222,10 +224,86 @@ static long inotify(const char *arg)
 	return fd_result(inotify_init1(IN_CLOEXEC));
 }
 
+/* The caller's other processes (ARG: a host pid of the caller's uid), which a sandbox
+ * running as the caller's uid must not reach: attach (and detach at once), a signal 0,
+ * its environment. */
+static long ptrace_pid(const char *arg)
+{
+	pid_t pid = (pid_t)atoi(arg ? arg : "0");
+	if (ptrace(PTRACE_SEIZE, pid, NULL, NULL) == -1)
+		return -1;
+	ptrace(PTRACE_DETACH, pid, NULL, NULL);
+	return 0;
+}
+
+static long kill_pid(const char *arg)
+{
+	return kill((pid_t)atoi(arg ? arg : "0"), 0) == -1 ? -1 : 0;
+}
+
+static long proc_environ(const char *arg)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%s/environ", arg ? arg : "0");
+	return fd_result(open(path, O_RDONLY | O_CLOEXEC));
+}
+
+/* The caller's sockets: a pathname one (ARG: its path) or an abstract one (ARG: its
+ * name, without the leading NUL): the SSH agent, D-Bus, X11, a keyring daemon. */
+static long connect_unix(const char *arg, int abstract)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	const char *name = arg ? arg : "";
+	if (strlen(name) + 1 >= sizeof(sa.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(sa.sun_path + (abstract ? 1 : 0), name, strlen(name));
+	socklen_t len =
+	    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(name) + (abstract ? 1 : 0));
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return -1;
+	int r = connect(fd, (struct sockaddr *)&sa, len);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return r == -1 ? -1 : 0;
+}
+
+static long unix_path(const char *arg)
+{
+	return connect_unix(arg, 0);
+}
+
+static long unix_abstract(const char *arg)
+{
+	return connect_unix(arg, 1);
+}
+
+static long read_file(const char *arg)
+{
+	return fd_result(open(arg ? arg : "", O_RDONLY | O_CLOEXEC));
+}
+
+/* Write to an existing file (ARG) without creating one: the caller's files outside the
+ * mounts. */
+static long append_file(const char *arg)
+{
+	return fd_result(open(arg ? arg : "", O_WRONLY | O_APPEND | O_CLOEXEC));
+}
+
 static const struct {
 	const char *name;
 	long (*fn)(const char *arg);
 } attempts[] = {
+    {"ptrace_pid", ptrace_pid},
+    {"kill_pid", kill_pid},
+    {"proc_environ", proc_environ},
+    {"unix_path", unix_path},
+    {"unix_abstract", unix_abstract},
+    {"read_file", read_file},
+    {"append_file", append_file},
     {"fd0_walk", fd0_walk},
     {"fd_walk", fd_walk},
     {"proc1_exe", proc1_exe},

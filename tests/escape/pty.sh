@@ -144,9 +144,13 @@ if mode == "kill9":
     print("during:", during, "after kill -9:", flags())
 elif mode == "flood":
     # read nothing for 2 s while the command floods; the input must get through
-    time.sleep(0.5)
+    time.sleep(1.5)  # the sandbox is up (input typed before its start may be flushed)
     os.write(master, b"hello\r")
-    time.sleep(1.5)
+    # up to 10 s on a loaded machine (the flood competes for the CPU), still reading nothing
+    for _ in range(100):
+        if os.path.exists(os.environ["GOT"]) and open(os.environ["GOT"]).read().strip():
+            break
+        time.sleep(0.1)
     print("input while the caller read nothing:", open(os.environ["GOT"]).read().strip() if os.path.exists(os.environ["GOT"]) else "none")
     os.set_blocking(master, False)
     read_for(1.0)

@@ -146,7 +146,7 @@ expect_eq "... TLS too" 1 \
 	"$(count "(captured at 10.77.0.9)" method=TLS host=lit.example.test allowed=True status=200 addr=10.77.0.9)"
 expect_eq "the mismatch: audited 403 with the reason" 1 \
 	"$(count "elsewhere.example.test does not resolve to 10.77.0.9" host=elsewhere.example.test allowed=False status=403)"
-compgen -G "/run/agentrun/$NAME-*" >/dev/null && fail "state is left"
+compgen -G "$AR_STATE/$NAME-*" >/dev/null && fail "state is left"
 
 # A bad pool: refused before anything exists (run 125, render 2), the field named.
 bad() { # WHAT POOL PATTERN [ENV...]
@@ -155,10 +155,10 @@ bad() { # WHAT POOL PATTERN [ENV...]
 	sed "s|\"dns_pool\": \"100.80.0.0/16\"|\"dns_pool\": $pool|" "$POLICY" >"$AR_TMP/bad.json"
 	expect_status "run refuses $what" 125 env "$@" "$AGENTRUN" run --policy "$AR_TMP/bad.json" -- true
 	expect_match "... naming the field" "^agentrun: .*proxy\.dns_pool: .*$pat" "$(cat "$AR_TMP/err")"
-	compgen -G "/run/agentrun/$NAME-*" >/dev/null && fail "$what: state is left"
+	compgen -G "$AR_STATE/$NAME-*" >/dev/null && fail "$what: state is left"
 	[ -n "$(ip netns list 2>/dev/null | grep "$NAME" || true)" ] && fail "$what: a netns is left"
 	[ "$(ip -o link | wc -l)" = 1 ] || fail "$what: a link is left: $(ip -o link)"
-	compgen -G "/run/agentrun/audit/$NAME-*" >/dev/null && fail "$what: an audit file is left"
+	compgen -G "$AR_STATE/audit/$NAME-*" >/dev/null && fail "$what: an audit file is left"
 	[ -z "$(find /sys/fs/cgroup -maxdepth 6 -name "*$NAME*" 2>/dev/null | head -1)" ] ||
 		fail "$what: a cgroup is left"
 }
@@ -173,13 +173,13 @@ bad "the network range in force" '"100.80.0.0/16"' "overlaps the network range i
 sed 's|"dns_pool": "100.80.0.0/16"|"dns_pool": "100.80.0.0/16", "port": 53|' "$POLICY" >"$AR_TMP/p53.json"
 expect_status "proxy.port 53 with capture: 125" 125 "$AGENTRUN" run --policy "$AR_TMP/p53.json" -- true
 expect_eq "... naming the field" "agentrun: $AR_TMP/p53.json: proxy.port: 53 is the DNS stub's port under transparent capture; choose another port or set proxy.transparent to false" "$(cat "$AR_TMP/err")"
-compgen -G "/run/agentrun/$NAME-*" >/dev/null && fail "proxy.port 53: state is left"
+compgen -G "$AR_STATE/$NAME-*" >/dev/null && fail "proxy.port 53: state is left"
 # ... and on a captured port (443; a rule's): refused before anything exists, with capture
 for port in 443 "$LIT"; do
 	sed "s|\"dns_pool\": \"100.80.0.0/16\"|\"dns_pool\": \"100.80.0.0/16\", \"port\": $port|" "$POLICY" >"$AR_TMP/pc.json"
 	expect_status "proxy.port $port (captured) with capture: 125" 125 "$AGENTRUN" run --policy "$AR_TMP/pc.json" -- true
 	expect_eq "... naming the field" "agentrun: $AR_TMP/pc.json: proxy.port $port is a port transparent capture listens on (80, 443 and every port allowed_hosts names): the sandbox's connections to that port on any other address would be refused; choose another port or set proxy.transparent to false" "$(cat "$AR_TMP/err")"
-	compgen -G "/run/agentrun/$NAME-*" >/dev/null && fail "proxy.port $port: state is left"
+	compgen -G "$AR_STATE/$NAME-*" >/dev/null && fail "proxy.port $port: state is left"
 done
 sed 's|"port": 53|"port": 53, "transparent": false|' "$AR_TMP/p53.json" >"$AR_TMP/p53off.json"
 expect_status "proxy.port 53 without capture: runs" 0 "$AGENTRUN" run --policy "$AR_TMP/p53off.json" \

@@ -174,5 +174,5 @@ print(sum(1 for l in open(sys.argv[1]) if json.loads(l)["host"] == "budget.examp
 # refused by the kernel)
 expect_eq "one audit line per connection attempt" 10 "$(grep -vc '"method":"DNS"' "$AUD")"
 grep -q '"addr":"127.0.0.1' "$AUD" || fail "the audit names the dialled address"
-compgen -G "/run/agentrun/$NAME-*" >/dev/null && fail "state is left"
+compgen -G "$AR_STATE/$NAME-*" >/dev/null && fail "state is left"
 finish

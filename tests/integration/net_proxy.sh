@@ -62,7 +62,7 @@ RUN=$!
 wait_file_has "$AR_TMP/out" abstract= 400
 host_net >"$AR_TMP/host.during"
 # a SIGHUP to run's proxy: it has no policy file to re-read and says so (not "reloaded")
-kill -HUP "$(sed -n 's/^proxy_pid=//p' "/run/agentrun/$NAME-$RUN/state")" || fail "no proxy_pid in the state"
+kill -HUP "$(sed -n 's/^proxy_pid=//p' "$AR_STATE/$NAME-$RUN/state")" || fail "no proxy_pid in the state"
 wait "$RUN" || fail "run exited $?: $(cat "$AR_TMP/err")"
 out=$(cat "$AR_TMP/out")
 val() { printf '%s\n' "$out" | sed -n "s/^$1=//p"; }

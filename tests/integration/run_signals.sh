@@ -11,7 +11,7 @@ POLICY="$AR_TMP/web.json"
 printf '{"name": "%s", "allowed_hosts": ["api.example.com"]}\n' "$NAME" >"$POLICY"
 NONE="$AR_TMP/none.json"
 printf '{"name": "%s", "network": "none"}\n' "$NAME" >"$NONE"
-on_exit "rm -rf /run/agentrun/$NAME-*"
+on_exit "rm -rf $AR_STATE/$NAME-*"
 PROBE="$(dirname "$0")/run/signal_start.py"
 
 # the whole start takes 10-20 ms here: 40 runs 0.5 ms apart cover it and beyond
@@ -28,7 +28,7 @@ done
 
 # nothing left: the runs above are all reaped; what a killed agentrun left is gc's
 "$AGENTRUN" gc >/dev/null 2>&1 || true
-expect_eq "no state left" "" "$(find /run/agentrun -maxdepth 1 -name "$NAME-*" 2>/dev/null)"
+expect_eq "no state left" "" "$(find "$AR_STATE" -maxdepth 1 -name "$NAME-*" 2>/dev/null)"
 left=$(find /sys/fs/cgroup -maxdepth 3 -type d -name "agentrun-$NAME-*" 2>/dev/null || true)
 expect_eq "no cgroup left" "" "$left"
 finish

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""netns_limit.py N -- CMD...: run CMD as root of a fresh user namespace (ids 0-65535
-mapped to themselves, so root there acts as root on the host's files) in a fresh
-network namespace, with that user namespace's max_net_namespaces set to N. The fresh
-netns counts as one: N=1 leaves none to make, N=2 one. Used by net_lifecycle.sh to
-fail a start for want of a network namespace. Needs root."""
+"""netns_limit.py [--knob KNOB] N -- CMD...: run CMD as root of a fresh user namespace
+(ids 0-65535 mapped to themselves, so root there acts as root on the host's files) in a
+fresh network namespace, with that user namespace's /proc/sys/user/KNOB (default
+max_net_namespaces) set to N. The fresh netns counts as one of root's: N=1 leaves root
+none to make, N=2 one. Used by net_lifecycle.sh to fail a start for want of a network
+namespace, and by user_refusals.sh (max_user_namespaces 0: a host that refuses user
+namespaces, as seen from inside). Needs root."""
 import ctypes
 import os
 import sys
@@ -13,7 +15,11 @@ libc = ctypes.CDLL(None, use_errno=True)
 
 
 def main():
-    limit, cmd = sys.argv[1], sys.argv[sys.argv.index("--") + 1:]
+    args = sys.argv[1:sys.argv.index("--")]
+    knob = "max_net_namespaces"
+    if args[0] == "--knob":
+        knob, args = args[1], args[2:]
+    limit, cmd = args[0], sys.argv[sys.argv.index("--") + 1:]
     ready_r, ready_w = os.pipe()
     go_r, go_w = os.pipe()
     pid = os.fork()
@@ -28,7 +34,7 @@ def main():
             os._exit(2)
         os.setresgid(0, 0, 0)
         os.setresuid(0, 0, 0)
-        with open("/proc/sys/user/max_net_namespaces", "w") as f:
+        with open("/proc/sys/user/" + knob, "w") as f:
             f.write(limit)
         os.execvp(cmd[0], cmd)
     os.close(ready_w)

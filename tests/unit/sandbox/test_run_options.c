@@ -259,13 +259,19 @@ static void test_plan_host_root(void **state)
 
 	assert_null(apply(p, &o, "--mount", "/srv/logs:/logs"));
 	p->kubeconfig = ar_xstrdup("/home/me/.kube/agent");
-	assert_int_equal(ar_mount_plan_build(p, "/srv/me", &plan, &err), 0);
+	assert_int_equal(
+	    ar_mount_plan_build(
+		p, (const char *[AR_CALLER_PRIVATE_MAX]){"/srv/me", "/opt/me", "/etc/run-me"},
+		&plan, &err),
+	    0);
 	assert_true(plan.host_root);
-	/* credentials inside the allowed directories hidden, and the caller's $HOME;
+	/* credentials inside the allowed directories hidden, and the caller's own places
+	 * ($HOME, passwd's home, $XDG_RUNTIME_DIR) wherever they are;
 	 * /root, /home, /run are absent from the view (mount.c), not hidden here; /tmp
 	 * is a policy tmpfs */
-	static const char *const hidden[] = {"/etc/shadow", "/etc/gshadow", "/etc/kubernetes",
-					     "/etc/rancher", "/srv/me"};
+	static const char *const hidden[] = {"/etc/shadow",  "/etc/gshadow", "/etc/kubernetes",
+					     "/etc/rancher", "/srv/me",	     "/opt/me",
+					     "/etc/run-me"};
 	for (size_t i = 0; i < AR_ARRAY_SIZE(hidden); i++)
 		assert_int_not_equal(find_op(&plan, AR_MNT_HIDE, hidden[i]), SIZE_MAX);
 	assert_int_equal(find_op(&plan, AR_MNT_HIDE, "/home"), SIZE_MAX);
@@ -302,7 +308,8 @@ static void test_plan_rootfs_and_home(void **state)
 	struct ar_mount_plan plan;
 
 	p->rootfs = ar_xstrdup("/srv/image");
-	assert_int_equal(ar_mount_plan_build(p, "/root", &plan, &err), 0);
+	assert_int_equal(
+	    ar_mount_plan_build(p, (const char *[AR_CALLER_PRIVATE_MAX]){"/root"}, &plan, &err), 0);
 	assert_false(plan.host_root);
 	assert_string_equal(plan.rootfs, "/srv/image");
 	for (size_t i = 0; i < plan.n_ops; i++)
@@ -314,14 +321,20 @@ static void test_plan_rootfs_and_home(void **state)
 	/* a $HOME below a hidden directory, or "/", adds nothing */
 	free(p->rootfs);
 	p->rootfs = NULL;
-	assert_int_equal(ar_mount_plan_build(p, "/etc/kubernetes/me", &plan, &err), 0);
+	assert_int_equal(
+	    ar_mount_plan_build(p, (const char *[AR_CALLER_PRIVATE_MAX]){"/etc/kubernetes/me"},
+				&plan, &err),
+	    0);
 	assert_int_equal(find_op(&plan, AR_MNT_HIDE, "/etc/kubernetes/me"), SIZE_MAX);
 	size_t n = plan.n_ops;
 	ar_mount_plan_free(&plan);
-	assert_int_equal(ar_mount_plan_build(p, "/", &plan, &err), 0);
+	assert_int_equal(
+	    ar_mount_plan_build(p, (const char *[AR_CALLER_PRIVATE_MAX]){"/"}, &plan, &err), 0);
 	assert_int_equal(plan.n_ops, n);
 	ar_mount_plan_free(&plan);
-	assert_int_equal(ar_mount_plan_build(p, "relative", &plan, &err), 0);
+	assert_int_equal(
+	    ar_mount_plan_build(p, (const char *[AR_CALLER_PRIVATE_MAX]){"relative"}, &plan, &err),
+	    0);
 	assert_int_equal(plan.n_ops, n);
 	ar_mount_plan_free(&plan);
 }
@@ -336,7 +349,14 @@ static void test_plan_bad_target(void **state)
 	/* the flag is refused as it applies, naming itself */
 	ar_autofree char *msg = apply(p, &o, "--mount", "/a:/");
 	assert_string_equal(msg, "--mount /a:/: target: must not be \"/\", got \"/\"");
-	/* and the plan refuses what a policy struct could still hold */
+	/* and the plan refuses what a policy struct could still hold (the flag's mount,
+	 * applied before its check, replaced by one without a flag) */
+	for (size_t i = 0; i < p->n_mounts; i++) {
+		free(p->mounts[i].source);
+		free(p->mounts[i].target);
+		free(p->mounts[i].flag);
+	}
+	free(p->mounts);
 	p->mounts = ar_xcalloc(1, sizeof(*p->mounts));
 	p->mounts[0] = (struct ar_mount){.source = ar_xstrdup("/a"), .target = ar_xstrdup("/")};
 	p->n_mounts = 1;
