@@ -165,8 +165,8 @@ struct ar_net_proxy_opts {
 	/* The policy's secrets with their placeholders (ar_secrets_new), or NULL: the
 	 * child reads the values, makes the sandbox CA and reports its certificate. */
 	struct ar_secrets *secrets;
-	int userns_fd;	 /* not root: the sandbox's user namespace, which then owns the
-			  * proxy netns too (docs/rootless.md); -1 as root */
+	int userns_fd; /* not root: the sandbox's user namespace, which then owns the
+			* proxy netns too (docs/rootless.md); -1 as root */
 };
 
 /* Fork the proxy: it makes the proxy netns first (lo up, IPv6 off for new links, its
