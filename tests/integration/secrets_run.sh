@@ -64,6 +64,8 @@ contexts:
 current-context: triage
 KUBE
 chmod 600 "$AR_TMP/kubeconfig"
+# as a user (user_secrets.sh), the user's own files
+[ -z "${AR_USER_UID:-}" ] || chown "$AR_USER_UID:$AR_USER_GID" "$AR_TMP/gh-token" "$AR_TMP/kubeconfig"
 chmod 600 "$AR_TMP/gh-token"
 NAME="sec-$$"
 POLICY="$AR_TMP/policy.json"
@@ -105,7 +107,8 @@ for _ in $(seq 1 100); do # until sleep runs with its environment (not its shell
 	grep -qa AR_TEST_REAL_ENV=1 "/proc/$HOLDER/environ" 2>/dev/null && break
 	sleep 0.05
 done
-"$AGENTRUN" check --policy "$POLICY" --pid "$HOLDER" >"$AR_TMP/check.holder" 2>&1 || true
+# (as root also in user mode: the binary itself, not the user's wrapper)
+"${AR_AGENTRUN_BIN:-$AGENTRUN}" check --policy "$POLICY" --pid "$HOLDER" >"$AR_TMP/check.holder" 2>&1 || true
 kill "$HOLDER"
 touch "$AR_TMP/sbout/go"
 wait "$RUN" || fail "run exited $?: $(cat "$AR_TMP/run.err")"
@@ -207,13 +210,12 @@ bad() { # WHAT SECRETS_JSON WANT [ENV...]
 	local what=$1 secrets=$2 want=$3
 	shift 3
 	printf '{"name": "bad-%s", "allowed_hosts": ["api.test.example:%s"], "secrets": %s}\n' "$$" "$A" "$secrets" >"$AR_TMP/bad.json"
-	local before after
-	before=$(ls /run/agentrun 2>/dev/null | sort | tr '\n' ' '; ip netns list 2>/dev/null | wc -l)
+	local before
+	before=$(ip netns list 2>/dev/null | wc -l)
 	expect_status "$what: 125" 125 env "$@" "$AGENTRUN" run --policy "$AR_TMP/bad.json" -- true
 	expect_match "$what: names it" "^agentrun: .*$want" "$(cat "$AR_TMP/err")"
 	expect_eq "$what: one line" 1 "$(wc -l <"$AR_TMP/err")"
-	after=$(ls /run/agentrun 2>/dev/null | sort | tr '\n' ' '; ip netns list 2>/dev/null | wc -l)
-	expect_eq "$what: nothing left" "$before" "$after"
+	expect_eq "$what: nothing left" "$before" "$(ls -d "$AR_STATE"/bad-$$-* 2>/dev/null; ip netns list 2>/dev/null | wc -l)"
 }
 h="[\"api.test.example:$A\"]"
 bad "missing env" "{\"K\": {\"from\": \"env:AR_NOPE_$$\", \"hosts\": $h}}" "secrets.K.from: env:AR_NOPE_$$ is not set or empty"
@@ -238,12 +240,13 @@ expect_match "agentrun proxy: says why" "secrets: only the proxy of .agentrun ru
 true &
 dead=$!
 wait "$dead"
-mkdir -m 700 "/run/agentrun/killed-$$-$dead"
-on_exit rm -rf "/run/agentrun/killed-$$-$dead"
-: >"/run/agentrun/killed-$$-$dead/ca-bundle.pem"
-: >"/run/agentrun/killed-$$-$dead/kubeconfig"
+mkdir -m 700 "$AR_STATE/killed-$$-$dead"
+on_exit rm -rf "$AR_STATE/killed-$$-$dead"
+: >"$AR_STATE/killed-$$-$dead/ca-bundle.pem"
+: >"$AR_STATE/killed-$$-$dead/kubeconfig"
+[ -z "${AR_USER_UID:-}" ] || chown -R "$AR_USER_UID:$AR_USER_GID" "$AR_STATE/killed-$$-$dead"
 "$AGENTRUN" gc >/dev/null 2>&1 || true
 expect_eq "gc: a killed run's CA bundle and kubeconfig are removed" no \
-	"$([ -e "/run/agentrun/killed-$$-$dead" ] && echo yes || echo no)"
-expect_eq "nothing left of the bad runs" "" "$(ls -d /run/agentrun/bad-$$-* 2>/dev/null)"
+	"$([ -e "$AR_STATE/killed-$$-$dead" ] && echo yes || echo no)"
+expect_eq "nothing left of the bad runs" "" "$(ls -d "$AR_STATE"/bad-$$-* 2>/dev/null)"
 finish
