@@ -120,7 +120,7 @@ static int check_sources(const struct check_opts *o)
 	if (n == 0)
 		return bad("%s", "give what to check: --name NAME or one of " SOURCES);
 	if (n > 1)
-		return bad("%s", "give only one of --name NAME, " SOURCES);
+		return bad("%s", "give exactly one of --name NAME, " SOURCES);
 	if (o->policy == NULL && o->name == NULL)
 		return bad("%s", "missing --policy FILE (only --name finds the policy itself)");
 	return 0;
@@ -180,6 +180,14 @@ static int resolve_name(struct check_opts *o, ar_error_t *err)
 		return 0;
 	/* a sandbox (NAME-PID) or a policy name: its newest live sandbox */
 	size_t n = strchr(o->name, '/') ? 0 : ar_cli_sandbox_find(o->name, &s, &exact);
+	ar_auto_error ar_error_t none = NULL;
+	if (n == 0 && strchr(o->name, '/') == NULL && ar_net_state_read(o->name, &s, &none) == 0 &&
+	    s.pid <= 0 && ar_net_proc_alive(s.owner, s.owner_start))
+		return ar_error_make(err, 0,
+				     "--name `%s`: a netns `agentrun net up` prepared, with no "
+				     "process of its own to check: check the container in it "
+				     "(--pid PID)",
+				     o->name);
 	if (n == 0)
 		return ar_error_make(err, 0, "--name `%s`: no such sandbox (see agentrun ps)",
 				     o->name);
@@ -285,6 +293,23 @@ static void opts_free(struct check_opts *o)
 {
 	free(o->policy_buf);
 	free(o->name_buf);
+}
+
+int ar_check_drift(const struct ar_check_target *t, const char *policy_path,
+		   const struct ar_policy *p, struct ar_findings *out, char **subject,
+		   ar_error_t *err)
+{
+	__attribute__((cleanup(opts_free))) struct check_opts o = {
+	    .policy = policy_path,
+	    .container = t->container,
+	    .pid_text = t->pid_text,
+	    .name = t->name,
+	    .manifest = t->manifest,
+	    .pid = t->pid,
+	};
+	if (resolve_name(&o, err) < 0)
+		return -1;
+	return source_findings(&o, p, out, subject, err);
 }
 
 int ar_cmd_check(int argc, char **argv)

@@ -47,7 +47,8 @@ static int set_format(void *ctx, const struct ar_opt *opt, const char *v, ar_err
 #define ARG(field) offsetof(struct render_args, field)
 
 static const struct ar_opt opts[] = {
-    {"--policy", 'p', "FILE", "the policy (JSON), required", ar_opt_str, ARG(policy)},
+    {"--policy", 'p', "FILE", "the policy (JSON) or a profile's name, required", ar_opt_str,
+     ARG(policy)},
     {"--format", 'f', "FORMAT",
      "text (default): one shell-quoted command per line\n"
      "json: the same plan as argv lists\n"
@@ -125,11 +126,14 @@ static int check_args(struct render_args *a)
 	/* an absolute root the runtime would fail on later, far from the cause (a relative
 	 * one is the bundle's, which may be filled after rendering) */
 	struct stat st;
-	if (a->opts.rootfs && a->opts.rootfs[0] == '/' &&
-	    (stat(a->opts.rootfs, &st) == -1 || !S_ISDIR(st.st_mode)))
+	if (a->opts.rootfs == NULL || a->opts.rootfs[0] != '/')
+		return 0;
+	if (stat(a->opts.rootfs, &st) == -1)
 		return ar_cli_usage_error(CMD, -1, "--rootfs `%s`: %s", a->opts.rootfs,
-					  errno == ENOENT ? "no such directory"
-							  : "not a directory");
+					  errno == ENOENT ? "no such directory" : strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return ar_cli_usage_error(CMD, -1, "--rootfs `%s`: not a directory",
+					  a->opts.rootfs);
 	return 0;
 }
 

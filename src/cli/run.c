@@ -86,7 +86,9 @@ int ar_cmd_run(int argc, char **argv)
 		ar_error_print(&err);
 		return AR_EXIT_RUN_FAIL;
 	}
-	o.policy_path = p->path; /* absolute: check --name reads it from anywhere */
+	/* absolute: check --name reads it from anywhere ("?", not a path, if it cannot be
+	 * resolved: check --name then asks for --policy rather than take the default) */
+	o.policy_path = p->path ? p->path : policy ? "?" : NULL;
 	if (ar_sandbox_run(p, &o, r.cmd, &status, &err) == -1)
 		ar_error_print(&err);
 	return status;

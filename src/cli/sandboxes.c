@@ -30,9 +30,12 @@ static void consider(struct find *f, const struct ar_net_state *s)
 	}
 }
 
+/* A live network: none sandbox is found from its record, as ps lists it: its state,
+ * when it has one, only keeps its cgroup for gc (docs/cgroups.md#cleanup). */
 static int from_state(const struct ar_net_state *s, void *data)
 {
-	consider(data, s);
+	if (strcmp(s->network, "none") != 0)
+		consider(data, s);
 	return 0;
 }
 

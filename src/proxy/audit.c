@@ -78,6 +78,12 @@ void ar_proxy_audit_format(const struct ar_audit_rec *r, struct ar_buf *out)
 		ar_buf_puts(out, ",\"secret_action\":");
 		ar_json_quote(out, r->secret_action);
 	}
+	if (r->learned)
+		ar_buf_puts(out, ",\"learned\":true");
+	if (r->has_body) {
+		ar_buf_puts(out, ",\"body_bytes\":");
+		ar_buf_put_u64(out, r->body_bytes);
+	}
 	ar_buf_puts(out, "}\n");
 }
 
@@ -103,7 +109,7 @@ void ar_proxy_log_format(const struct ar_audit_rec *r, struct ar_buf *out)
 	} else {
 		ar_buf_putc(out, '-');
 	}
-	ar_buf_puts(out, r->allowed ? " ALLOW " : " DENY ");
+	ar_buf_puts(out, !r->allowed ? " DENY " : r->learned ? " LEARN " : " ALLOW ");
 	ar_buf_put_i64(out, r->status);
 	ar_buf_puts(out, " out=");
 	ar_buf_put_u64(out, r->bytes_out);

@@ -54,6 +54,12 @@ expect_eq "eth0: the rendered config's /30" "10.254.0.2/30" "$("${ns[@]}" ip -4 
 expect_match "transparent capture: the default route goes to the proxy" "^default via 10\.254\.0\.1 dev eth0" "$("${ns[@]}" ip route show default)"
 expect_eq "the proxy's listener answers" "open" "$("${ns[@]}" bash -c 'exec 3<>/dev/tcp/10.254.0.1/3128 && echo open' 2>&1)"
 expect_match "ps lists it" "^netns-$nn " "$("$AGENTRUN" ps)"
+# the names ps prints: audit works, check says why there is nothing to check
+expect_status "audit netns-NAME" 0 "$AGENTRUN" audit "netns-$nn"
+expect_status "check --name netns-NAME: nothing to check" 2 "$AGENTRUN" check --name "netns-$nn"
+expect_eq "check --name netns-NAME: says why" \
+	"agentrun: check: --name \`netns-$nn\`: a netns \`agentrun net up\` prepared, with no process of its own to check: check the container in it (--pid PID)" \
+	"$(cat "$AR_TMP/err")"
 cg=$(sed -n 's/^proxy_cgroup=//p' "/run/agentrun/netns-$nn/state")
 expect_status "down" 0 "$AGENTRUN" net down --name "$nn"
 sleep 0.2

@@ -21,7 +21,7 @@ stop_proxy "$PX_PID"
 expect_eq "the proxy exits 0" 0 "$PX_STATUS"
 expect_match "the summary counts the dropped audit lines" \
 	"agentrun proxy: [1-9][0-9]* audit line\(s\) dropped in all" "$(cat "$AR_TMP/fifo.err")"
-expect_match "... and every request" "stopped: $N request\(s\), 0 allowed, $N denied" "$(cat "$AR_TMP/fifo.err")"
+expect_match "... and every request" "stopped: $N request\(s\), 0 allowed, 0 failed, $N denied" "$(cat "$AR_TMP/fifo.err")"
 got=$(python3 -c '
 import json, os
 os.set_blocking(3, False)

@@ -5,15 +5,7 @@
 need_cmd python3
 sink_port=$(free_port)
 proxy_port=$(free_port)
-python3 -c '
-import socket, sys
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8)
-while True:
-    c, _ = s.accept()
-    while c.recv(65536):
-        pass
-    c.close()' "$sink_port" &
+python3 "$(dirname "$0")/proxy/sink.py" "$sink_port" &
 sink_pid=$!
 on_exit "kill $sink_pid"
 "$AGENTRUN" proxy --listen "127.0.0.1:$proxy_port" --allow "127.0.0.1:$sink_port" \
