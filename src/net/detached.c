@@ -141,6 +141,7 @@ int ar_net_wire_detached(const struct ar_net_detached_opts *o, int ns_fd, struct
 	}
 	/* the handle only: the cgroup is the proxy's until ar_net_unwire removes it, and
 	 * this process exits soon (the hook) */
+	ar_cgroup_forget(px.cg);
 	px.cg = NULL;
 	free(px.ca_pem);
 	return 0;
