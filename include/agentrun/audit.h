@@ -27,6 +27,8 @@ struct ar_audit_rec {
 	uint64_t bytes_out;
 	uint64_t bytes_in;
 	int64_t duration_ms;
+	const char *secret;	   /* secrets named by the request (never their values), or NULL */
+	const char *secret_action; /* "injected" or "refused" */
 	/* Written only when set, after duration_ms: "learned": true (learn mode let a
 	 * destination outside the list through; rule is the one that would allow it), and
 	 * "body_bytes" (a plain HTTP request with a body: the body's bytes sent upstream). */
