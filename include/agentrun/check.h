@@ -315,13 +315,7 @@ int ar_check_bundle(const struct ar_spec *sp, const char *json, size_t len,
 
 /* ---- Kubernetes (src/check/k8s*.c, docs/k8s.md) ---- */
 
-/* Read a manifest: JSON (an object, a v1/List or an array) or a YAML stream of the
- * subset docs/k8s.md describes. Returns a cJSON array of objects (caller frees with
- * cJSON_Delete), or NULL with *err naming origin and line. Pure. */
 struct cJSON;
-struct cJSON *ar_k8s_read_manifest(const char *text, size_t len, const char *origin,
-				   ar_error_t *err);
-
 enum ar_k8s_subject {
 	AR_K8S_POD,	 /* `kubectl get pod -o json`: no NetworkPolicy can be seen */
 	AR_K8S_MANIFEST, /* objects before they are applied, NetworkPolicies included */

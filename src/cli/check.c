@@ -15,6 +15,7 @@
 #include "agentrun/check.h"
 #include "agentrun/cli.h"
 #include "agentrun/k8s.h"
+#include "agentrun/manifest.h"
 #include "agentrun/net.h"
 #include "agentrun/policy.h"
 #include "agentrun/spec.h"
@@ -244,7 +245,7 @@ static int k8s_findings(const struct check_opts *o, const struct ar_policy *p,
 	size_t len = 0;
 	if (read_input(path, &data, &len, err) < 0)
 		return ar_error_wrap(err, "%s", flag);
-	cJSON *objs = ar_k8s_read_manifest(data, len, path, err);
+	cJSON *objs = ar_manifest_read(data, len, path, err);
 	if (objs == NULL)
 		return ar_error_wrap(err, "%s", flag);
 	int r = ar_check_k8s(p, objs, o->pod ? AR_K8S_POD : AR_K8S_MANIFEST, out, subject, err);

@@ -13,6 +13,7 @@
 
 #include "agentrun/check.h"
 #include "agentrun/k8s.h"
+#include "agentrun/manifest.h"
 #include "agentrun/review.h"
 
 static int b64url_value(char c)
@@ -108,7 +109,7 @@ void ar_review_kubeconfig(const char *text, size_t len, const char *path, int64_
 			  struct ar_review *out)
 {
 	ar_auto_error ar_error_t err = NULL;
-	cJSON *docs = ar_k8s_read_manifest(text, len, path, &err);
+	cJSON *docs = ar_manifest_read(text, len, path, &err);
 	const cJSON *cfg = cJSON_GetArrayItem(docs, 0);
 	const cJSON *users = cJSON_GetObjectItemCaseSensitive(cfg, "users");
 	if (!cJSON_IsArray(users)) {

@@ -12,8 +12,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "agentrun/check.h"
-#include "agentrun/k8s.h"
+#include "agentrun/manifest.h"
 #include "agentrun/secrets.h"
 
 #define KUBECONFIG_MAX (1u << 20)
@@ -94,7 +93,7 @@ int ar_kubeconfig_parse(const char *text, size_t len, const char *origin, const 
 {
 	*k = (struct ar_kubeconfig){0};
 	__attribute__((cleanup(cleanup_json))) cJSON *docs =
-	    ar_k8s_read_manifest(text, len, origin, err);
+	    ar_manifest_read(text, len, origin, err);
 	if (docs == NULL)
 		return -1;
 	const cJSON *doc = cJSON_GetArrayItem(docs, 0);

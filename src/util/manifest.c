@@ -1,19 +1,21 @@
-/* The manifest reader for `check --manifest`: JSON, or a YAML stream of block mappings
- * and sequences with plain, quoted and literal/folded (| >) scalars, flow collections on
- * one line, comments and `---` documents: what `render --format k8s` writes and what
+/* The manifest reader for `check --manifest`, and the kubeconfig reader: JSON, or a YAML stream of
+ * block mappings and sequences with plain, quoted and literal/folded (| >) scalars, flow
+ * collections on one line, comments and `---` documents: what `render --format k8s` writes and what
  * people write by hand. Anchors, aliases, tags and multi-line plain or flow scalars
  * are refused by name rather than misread. Pure over the buffer; builds cJSON. */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "agentrun/check.h"
-#include "agentrun/k8s.h"
+#include "agentrun/manifest.h"
+#include "agentrun/util.h"
 
 #define MAX_DEPTH 64
 
@@ -635,7 +637,7 @@ static cJSON *json_manifest(const char *text, size_t len, const char *origin, ar
 	return out;
 }
 
-cJSON *ar_k8s_read_manifest(const char *text, size_t len, const char *origin, ar_error_t *err)
+cJSON *ar_manifest_read(const char *text, size_t len, const char *origin, ar_error_t *err)
 {
 	size_t i = 0;
 	while (i < len && isspace((unsigned char)text[i]))

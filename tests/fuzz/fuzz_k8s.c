@@ -13,6 +13,7 @@
 
 #include "agentrun/check.h"
 #include "agentrun/k8s.h"
+#include "agentrun/manifest.h"
 #include "agentrun/policy.h"
 #include "agentrun/util.h"
 #include "fuzz.h"
@@ -91,7 +92,7 @@ void ar_fuzz_k8s(const uint8_t *data, size_t size)
 {
 	ar_autofree char *buf = ar_fuzz_dup(data, size);
 	ar_auto_error ar_error_t err = NULL;
-	cJSON *objs = ar_k8s_read_manifest(buf, size, ORIGIN, &err);
+	cJSON *objs = ar_manifest_read(buf, size, ORIGIN, &err);
 	if (objs == NULL) {
 		ar_fuzz_check_error(&err, ORIGIN);
 		return;

@@ -15,7 +15,7 @@ const struct ar_fuzz_target ar_fuzz_targets[] = {
     {"audit", ar_fuzz_audit, "proxy audit log, JSON Lines (ar_audit_summarize)"},
     {"seccomp", ar_fuzz_seccomp, "seccomp profile JSON (ar_seccomp_parse_kernel)"},
     {"inspect", ar_fuzz_inspect, "docker inspect JSON (ar_check_inspect_parse, check)"},
-    {"k8s", ar_fuzz_k8s, "Kubernetes manifests, YAML or JSON (ar_k8s_read_manifest, check)"},
+    {"k8s", ar_fuzz_k8s, "Kubernetes manifests, YAML or JSON (ar_manifest_read, check)"},
     {"procfs", ar_fuzz_procfs,
      "/proc and cgroup file text (src/check/procparse.c, cgroup_parse.c)"},
     {"util", ar_fuzz_util, "sizes, CPU counts, integers, JSON and shell quoting (src/util)"},

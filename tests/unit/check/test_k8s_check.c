@@ -18,6 +18,7 @@
 #include "../../../src/check/internal.h"
 #include "agentrun/check.h"
 #include "agentrun/k8s.h"
+#include "agentrun/manifest.h"
 #include "agentrun/policy.h"
 #include "agentrun/util.h"
 
@@ -34,7 +35,7 @@ static struct ar_policy *load_policy(const char *rel)
 static cJSON *read_text(const char *text, const char *origin)
 {
 	ar_auto_error ar_error_t err = NULL;
-	cJSON *o = ar_k8s_read_manifest(text, strlen(text), origin, &err);
+	cJSON *o = ar_manifest_read(text, strlen(text), origin, &err);
 	if (o == NULL)
 		fail_msg("%s: %s", origin, err->msg);
 	return o;
@@ -54,7 +55,7 @@ static cJSON *read_rel(const char *rel)
 static void expect_error(const char *text, const char *needle)
 {
 	ar_auto_error ar_error_t err = NULL;
-	cJSON *o = ar_k8s_read_manifest(text, strlen(text), "m.yaml", &err);
+	cJSON *o = ar_manifest_read(text, strlen(text), "m.yaml", &err);
 	if (o != NULL) {
 		cJSON_Delete(o);
 		fail_msg("accepted: %s", text);
