@@ -1,11 +1,12 @@
 /* Private to src/proxy: the proxy's objects and the functions its files share.
  *
- * The files form layers; each calls only into the layers below it (no cycle between
- * files, checked by tests/lint/proxy_layers.sh):
- *   ev -> iobuf, http1, tls, addr, audit, egress, tlsio, secret -> logq, budget -> pool
- *   -> resolve -> tunnel, forward -> conn (the driver) -> capture, dnsd -> loop.
+ * The files form layers, lowest first; a file calls only into layers below its own (no
+ * cycle, no call within a layer: tests/integration/lint_proxy_layers.sh reads this list
+ * and checks it against the object files):
+ *   layers: ev -> iobuf, http1, tls, audit, egress, tlsio, secret, learn -> logq, budget
+ *   -> pool -> resolve -> tunnel -> forward -> conn (the driver) -> dnsd -> capture -> loop.
  * (tlsio: client and upstream I/O, plain or through the TLS module; secret: the
- * placeholders in a request, docs/secrets.md.)
+ * placeholders in a request, docs/secrets.md; learn: learn mode's decisions.)
  * A lower layer reaches an upper one only through a pointer the upper one set (the
  * upstream's owner's ev_io, the search's done callback, a captured connection's
  * sniff step and first-bytes check).

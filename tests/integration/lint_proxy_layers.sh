@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Lint: the files of src/proxy form layers. From the object files (nm: the symbols
 # each defines and the ones it leaves undefined) it derives which file calls into
-# which, and fails on any cycle between files, naming the symbols on it. It also fails
-# on a function in src/proxy longer than 60 lines, and on a client state set outside
-# the driver (conn.c sets c->state; steps return the next one).
+# which, and fails on any cycle between files, naming the symbols on it, and on any
+# call that does not go down the order src/proxy/internal.h declares (`layers: a -> b,
+# c -> ...`, lowest first: a file calls only into layers below its own), or a file the
+# order does not name. It also fails on a function in src/proxy longer than 60 lines,
+# and on a client state set outside the driver (conn.c sets c->state; steps return the
+# next one).
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 need_cmd nm
@@ -16,7 +19,8 @@ import os, re, subprocess, sys
 objdir, srcdir = sys.argv[1], sys.argv[2]
 defs, undef = {}, {}
 for f in sorted(os.listdir(objdir)):
-    if not f.endswith(".c.o"):
+    # an object whose source moved away (a stale build) is no file of the proxy
+    if not f.endswith(".c.o") or not os.path.exists(os.path.join(srcdir, f[:-2])):
         continue
     name = f[:-4]
     defs[name], undef[name] = set(), set()
@@ -64,7 +68,34 @@ for comp in comps:
             for b in sorted(edges[a]):
                 if b in comp:
                     print("  %s -> %s (%s)" % (a, b, ", ".join(sorted(edges[a][b])[:4])))
-print("files: %d, edges: %d" % (len(edges), sum(len(e) for e in edges.values())))
+# the declared order: "layers: ev -> iobuf, http1 -> ... -> loop." in internal.h
+header = open(os.path.join(srcdir, "internal.h")).read()
+m = re.search(r"layers:(.*?)\.\n", header, re.S)
+if m is None:
+    bad = 1
+    print("src/proxy/internal.h declares no `layers:` order")
+    order = []
+else:
+    text = re.sub(r"\([^)]*\)", "", re.sub(r"\n\s*\*", " ", m.group(1)))
+    order = [[f.strip() for f in layer.split(",") if f.strip()] for layer in text.split("->")]
+level = {f: i for i, layer in enumerate(order) for f in layer}
+for a in sorted(edges):
+    if a not in level:
+        bad = 1
+        print("not in the declared layers: %s.c" % a)
+        continue
+    for b in sorted(edges[a]):
+        if b in level and level[b] >= level[a]:
+            bad = 1
+            print("%s: %s -> %s (%s): layer %d calls layer %d" % (
+                "sideways" if level[b] == level[a] else "upwards", a, b,
+                ", ".join(sorted(edges[a][b])[:4]), level[a], level[b]))
+for f in sorted(level):
+    if f not in edges:
+        bad = 1
+        print("declared but no such file: %s.c" % f)
+print("files: %d, edges: %d, layers: %d" % (len(edges), sum(len(e) for e in edges.values()),
+                                             len(order)))
 # functions: from a line starting with "{" to the next line starting with "}"
 for f in sorted(os.listdir(srcdir)):
     if not f.endswith(".c"):
@@ -88,7 +119,7 @@ for f in sorted(os.listdir(srcdir)):
 sys.exit(bad)
 PY
 ) || rc=$?
-if [ "$rc" = 0 ]; then pass "src/proxy: no cycle between files, no function over 60 lines, states set by the driver only ($(echo "$out" | tail -1))"; else
+if [ "$rc" = 0 ]; then pass "src/proxy: calls only down the declared layers, no function over 60 lines, states set by the driver only ($(echo "$out" | tail -1))"; else
 	fail "src/proxy layering: $out"
 fi
 finish
