@@ -16,6 +16,7 @@
 
 #include "agentrun/error.h"
 #include "agentrun/policy.h"
+#include "agentrun/spec.h"
 #include "agentrun/util.h"
 
 /* ---- findings ---- */
@@ -229,16 +230,16 @@ char *ar_check_parse_default_route(const char *route4, const char *route6);
 /* NUL-separated environ into a strv of "KEY=VALUE" (never NULL). */
 char **ar_check_parse_environ(const char *buf, size_t len);
 
-enum ar_ns_kind { AR_NS_PID, AR_NS_MNT, AR_NS_NET, AR_NS_UTS, AR_NS_IPC, AR_NS_CGROUP, AR_NS_N };
-
 struct ar_proc_facts {
 	pid_t pid;
 	struct ar_proc_status status;
 	struct ar_mountinfo *mounts;
 	size_t n_mounts;
 	char **visible_sensitive; /* sensitive host paths reachable through /proc/PID/root */
-	int ns_shared[AR_NS_N];	  /* 1 shared with /proc/1, 0 private, -1 unknown */
-	int64_t pids_max;	  /* AR_LIMIT_* or the limit */
+	/* per namespace of the spec (ar_spec_namespaces): 1 shared with /proc/1, 0 private,
+	 * -1 unknown */
+	int ns_shared[AR_SPEC_N_NAMESPACES];
+	int64_t pids_max; /* AR_LIMIT_* or the limit */
 	int64_t memory_max;
 	int64_t cpus_milli;
 	char **env; /* NULL when environ could not be read */
@@ -257,8 +258,6 @@ int ar_check_proc_read(pid_t pid, struct ar_proc_facts **out, ar_error_t *err);
 void ar_proc_facts_free(struct ar_proc_facts *f);
 void ar_cleanup_proc_factsp(struct ar_proc_facts **f);
 #define ar_autoproc_facts __attribute__((cleanup(ar_cleanup_proc_factsp)))
-/* The namespace name in /proc/PID/ns/ ("pid", "mnt", ...). */
-const char *ar_check_ns_name(enum ar_ns_kind k);
 
 /* ---- the network of an agentrun sandbox (src/check/netcheck.c) ---- */
 

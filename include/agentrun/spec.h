@@ -36,16 +36,40 @@ extern const size_t ar_spec_n_system_paths;
 
 /* ---- namespaces ---- */
 
+/* When `run` makes each one: in the clone, or unshared by the sandbox's init itself. */
+enum ar_spec_ns_start {
+	AR_SPEC_NS_AT_CLONE,
+	/* network: first thing in the init, on its own CPU time, while agentrun goes on (the
+	 * proxy's netns, the cgroups) instead of waiting for it in the clone */
+	AR_SPEC_NS_BY_INIT,
+	/* cgroup: once the init is in its cgroup, so that cgroup is the namespace's root */
+	AR_SPEC_NS_IN_CGROUP,
+};
+
 struct ar_spec_namespace {
 	const char *oci;  /* runtime-spec linux.namespaces[].type: "pid", "network", ... */
 	const char *proc; /* /proc/PID/ns/ name: "pid", "net", ... */
 	int clone_flag;	  /* CLONE_NEWPID, ... */
+	const char *what; /* for messages: "PID namespaces" */
+	enum ar_spec_ns_start start;
 };
 
-/* Every namespace the agent gets a fresh one of (the user namespace is run's own
- * business: only when agentrun is not root). */
-extern const struct ar_spec_namespace ar_spec_namespaces[];
+/* Every namespace the agent gets a fresh one of, the one list run's clone and preflight,
+ * the OCI render and the checks (bundle, /proc) read. The user namespace is not one of
+ * them: run makes one only when agentrun is not root (docs/rootless.md). */
+enum {
+	AR_SPEC_NS_PID,
+	AR_SPEC_NS_NET,
+	AR_SPEC_NS_IPC,
+	AR_SPEC_NS_UTS,
+	AR_SPEC_NS_MNT,
+	AR_SPEC_NS_CGROUP,
+	AR_SPEC_N_NAMESPACES
+};
+extern const struct ar_spec_namespace ar_spec_namespaces[AR_SPEC_N_NAMESPACES];
 extern const size_t ar_spec_n_namespaces;
+/* The CLONE_NEW* flags of the namespaces run's clone makes (AR_SPEC_NS_AT_CLONE). */
+int ar_spec_clone_flags(void);
 
 /* ---- proxy environment ---- */
 

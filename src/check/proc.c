@@ -19,13 +19,6 @@
 #include "agentrun/check.h"
 #include "agentrun/log.h"
 
-static const char *const ns_names[AR_NS_N] = {"pid", "mnt", "net", "uts", "ipc", "cgroup"};
-
-const char *ar_check_ns_name(enum ar_ns_kind k)
-{
-	return (unsigned)k < AR_NS_N ? ns_names[k] : "?";
-}
-
 /* A /proc file as text, or NULL (quietly) when it cannot be read. */
 static char *slurp(const char *path, size_t *len)
 {
@@ -100,11 +93,12 @@ static void read_namespaces(pid_t pid, struct ar_proc_facts *f)
 {
 	char who[16];
 	snprintf(who, sizeof(who), "%d", (int)pid);
-	for (int k = 0; k < AR_NS_N; k++) {
+	for (int k = 0; k < AR_SPEC_N_NAMESPACES; k++) {
+		const char *ns = ar_spec_namespaces[k].proc;
 		char mine[64], host[64];
-		if (!ns_link(who, ns_names[k], mine, sizeof(mine)) ||
-		    (!ns_link("1", ns_names[k], host, sizeof(host)) &&
-		     !ns_link("self", ns_names[k], host, sizeof(host))))
+		if (!ns_link(who, ns, mine, sizeof(mine)) ||
+		    (!ns_link("1", ns, host, sizeof(host)) &&
+		     !ns_link("self", ns, host, sizeof(host))))
 			f->ns_shared[k] = -1;
 		else
 			f->ns_shared[k] = strcmp(mine, host) == 0;

@@ -222,13 +222,13 @@ static void check_visible(const struct ctx *c)
 
 static void check_namespaces(const struct ctx *c)
 {
-	for (int k = 0; k < AR_NS_N; k++) {
+	for (int k = 0; k < AR_SPEC_N_NAMESPACES; k++) {
 		int v = c->f->ns_shared[k];
 		if (v == 0)
 			continue;
-		ar_autofree char *what = ar_xasprintf("namespace %s", ar_check_ns_name(k));
+		ar_autofree char *what = ar_xasprintf("namespace %s", ar_spec_namespaces[k].proc);
 		ar_autofree char *fix =
-		    ar_xasprintf("agentrun run (a new %s namespace)", ar_check_ns_name(k));
+		    ar_xasprintf("agentrun run (a new %s namespace)", ar_spec_namespaces[k].proc);
 		add(c, what, "private", v > 0 ? "host" : "unknown", fix);
 	}
 }

@@ -92,10 +92,9 @@ void sandbox_pty_stop(struct sandbox *sb);
  * (never a directory or an O_PATH fd, a way out of the root), else an error. */
 int sandbox_check_stdio(ar_error_t *err);
 
-/* ns.c. The network namespace is not the clone's: the init unshares it first thing
- * (sandbox_unshare_net), on its own CPU time, while agentrun goes on (the proxy's
- * netns, the cgroups), instead of in the clone, where agentrun would wait for it. */
-#define SANDBOX_CLONE_FLAGS (CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC)
+/* ns.c. The clone makes the namespaces the spec's table says it makes
+ * (ar_spec_clone_flags); the init unshares the network one first thing
+ * (sandbox_unshare_net) and the cgroup one once it is in its cgroup. */
 pid_t sandbox_clone(struct sandbox *sb, ar_error_t *err);
 int sandbox_restore_cpus(const struct sandbox *sb, ar_error_t *err);
 int sandbox_unshare_net(const struct sandbox *sb, ar_error_t *err);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agentrun/util.h"
+#include "agentrun/spec.h"
 #include "internal.h"
 
 /* A new child waits on its parent's CPU for as long as the parent keeps it busy (on
@@ -33,7 +34,7 @@ static void start_elsewhere(struct sandbox *sb, pid_t pid)
 
 pid_t sandbox_clone(struct sandbox *sb, ar_error_t *err)
 {
-	unsigned long flags = SANDBOX_CLONE_FLAGS | SIGCHLD;
+	unsigned long flags = (unsigned long)ar_spec_clone_flags() | SIGCHLD;
 	if (sb->userns)
 		flags |= CLONE_NEWUSER;
 	sb->cpus_saved = sched_getaffinity(0, sizeof(sb->cpus), &sb->cpus) == 0;

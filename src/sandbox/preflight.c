@@ -14,16 +14,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "agentrun/spec.h"
 #include "agentrun/util.h"
 #include "internal.h"
-
-static const struct {
-	const char *ns;
-	const char *what;
-} namespaces[] = {
-    {"mnt", "mount namespaces"}, {"pid", "PID namespaces"}, {"net", "network namespaces"},
-    {"uts", "UTS namespaces"},	 {"ipc", "IPC namespaces"}, {"cgroup", "cgroup namespaces"},
-};
 
 static int need_ns(const char *ns, const char *what, ar_error_t *err)
 {
@@ -99,8 +92,8 @@ static int need_userns(ar_error_t *err)
 
 static int need_kernel(const struct sandbox *sb, ar_error_t *err)
 {
-	for (size_t i = 0; i < AR_ARRAY_SIZE(namespaces); i++)
-		if (need_ns(namespaces[i].ns, namespaces[i].what, err) == -1)
+	for (size_t i = 0; i < AR_SPEC_N_NAMESPACES; i++)
+		if (need_ns(ar_spec_namespaces[i].proc, ar_spec_namespaces[i].what, err) == -1)
 			return -1;
 	if (sb->userns && need_userns(err) == -1)
 		return -1;

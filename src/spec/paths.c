@@ -1,5 +1,5 @@
 /* The tables of the agent spec that run, render and check all read: masked and
- * read-only system paths, namespaces, the proxy variables. */
+ * read-only system paths, namespaces. */
 #define _GNU_SOURCE
 #include <sched.h>
 
@@ -30,9 +30,22 @@ const struct ar_spec_path ar_spec_system_paths[] = {
 };
 const size_t ar_spec_n_system_paths = AR_ARRAY_SIZE(ar_spec_system_paths);
 
-const struct ar_spec_namespace ar_spec_namespaces[] = {
-    {"pid", "pid", CLONE_NEWPID},  {"network", "net", CLONE_NEWNET},
-    {"ipc", "ipc", CLONE_NEWIPC},  {"uts", "uts", CLONE_NEWUTS},
-    {"mount", "mnt", CLONE_NEWNS}, {"cgroup", "cgroup", CLONE_NEWCGROUP},
+const struct ar_spec_namespace ar_spec_namespaces[AR_SPEC_N_NAMESPACES] = {
+    [AR_SPEC_NS_PID] = {"pid", "pid", CLONE_NEWPID, "PID namespaces", AR_SPEC_NS_AT_CLONE},
+    [AR_SPEC_NS_NET] = {"network", "net", CLONE_NEWNET, "network namespaces", AR_SPEC_NS_BY_INIT},
+    [AR_SPEC_NS_IPC] = {"ipc", "ipc", CLONE_NEWIPC, "IPC namespaces", AR_SPEC_NS_AT_CLONE},
+    [AR_SPEC_NS_UTS] = {"uts", "uts", CLONE_NEWUTS, "UTS namespaces", AR_SPEC_NS_AT_CLONE},
+    [AR_SPEC_NS_MNT] = {"mount", "mnt", CLONE_NEWNS, "mount namespaces", AR_SPEC_NS_AT_CLONE},
+    [AR_SPEC_NS_CGROUP] = {"cgroup", "cgroup", CLONE_NEWCGROUP, "cgroup namespaces",
+			   AR_SPEC_NS_IN_CGROUP},
 };
-const size_t ar_spec_n_namespaces = AR_ARRAY_SIZE(ar_spec_namespaces);
+const size_t ar_spec_n_namespaces = AR_SPEC_N_NAMESPACES;
+
+int ar_spec_clone_flags(void)
+{
+	int flags = 0;
+	for (size_t i = 0; i < AR_SPEC_N_NAMESPACES; i++)
+		if (ar_spec_namespaces[i].start == AR_SPEC_NS_AT_CLONE)
+			flags |= ar_spec_namespaces[i].clone_flag;
+	return flags;
+}

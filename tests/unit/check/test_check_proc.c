@@ -138,7 +138,7 @@ static void test_host_shell(void **state)
 	ar_autofree char *dev = load_text("netdev-host.txt");
 	ar_autofree char *r4 = load_text("route-host.txt");
 	ar_autofree char *r6 = load_text("ipv6-route-host.txt");
-	for (int k = 0; k < AR_NS_N; k++)
+	for (int k = 0; k < AR_SPEC_N_NAMESPACES; k++)
 		f->ns_shared[k] = 1;
 	f->pids_max = f->memory_max = f->cpus_milli = AR_LIMIT_UNLIMITED;
 	ar_strv_free(f->netdevs);
@@ -172,8 +172,9 @@ static void test_host_shell(void **state)
 	    {"sensitive path /root/.ssh", "hidden", "visible", NULL},
 	    {"sensitive path /home/me/.kube", "hidden", "visible", NULL},
 	    {"namespace pid", "private", "host", "agentrun run (a new pid namespace)"},
-	    {"namespace mnt", "private", "host", NULL}, {"namespace net", "private", "host", NULL},
-	    {"namespace uts", "private", "host", NULL}, {"namespace ipc", "private", "host", NULL},
+	    /* in the spec's order (ar_spec_namespaces) */
+	    {"namespace net", "private", "host", NULL}, {"namespace ipc", "private", "host", NULL},
+	    {"namespace uts", "private", "host", NULL}, {"namespace mnt", "private", "host", NULL},
 	    {"namespace cgroup", "private", "host", NULL},
 	    {"pids limit", "64", "unlimited", "policy \"limits\": {\"pids\": 64}"},
 	    {"memory limit", "268435456", "unlimited", "policy \"limits\": {\"memory\": \"256m\"}"},
@@ -274,7 +275,7 @@ static void test_partial_failures(void **state)
 	ar_autofindings struct ar_findings out = {0};
 	f->status.seccomp = -1;
 	f->status.no_new_privs = -1;
-	f->ns_shared[AR_NS_NET] = -1;
+	f->ns_shared[AR_SPEC_NS_NET] = -1;
 	f->pids_max = AR_LIMIT_UNKNOWN;
 	f->memory_max = 128 << 20;
 	f->cpus_milli = 500;
@@ -612,10 +613,11 @@ static void test_environ(void **state)
 
 static void test_ns_names(void **state)
 {
-	static const char *const names[] = {"pid", "mnt", "net", "uts", "ipc", "cgroup"};
+	/* /proc/PID/ns/ names, in the spec's order */
+	static const char *const names[] = {"pid", "net", "ipc", "uts", "mnt", "cgroup"};
 	(void)state;
-	for (int k = 0; k < AR_NS_N; k++)
-		assert_string_equal(ar_check_ns_name(k), names[k]);
+	for (int k = 0; k < AR_SPEC_N_NAMESPACES; k++)
+		assert_string_equal(ar_spec_namespaces[k].proc, names[k]);
 }
 
 int main(void)
