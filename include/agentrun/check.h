@@ -83,9 +83,6 @@ bool ar_check_is_sensitive_path(const char *path);
 /* The narrower test for a process's own mount table, where /proc, /sys and / are
  * normal: docker.sock or a credential directory component. */
 bool ar_check_is_credential_path(const char *path);
-/* HTTP_PROXY, HTTPS_PROXY, http_proxy, https_proxy: what a sandbox must carry. */
-#define AR_CHECK_N_PROXY_VARS AR_PROXY_ENV_N_URL /* the one definition: policy.h */
-#define ar_check_proxy_vars   ar_proxy_env_url_vars
 /* The value of KEY in a "KEY=VALUE" strv, or NULL. */
 const char *ar_check_env_get(char *const *env, const char *key);
 /* 1000 -> "1", 500 -> "0.5", 1250 -> "1.25" (into buf of at least 32 bytes). */

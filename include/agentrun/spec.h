@@ -73,12 +73,8 @@ int ar_spec_clone_flags(void);
 
 /* ---- proxy environment ---- */
 
-/* The proxy variables are the policy's one definition (include/agentrun/policy.h). */
-#define AR_SPEC_N_PROXY_VARS	AR_PROXY_ENV_N_URL
-#define ar_spec_proxy_vars	ar_proxy_env_url_vars
-#define AR_SPEC_N_NO_PROXY_VARS AR_PROXY_ENV_N_NO_PROXY
-#define ar_spec_no_proxy_vars	ar_proxy_env_no_proxy_vars
-#define AR_SPEC_NO_PROXY	AR_PROXY_ENV_NO_PROXY
+/* The proxy variables are the policy's one definition (ar_proxy_env_url_vars and
+ * ar_proxy_env_no_proxy_vars, include/agentrun/policy.h). */
 /* The proxy URL an OCI container sees until the network code fills the real one: the
  * proxy end of the container's own veth (each container has a private link, so the
  * address is the same for all). */

@@ -171,14 +171,15 @@ static void check_env(struct bctx *c)
 		ar_findings_add(c->out, what, eq + 1, got ? got : "unset", fix);
 	}
 	/* network none: a proxy variable points at nothing the container can reach */
-	for (size_t i = 0; !c->proxy && i < AR_SPEC_N_PROXY_VARS; i++) {
-		const char *got = ar_check_env_get(have, ar_spec_proxy_vars[i]);
+	for (size_t i = 0; !c->proxy && i < AR_PROXY_ENV_N_URL; i++) {
+		const char *got = ar_check_env_get(have, ar_proxy_env_url_vars[i]);
 		if (got == NULL)
 			continue;
-		ar_autofree char *what = ar_xasprintf("proxy variable %s", ar_spec_proxy_vars[i]);
+		ar_autofree char *what =
+		    ar_xasprintf("proxy variable %s", ar_proxy_env_url_vars[i]);
 		ar_autofree char *fix =
 		    ar_xasprintf("remove %s from config.json process.env (policy network none)",
-				 ar_spec_proxy_vars[i]);
+				 ar_proxy_env_url_vars[i]);
 		ar_findings_add(c->out, what, "unset", got, fix);
 	}
 	ar_findings_add_secrets(c->out, NULL, have,

@@ -406,8 +406,8 @@ static void check_proxy_env(const struct ctx *c)
 {
 	if (c->p->network != AR_NETWORK_PROXY)
 		return;
-	for (size_t i = 0; i < AR_CHECK_N_PROXY_VARS; i++)
-		expect_env(c, ar_check_proxy_vars[i], c->p->proxy_url, "proxy variable");
+	for (size_t i = 0; i < AR_PROXY_ENV_N_URL; i++)
+		expect_env(c, ar_proxy_env_url_vars[i], c->p->proxy_url, "proxy variable");
 }
 
 static void check_policy_env(const struct ctx *c)

@@ -178,8 +178,8 @@ static void check_env(struct kctx *c)
 {
 	const struct ar_policy *p = c->p;
 	bool proxy = p->network == AR_NETWORK_PROXY;
-	for (size_t i = 0; i < AR_CHECK_N_PROXY_VARS; i++)
-		check_env_one(c, ar_check_proxy_vars[i], proxy ? p->proxy_url : NULL);
+	for (size_t i = 0; i < AR_PROXY_ENV_N_URL; i++)
+		check_env_one(c, ar_proxy_env_url_vars[i], proxy ? p->proxy_url : NULL);
 	for (size_t i = 0; i < p->n_env; i++)
 		check_env_one(c, p->env[i].key, p->env[i].value);
 	if (p->kubeconfig != NULL)

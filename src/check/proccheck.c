@@ -319,8 +319,8 @@ static void check_proxy_env(const struct ctx *c)
 {
 	if (c->f->env == NULL)
 		return;
-	for (size_t i = 0; i < AR_CHECK_N_PROXY_VARS; i++) {
-		const char *key = ar_check_proxy_vars[i];
+	for (size_t i = 0; i < AR_PROXY_ENV_N_URL; i++) {
+		const char *key = ar_proxy_env_url_vars[i];
 		const char *have = ar_check_env_get(c->f->env, key);
 		ar_autofree char *what = ar_xasprintf("proxy variable %s", key);
 		if (c->p->network == AR_NETWORK_NONE) {

@@ -5,13 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agentrun/cgroup.h"
 #include "agentrun/sandbox.h"
 #include "agentrun/seccomp.h"
 #include "agentrun/secrets.h"
 #include "agentrun/spec.h"
 #include "agentrun/util.h"
-
-#define CPU_PERIOD_US 100000
 
 static int build_env(struct ar_spec *s, const struct ar_spec_opts *o, ar_error_t *err)
 {
@@ -73,8 +72,8 @@ static void build_limits(struct ar_spec *s)
 	    /* memory + swap = memory: no swap, as memory.swap.max = 0 in `run` */
 	    .memory_swap = l->memory,
 	    .cpus_milli = l->cpus_milli,
-	    .cpu_period = CPU_PERIOD_US,
-	    .cpu_quota = l->cpus_milli * CPU_PERIOD_US / 1000,
+	    .cpu_period = AR_CGROUP_CPU_PERIOD,
+	    .cpu_quota = l->cpus_milli * AR_CGROUP_CPU_PERIOD / 1000,
 	};
 }
 
