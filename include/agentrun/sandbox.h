@@ -13,8 +13,7 @@
 #include "agentrun/error.h"
 #include "agentrun/opts.h"
 #include "agentrun/policy.h"
-
-#define AR_CALLER_PRIVATE_MAX 3
+#include "agentrun/spec.h"
 
 /* Settings of one run that are not part of the policy. */
 struct ar_run_opts {
@@ -22,7 +21,7 @@ struct ar_run_opts {
 	bool no_tty;	 /* --no-tty: no pty of its own even when stdin is a terminal */
 	/* the caller's own places, hidden in the host root view wherever they are: $HOME,
 	 * the home passwd names, $XDG_RUNTIME_DIR (entries may be NULL) */
-	const char *caller_private[AR_CALLER_PRIVATE_MAX];
+	const char *caller_private[AR_SPEC_CALLER_PRIVATE_MAX];
 	const char *term; /* the caller's $TERM, passed through when set */
 	const char *cwd;  /* the caller's working directory: kept when the sandbox
 			     shows it, else / */
@@ -50,23 +49,6 @@ int ar_override_apply(struct ar_policy *p, struct ar_run_opts *o, const char *fl
 		      const char *value, ar_error_t *err);
 /* Parse "UID" or "UID:GID" (numeric). Returns 0 or -1. */
 int ar_parse_user(const char *s, uid_t *uid, gid_t *gid);
-
-/* ---- The environment of the command (src/sandbox/env.c), pure. ---- */
-
-#define AR_SANDBOX_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-/* A clean environment: PATH, HOME (the first tmpfs, else /), TERM when the caller
- * has one, then the policy env (which may replace PATH or HOME), KUBECONFIG when a
- * kubeconfig is mounted. NULL-terminated "K=V" strings, free with ar_strv_free. */
-char **ar_sandbox_env(const struct ar_policy *p, const struct ar_run_opts *o);
-/* The same with the proxy variables (ar_proxy_env_foreach) after TERM when proxy_url
- * is set: the environment of a `network: proxy` sandbox. */
-char **ar_sandbox_env_net(const struct ar_policy *p, const struct ar_run_opts *o,
-			  const char *proxy_url);
-/* Secrets (docs/secrets.md): each secret's name holds its placeholder, and
- * SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, NODE_EXTRA_CA_CERTS and
- * GIT_SSL_CAINFO name the CA bundle (`bundle`, its path in the sandbox). */
-struct ar_secrets;
-void ar_sandbox_env_secrets(char ***env, const struct ar_secrets *s, const char *bundle);
 
 /* ---- The mount plan (src/sandbox/mountplan.c), pure. ---- */
 
@@ -104,26 +86,15 @@ struct ar_mount_plan {
 	size_t n_ops;
 };
 
-/* Build the ordered list of mounts for p. caller_private (NULL, or
- * AR_CALLER_PRIVATE_MAX paths, each may be NULL) is hidden too in the host root view.
- * Errors name the policy field (relative or duplicate targets). */
-int ar_mount_plan_build(const struct ar_policy *p, const char *const *caller_private,
-			struct ar_mount_plan *plan, ar_error_t *err);
+/* The ordered list of mounts for the spec s: its hidden places, a fresh /proc with the
+ * spec's masked and read-only paths, /sys likewise, /dev, then the spec's mounts. */
+void ar_mount_plan_build(const struct ar_spec *s, struct ar_mount_plan *plan);
 void ar_mount_plan_free(struct ar_mount_plan *plan);
 /* Append a private read-only copy of the open file fd (not owned; open until the
- * sandbox's root is built) at target: the generated /etc/resolv.conf of transparent
- * capture. `what` names it in messages. */
+ * sandbox's root is built) at target: the spec's /etc/hosts, the generated
+ * /etc/resolv.conf of transparent capture. `what` names it in messages. */
 void ar_mount_plan_add_file(struct ar_mount_plan *plan, int fd, const char *target,
 			    const char *what);
-/* Append a read-only bind of the host file `source` at target (secrets: the CA bundle,
- * which agentrun completes after the sandbox's root is built, before the command). */
-void ar_mount_plan_add_bind(struct ar_mount_plan *plan, const char *source, const char *target,
-			    const char *what);
-/* The bind at target gets another source, bound as it is (not copied): secrets, the
- * sandbox's own kubeconfig in place of the policy's. */
-void ar_mount_plan_rebind(struct ar_mount_plan *plan, const char *target, const char *source);
-/* Is `path` equal to or below `dir` (both absolute, normalised)? */
-bool ar_path_under(const char *path, const char *dir);
 
 /* Visit every mount point of a /proc/self/mountinfo text that is `prefix` or below
  * it, in file order (parents before children), with octal escapes undone. Returns 0,

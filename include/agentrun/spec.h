@@ -14,8 +14,6 @@
 #include "agentrun/error.h"
 #include "agentrun/policy.h"
 
-struct ar_run_opts;
-
 /* ---- masked and read-only system paths (one table for run, render and check) ---- */
 
 enum ar_spec_path_kind {
@@ -97,6 +95,9 @@ struct ar_spec_mount {
 	const char *source; /* host path (bind), NULL (tmpfs) */
 	const char *target;
 	bool readonly;
+	/* a file the sandbox's uid may not be able to read where it is (the policy's
+	 * kubeconfig, mode 600 and its owner's): run binds a private copy of it */
+	bool copy;
 	/* where it comes from, as run's mount plan names it: "p.json: tmpfs[0]", "p.json:
 	 * mounts[1]" or the override's flag ("--mount SRC:DST"), "p.json: kubeconfig" */
 	char *field;
@@ -118,26 +119,71 @@ struct ar_spec_net {
 	char *proxy_url;
 };
 
+/* The ids as a user namespace maps them: without root, run maps the one id the agent
+ * runs as (uid, gid) onto the caller's own (docs/rootless.md). */
+struct ar_spec_idmap {
+	bool userns; /* false: no user namespace (agentrun is root, or a runtime's config) */
+	uid_t outer_uid;
+	gid_t outer_gid;
+};
+
 struct ar_spec {
 	const struct ar_policy *p; /* borrowed: outlives the spec */
 	uid_t uid;
 	gid_t gid;
-	char **env;		      /* "K=V", NULL-terminated, in order */
-	const char *rootfs;	      /* NULL: read-only view of the host root */
-	bool readonly_root;	      /* always true */
-	bool no_new_privs;	      /* always true */
-	bool no_capabilities;	      /* every set empty, always true */
-	struct ar_spec_mount *mounts; /* tmpfs, then policy mounts, then the kubeconfig */
+	struct ar_spec_idmap idmap;
+	char **env;	      /* "K=V", NULL-terminated, in order */
+	const char *rootfs;   /* NULL: read-only view of the host root */
+	bool readonly_root;   /* always true */
+	bool no_new_privs;    /* always true */
+	bool no_capabilities; /* every set empty, always true */
+	/* hidden in the host root view (rootfs NULL): ar_spec_hidden_paths and the caller's
+	 * own places; none in a rootfs, which shows nothing of the host's */
+	char **hidden;
+	size_t n_hidden;
+	/* tmpfs, policy mounts, the kubeconfig (with secrets, the sandbox's own: a
+	 * placeholder token), the CA bundle (secrets) */
+	struct ar_spec_mount *mounts;
 	size_t n_mounts;
+	char *hosts; /* the sandbox's own /etc/hosts: its network is never the host's */
 	struct ar_spec_limits limits;
 	const char *seccomp; /* "default", "unconfined" or a profile path */
 	struct ar_spec_net net;
 };
 
+/* What the back end knows that the policy does not. Render and check pass NULL: the
+ * placeholders then stand in (a proxy URL on AR_SPEC_PROXY_ADDR, fresh secret
+ * placeholders, the bundle's CA file at AR_SPEC_CA_BUNDLE, the policy's ids). */
 struct ar_spec_opts {
-	const struct ar_run_opts *run; /* run's own settings (TERM); NULL for render/check */
-	const char *proxy_url;	       /* NULL: the placeholder */
+	const char *term;		   /* run: the caller's $TERM, passed through */
+	const char *const *caller_private; /* run: AR_SPEC_CALLER_PRIVATE_MAX paths (or
+					      NULL entries) hidden too in the host root view */
+	const char *proxy_url;		   /* the proxy's real URL */
+	const struct ar_secrets *secrets;  /* the placeholders the proxy holds */
+	const char *ca_bundle;		   /* the CA bundle (host file) ... */
+	const char *ca_bundle_target;	   /* ... and where the sandbox sees it */
+	const char *kubeconfig;		   /* the sandbox's own kubeconfig (secrets) */
+	bool ids_set;			   /* run: the ids leased for it (below) */
+	uid_t uid;
+	gid_t gid;
+	struct ar_spec_idmap idmap;
 };
+#define AR_SPEC_CALLER_PRIVATE_MAX 3
+
+/* Hidden inside the host root view (DESIGN §6 credentials; src/spec/paths.c). */
+extern const char *const ar_spec_hidden_paths[];
+extern const size_t ar_spec_n_hidden_paths;
+
+/* The environment (src/spec/env.c), pure: PATH, HOME (the first tmpfs, else /), TERM
+ * when set, the proxy variables (ar_proxy_env_foreach) when proxy_url is set, the policy
+ * env (which may replace PATH or HOME), KUBECONFIG when a kubeconfig is mounted.
+ * NULL-terminated "K=V" strings, free with ar_strv_free. */
+#define AR_SPEC_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+char **ar_spec_env(const struct ar_policy *p, const char *term, const char *proxy_url);
+/* Add the placeholders of s (those the agent sees in its environment) and, with
+ * bundle, the CA variables pointing at it. */
+struct ar_secrets;
+void ar_spec_env_secrets(char ***env, const struct ar_secrets *s, const char *bundle);
 
 /* Derive the spec of p. Errors name the policy field. */
 int ar_spec_build(const struct ar_policy *p, const struct ar_spec_opts *o, struct ar_spec **out,

@@ -140,4 +140,7 @@ int ar_parse_cpus(const char *s, int64_t *millicpus);
 /* Strict decimal integer in [min,max]. */
 int ar_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
 
+/* Is `path` equal to or below `dir` (both absolute, normalised)? */
+bool ar_path_under(const char *path, const char *dir);
+
 #endif

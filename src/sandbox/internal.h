@@ -22,6 +22,7 @@ struct sandbox {
 	const struct ar_run_opts *o;
 	char *const *argv;
 
+	struct ar_spec *spec; /* what the command gets (src/spec), built once */
 	struct ar_mount_plan plan;
 	struct ar_seccomp *seccomp; /* NULL: unconfined */
 	struct ar_cgroup *cg;	    /* NULL: --no-cgroups */
@@ -32,7 +33,7 @@ struct sandbox {
 	bool child_enters_cgroup;
 	int cg_self[4];
 	size_t n_cg_self;
-	char **env;
+	char **env; /* the spec's */
 	char cgroup_name[96];
 
 	/* the ids the command and its init run as: the policy's `user`, or a dynamic

@@ -1,6 +1,8 @@
-/* The mount plan: which mounts a sandbox gets, in which order, decided from the
- * policy alone (no I/O) so it is unit-testable; mount.c carries it out. Also the
- * mountinfo walker used where mount_setattr(2) is missing. */
+/* The mount plan: which mounts a sandbox gets, in which order, from the agent spec alone
+ * (no I/O) so it is unit-testable; mount.c carries it out. The spec says what is
+ * hidden, mounted and masked; the plan adds what only run makes (a fresh /proc, /sys
+ * and /dev, and files it generates: resolv.conf). Also the mountinfo walker used where
+ * mount_setattr(2) is missing. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
@@ -9,25 +11,6 @@
 #include "agentrun/sandbox.h"
 #include "agentrun/spec.h"
 #include "agentrun/util.h"
-
-/* Hidden inside the host root view (DESIGN §6 credentials). The view shows only an
- * allow-list of top-level directories (mount.c: /usr, /etc, /opt, ...): homes, /root,
- * /run, /var, /srv, /mnt are absent already. What remains is credentials inside the
- * allowed ones (plus, in mount.c, /etc/sudoers* and /etc/ssh/ *_key by pattern). */
-static const char *const hidden_paths[] = {
-    "/etc/shadow",
-    "/etc/gshadow",
-    "/etc/kubernetes",
-    "/etc/rancher",
-};
-
-bool ar_path_under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-	if (strcmp(dir, "/") == 0)
-		return path[0] == '/';
-	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
 
 static void add(struct ar_mount_plan *plan, enum ar_mount_kind kind, const char *source,
 		const char *target, bool readonly, char *what)
@@ -58,82 +41,28 @@ static void add_system_paths(struct ar_mount_plan *plan, const char *under)
 	}
 }
 
-static bool is_tmpfs_target(const struct ar_policy *p, const char *path)
+/* The spec's hidden places (the host root view only): an empty tmpfs or /dev/null. */
+static void add_hidden(const struct ar_spec *s, struct ar_mount_plan *plan)
 {
-	for (size_t i = 0; i < p->n_tmpfs; i++)
-		if (strcmp(p->tmpfs[i], path) == 0)
-			return true;
-	return false;
-}
-
-static bool already_hidden(const struct ar_mount_plan *plan, const char *path)
-{
-	for (size_t i = 0; i < plan->n_ops; i++)
-		if (plan->ops[i].kind == AR_MNT_HIDE && ar_path_under(path, plan->ops[i].target))
-			return true;
-	return false;
-}
-
-/* The caller's own places (its homes, its runtime directory with the SSH agent, D-Bus,
- * Wayland and keyring sockets): absent from the view already when they lie under
- * /home, /root or /run; hidden by name when they lie in a directory the view shows
- * (/opt, /etc, /usr), since an agent running as the caller's uid could read them. */
-static void hide_caller_private(const struct ar_policy *p, const char *path,
-				struct ar_mount_plan *plan)
-{
-	if (path != NULL && path[0] == '/' && path[1] != '\0' && strstr(path, "/..") == NULL &&
-	    !already_hidden(plan, path) && !is_tmpfs_target(p, path))
-		add(plan, AR_MNT_HIDE, NULL, path, true, ar_xasprintf("the caller's own %s", path));
-}
-
-static void add_hidden(const struct ar_policy *p, const char *const *caller_private,
-		       struct ar_mount_plan *plan)
-{
-	for (size_t i = 0; i < AR_ARRAY_SIZE(hidden_paths); i++)
-		/* a policy tmpfs replaces the place anyway: one mount, not two */
-		if (!is_tmpfs_target(p, hidden_paths[i]))
-			add(plan, AR_MNT_HIDE, NULL, hidden_paths[i], true,
-			    ar_xstrdup("hidden path"));
-	for (size_t i = 0; caller_private != NULL && i < AR_CALLER_PRIVATE_MAX; i++)
-		hide_caller_private(p, caller_private[i], plan);
-}
-
-static int check_target(const char *origin, const char *field, size_t i, const char *target,
-			ar_error_t *err)
-{
-	if (target == NULL || target[0] != '/' || strcmp(target, "/") == 0)
-		return ar_error_make(err, 0, "%s: %s[%zu]: target must be an absolute path below /",
-				     origin, field, i);
-	return 0;
-}
-
-static int add_policy_mounts(const struct ar_policy *p, struct ar_mount_plan *plan, ar_error_t *err)
-{
-	const char *kt = p->kubeconfig_target ? p->kubeconfig_target : AR_DEFAULT_KUBECONFIG_TARGET;
-
-	for (size_t i = 0; i < p->n_tmpfs; i++) {
-		if (check_target(p->origin, "tmpfs", i, p->tmpfs[i], err) == -1)
-			return -1;
-		add(plan, AR_MNT_TMPFS, NULL, p->tmpfs[i], false,
-		    ar_xasprintf("%s: tmpfs[%zu]", p->origin, i));
+	for (size_t i = 0; i < s->n_hidden; i++) {
+		bool listed = false;
+		for (size_t j = 0; j < ar_spec_n_hidden_paths && !listed; j++)
+			listed = strcmp(s->hidden[i], ar_spec_hidden_paths[j]) == 0;
+		add(plan, AR_MNT_HIDE, NULL, s->hidden[i], true,
+		    listed ? ar_xstrdup("hidden path")
+			   : ar_xasprintf("the caller's own %s", s->hidden[i]));
 	}
-	for (size_t i = 0; i < p->n_mounts; i++) {
-		const struct ar_mount *m = &p->mounts[i];
-		if (check_target(p->origin, "mounts", i, m->target, err) == -1)
-			return -1;
-		add(plan, AR_MNT_BIND, m->source, m->target, m->readonly,
-		    ar_policy_mount_origin(p, i));
+}
+
+/* The spec's mounts: tmpfs, binds, the kubeconfig, the CA bundle. */
+static void add_spec_mounts(const struct ar_spec *s, struct ar_mount_plan *plan)
+{
+	for (size_t i = 0; i < s->n_mounts; i++) {
+		const struct ar_spec_mount *m = &s->mounts[i];
+		add(plan, m->kind == AR_SPEC_MNT_TMPFS ? AR_MNT_TMPFS : AR_MNT_BIND, m->source,
+		    m->target, m->readonly, ar_xstrdup(m->field));
+		plan->ops[plan->n_ops - 1].copy = m->copy;
 	}
-	if (p->kubeconfig != NULL) {
-		if (kt[0] != '/' || strcmp(kt, "/") == 0)
-			return ar_error_make(err, 0, "%s: kubeconfig target must be below /",
-					     p->origin);
-		add(plan, AR_MNT_BIND, p->kubeconfig, kt, true,
-		    ar_xasprintf("%s: kubeconfig", p->origin));
-		/* mode 600 and its owner's: the sandbox's uid reads a copy */
-		plan->ops[plan->n_ops - 1].copy = true;
-	}
-	return 0;
 }
 
 void ar_mount_plan_add_file(struct ar_mount_plan *plan, int fd, const char *target,
@@ -144,31 +73,11 @@ void ar_mount_plan_add_file(struct ar_mount_plan *plan, int fd, const char *targ
 	plan->ops[plan->n_ops - 1].source_fd = fd;
 }
 
-void ar_mount_plan_add_bind(struct ar_mount_plan *plan, const char *source, const char *target,
-			    const char *what)
+void ar_mount_plan_build(const struct ar_spec *s, struct ar_mount_plan *plan)
 {
-	add(plan, AR_MNT_BIND, source, target, true, ar_xstrdup(what));
-}
-
-void ar_mount_plan_rebind(struct ar_mount_plan *plan, const char *target, const char *source)
-{
-	for (size_t i = 0; i < plan->n_ops; i++) {
-		struct ar_mount_op *op = &plan->ops[i];
-		if (op->kind != AR_MNT_BIND || strcmp(op->target, target) != 0)
-			continue;
-		free(op->source);
-		op->source = ar_xstrdup(source);
-		op->copy = false;
-		op->readonly = true;
-	}
-}
-
-int ar_mount_plan_build(const struct ar_policy *p, const char *const *caller_private,
-			struct ar_mount_plan *plan, ar_error_t *err)
-{
-	*plan = (struct ar_mount_plan){.host_root = p->rootfs == NULL, .rootfs = p->rootfs};
-	if (plan->host_root)
-		add_hidden(p, caller_private, plan);
+	const struct ar_policy *p = s->p;
+	*plan = (struct ar_mount_plan){.host_root = s->rootfs == NULL, .rootfs = s->rootfs};
+	add_hidden(s, plan);
 	/* in a rootfs these must exist: nothing is created in a read-only root */
 	const char *fresh = plan->host_root ? NULL : "rootfs";
 	add(plan, AR_MNT_PROC, NULL, "/proc", false,
@@ -179,11 +88,7 @@ int ar_mount_plan_build(const struct ar_policy *p, const char *const *caller_pri
 	add_system_paths(plan, "/sys");
 	add(plan, AR_MNT_DEV, NULL, "/dev", false,
 	    fresh ? ar_xasprintf("%s: %s", p->origin, fresh) : ar_xstrdup("/dev"));
-	if (add_policy_mounts(p, plan, err) == -1) {
-		ar_mount_plan_free(plan);
-		return -1;
-	}
-	return 0;
+	add_spec_mounts(s, plan);
 }
 
 void ar_mount_plan_free(struct ar_mount_plan *plan)

@@ -3,12 +3,12 @@
  * the order below is the order of the sandbox:
  *
  *   preflight -> prepare -> signals blocked -> network (gc, the name, the /30,
- *   audit file) -> environment -> cgroup (v2; v1: only planned) -> clone (child:
- *   child.c, which unshares its netns first) -> uid/gid maps -> release the child's
- *   setup -> proxy process, then proxy netns + listener, then the child's netns (sent
- *   by it) and the veth into it, with v1 cgroup creation beside them on a thread ->
- *   v2 membership -> the proxy serves, state written -> release the command -> wait,
- *   forwarding signals, watching the proxy -> the child's report -> teardown
+ *   audit file) -> the agent spec (environment, mounts) -> cgroup (v2; v1: only planned) -> clone
+ * (child: child.c, which unshares its netns first) -> uid/gid maps -> release the child's setup ->
+ * proxy process, then proxy netns + listener, then the child's netns (sent by it) and the veth into
+ * it, with v1 cgroup creation beside them on a thread -> v2 membership -> the proxy serves, state
+ * written -> release the command -> wait, forwarding signals, watching the proxy -> the child's
+ * report -> teardown
  *
  * Whatever has been created is undone by release_sandbox on every path out. */
 #define _GNU_SOURCE
@@ -63,22 +63,18 @@ static void release_sandbox(struct sandbox *sb)
 	ar_seccomp_free(sb->seccomp);
 	sb->seccomp = NULL;
 	ar_mount_plan_free(&sb->plan);
-	ar_strv_free(sb->env);
-	sb->env = NULL;
+	ar_spec_free(sb->spec);
+	sb->spec = NULL;
+	sb->env = NULL; /* the spec's */
 	sandbox_pty_stop(sb);
 	ar_state_uid_release(&sb->lease);
 }
 
-/* Everything that can be decided without touching the system: the seccomp filter
- * (compiled here so a bad profile fails before anything exists; `default` comes
- * precompiled from the build), the mount plan, the environment. */
+/* The seccomp filter, compiled here so a bad profile fails before anything exists
+ * (`default` comes precompiled from the build). */
 static int prepare(struct sandbox *sb, ar_error_t *err)
 {
-	if (ar_seccomp_prepare_program(sb->p->seccomp, &sb->seccomp, err) == -1)
-		return -1;
-	if (ar_mount_plan_build(sb->p, sb->o->caller_private, &sb->plan, err) == -1)
-		return -1;
-	return sandbox_idmap_prepare(sb, err);
+	return ar_seccomp_prepare_program(sb->p->seccomp, &sb->seccomp, err);
 }
 
 /* /etc/FILE can be covered: in a rootfs, nothing is created, so only a regular file
@@ -92,30 +88,56 @@ static bool etc_coverable(const char *rootfs, const char *file)
 	return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* The sandbox's own /etc/hosts: its network is never the host's (none or the proxy's),
- * so the host's names (its own addresses, other machines, an allowed name pinned to a
- * host address) would resolve to what the sandbox cannot reach, or past the proxy's DNS
- * stub, whose synthetic addresses carry the name to the proxy (docs/network.md). */
+/* The spec's /etc/hosts, where it can be covered. */
 static int hosts_file(struct sandbox *sb, ar_error_t *err)
 {
 	if (!etc_coverable(sb->plan.rootfs, "hosts"))
 		return 0;
-	ar_autofree char *text = ar_xasprintf(
-	    "# agentrun: the sandbox's own hosts file (its network is not the host's)\n"
-	    "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
-	    "127.0.1.1\t%s\n",
-	    sb->p->name);
-	sb->hosts_fd = ar_sealed_memfd("hosts", text, strlen(text));
+	sb->hosts_fd = ar_sealed_memfd("hosts", sb->spec->hosts, strlen(sb->spec->hosts));
 	if (sb->hosts_fd == -1)
 		return ar_error_make(err, errno, "the sandbox's /etc/hosts");
 	ar_mount_plan_add_file(&sb->plan, sb->hosts_fd, "/etc/hosts", "the sandbox's /etc/hosts");
 	return 0;
 }
 
+/* The agent spec (src/spec), once the network has its address and secrets their
+ * placeholders: what the command gets (ids, environment, hidden places, mounts, /etc/hosts)
+ * is the spec's, and the mount plan is made from it. */
+static int spec(struct sandbox *sb, ar_error_t *err)
+{
+	const char *bundle_target = NULL;
+	const char *bundle = ar_net_ca_bundle(&sb->net, &bundle_target);
+	struct ar_spec_opts o = {
+	    .term = sb->o->term,
+	    .caller_private = sb->o->caller_private,
+	    .proxy_url = ar_net_proxy_url(&sb->net),
+	    .secrets = ar_net_secrets(&sb->net),
+	    .ca_bundle = bundle,
+	    .ca_bundle_target = bundle_target,
+	    .kubeconfig = ar_net_kubeconfig(&sb->net),
+	    .ids_set = true,
+	    .uid = sb->uid,
+	    .gid = sb->gid,
+	    .idmap = {.userns = sb->userns, .outer_uid = sb->outer_uid, .outer_gid = sb->outer_gid},
+	};
+	if (ar_spec_build(sb->p, &o, &sb->spec, err) == -1)
+		return -1;
+	sb->env = sb->spec->env;
+	ar_mount_plan_build(sb->spec, &sb->plan);
+	/* transparent capture: the sandbox's resolver is the proxy's DNS stub (in a rootfs,
+	 * nothing is created: only a regular /etc/resolv.conf there is covered) */
+	if (ar_net_resolv_fd(&sb->net) >= 0 && etc_coverable(sb->plan.rootfs, "resolv.conf"))
+		ar_mount_plan_add_file(&sb->plan, ar_net_resolv_fd(&sb->net), "/etc/resolv.conf",
+				       "network: proxy: /etc/resolv.conf");
+	if (hosts_file(sb, err) == -1)
+		return -1;
+	return sandbox_idmap_prepare(sb, err);
+}
+
 /* The network (DESIGN §7, src/net/): gc of dead sandboxes, this sandbox's name and
  * state; for `network: proxy` the /30 and the audit file. `none` is the bare network
- * namespace the clone creates (loopback only, brought up by the child). The
- * environment follows: it carries the listener's address. */
+ * namespace the clone creates (loopback only, brought up by the child). The spec
+ * follows: its environment carries the listener's address. */
 static int network(struct sandbox *sb, ar_error_t *err)
 {
 	struct ar_net_opts o = {
@@ -124,25 +146,7 @@ static int network(struct sandbox *sb, ar_error_t *err)
 	    .proxy_log = sb->o->proxy_log,
 	    .no_cgroups = sb->o->no_cgroups,
 	};
-	if (ar_net_start(&sb->net, sb->p, &o, err) == -1)
-		return -1;
-	sb->env = ar_sandbox_env_net(sb->p, sb->o, ar_net_proxy_url(&sb->net));
-	/* secrets: placeholders in the environment, the CA bundle over the distribution's */
-	const char *bundle_target = NULL;
-	const char *bundle = ar_net_ca_bundle(&sb->net, &bundle_target);
-	ar_sandbox_env_secrets(&sb->env, ar_net_secrets(&sb->net), bundle_target);
-	if (bundle != NULL)
-		ar_mount_plan_add_bind(&sb->plan, bundle, bundle_target, "secrets: the CA bundle");
-	/* the kubeconfig the sandbox reads: a placeholder token, the sandbox CA */
-	if (ar_net_kubeconfig(&sb->net) != NULL)
-		ar_mount_plan_rebind(&sb->plan, sb->p->kubeconfig_target,
-				     ar_net_kubeconfig(&sb->net));
-	/* transparent capture: the sandbox's resolver is the proxy's DNS stub (in a rootfs,
-	 * nothing is created: only a regular /etc/resolv.conf there is covered) */
-	if (ar_net_resolv_fd(&sb->net) >= 0 && etc_coverable(sb->plan.rootfs, "resolv.conf"))
-		ar_mount_plan_add_file(&sb->plan, ar_net_resolv_fd(&sb->net), "/etc/resolv.conf",
-				       "network: proxy: /etc/resolv.conf");
-	return hosts_file(sb, err);
+	return ar_net_start(&sb->net, sb->p, &o, err);
 }
 
 static int cgroup_late(struct sandbox *sb, ar_error_t *err);
@@ -487,6 +491,8 @@ int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char 
 	if (block_signals(&sb, err) == -1)
 		return -1;
 	if (network(&sb, err) == -1)
+		goto fail;
+	if (spec(&sb, err) == -1)
 		goto fail;
 	if (cgroup(&sb, err) == -1)
 		goto fail;

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agentrun/sandbox.h"
 #include "agentrun/secrets.h"
+#include "agentrun/spec.h"
 #include "agentrun/util.h"
 
 static void put(char ***env, size_t *n, const char *key, const char *value)
@@ -33,22 +33,16 @@ static void put_proxy(const char *key, const char *value, void *data)
 	put(a->env, a->n, key, value);
 }
 
-char **ar_sandbox_env(const struct ar_policy *p, const struct ar_run_opts *o)
-{
-	return ar_sandbox_env_net(p, o, NULL);
-}
-
-char **ar_sandbox_env_net(const struct ar_policy *p, const struct ar_run_opts *o,
-			  const char *proxy_url)
+char **ar_spec_env(const struct ar_policy *p, const char *term, const char *proxy_url)
 {
 	char **env = ar_xcalloc(1, sizeof(char *));
 	size_t n = 0;
 
-	put(&env, &n, "PATH", AR_SANDBOX_PATH);
+	put(&env, &n, "PATH", AR_SPEC_PATH);
 	/* HOME must be somewhere the user can write: the first tmpfs (usually /tmp) */
 	put(&env, &n, "HOME", p->n_tmpfs > 0 ? p->tmpfs[0] : "/");
-	if (o != NULL && o->term != NULL && o->term[0] != '\0')
-		put(&env, &n, "TERM", o->term);
+	if (term != NULL && term[0] != '\0')
+		put(&env, &n, "TERM", term);
 	if (proxy_url != NULL)
 		ar_proxy_env_foreach(proxy_url, put_proxy, &(struct env_acc){&env, &n});
 	for (size_t i = 0; i < p->n_env; i++)
@@ -59,7 +53,7 @@ char **ar_sandbox_env_net(const struct ar_policy *p, const struct ar_run_opts *o
 	return env;
 }
 
-void ar_sandbox_env_secrets(char ***env, const struct ar_secrets *s, const char *bundle)
+void ar_spec_env_secrets(char ***env, const struct ar_secrets *s, const char *bundle)
 {
 	size_t n = 0;
 	if (s == NULL)

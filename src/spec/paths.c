@@ -1,5 +1,5 @@
 /* The tables of the agent spec that run, render and check all read: masked and
- * read-only system paths, namespaces. */
+ * read-only system paths, hidden credentials, namespaces. */
 #define _GNU_SOURCE
 #include <sched.h>
 
@@ -29,6 +29,18 @@ const struct ar_spec_path ar_spec_system_paths[] = {
     {"/sys/kernel/debug", AR_SPEC_MASKED},
 };
 const size_t ar_spec_n_system_paths = AR_ARRAY_SIZE(ar_spec_system_paths);
+
+/* The view shows only an allow-list of top-level directories (src/sandbox/mount.c: /usr,
+ * /etc, /opt, ...): homes, /root, /run, /var, /srv, /mnt are absent already. What
+ * remains is credentials inside the allowed ones (plus, in mount.c, /etc/sudoers* and
+ * /etc/ssh/ *_key by pattern). */
+const char *const ar_spec_hidden_paths[] = {
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/kubernetes",
+    "/etc/rancher",
+};
+const size_t ar_spec_n_hidden_paths = AR_ARRAY_SIZE(ar_spec_hidden_paths);
 
 const struct ar_spec_namespace ar_spec_namespaces[AR_SPEC_N_NAMESPACES] = {
     [AR_SPEC_NS_PID] = {"pid", "pid", CLONE_NEWPID, "PID namespaces", AR_SPEC_NS_AT_CLONE},

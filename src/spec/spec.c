@@ -1,27 +1,41 @@
-/* ar_spec_build: the policy (after overrides) as what the agent gets. The environment
- * comes from the one builder run uses (ar_sandbox_env); the proxy variables carry the
- * network plan's URL. */
+/* ar_spec_build: the policy (after overrides) as what the agent gets, for every back end:
+ * run's sandbox, the docker, k8s and OCI renderings, the checks and the OCI hook. What
+ * only the back end knows (run's leased ids and user namespace, the proxy's URL, the
+ * placeholders the proxy holds, the CA bundle's path) comes in ar_spec_opts; without it
+ * the placeholders stand in. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
 
 #include "agentrun/cgroup.h"
-#include "agentrun/sandbox.h"
 #include "agentrun/seccomp.h"
 #include "agentrun/secrets.h"
 #include "agentrun/spec.h"
 #include "agentrun/util.h"
 
+static void add_mount(struct ar_spec *s, enum ar_spec_mount_kind kind, const char *source,
+		      const char *target, bool readonly, char *field);
+
+/* The environment, and with secrets the placeholders and the CA bundle that goes with
+ * them: the back end's (run: the proxy holds them), else fresh placeholders (the OCI
+ * hook's proxy adopts them from config.json) and the bundle's own CA file. */
 static int build_env(struct ar_spec *s, const struct ar_spec_opts *o, ar_error_t *err)
 {
-	/* the one definition of the environment, proxy variables included (env.c) */
-	s->env = ar_sandbox_env_net(s->p, o->run,
-				    s->net.mode == AR_NETWORK_PROXY ? s->net.proxy_url : NULL);
-	/* secrets: fresh placeholders (the OCI hook's proxy adopts them from config.json) */
-	ar_autosecrets struct ar_secrets *set = NULL;
-	if (ar_secrets_new(s->p, &set, err) < 0)
+	const struct ar_policy *p = s->p;
+	ar_autosecrets struct ar_secrets *fresh = NULL;
+	const char *bundle = o->ca_bundle, *target = o->ca_bundle_target;
+
+	s->env = ar_spec_env(p, o->term, s->net.mode == AR_NETWORK_PROXY ? s->net.proxy_url : NULL);
+	if (o->secrets == NULL && ar_secrets_new(p, &fresh, err) < 0)
 		return -1;
-	ar_sandbox_env_secrets(&s->env, set, set ? AR_SPEC_CA_BUNDLE : NULL);
+	if (fresh != NULL) { /* relative: the runtime finds it in the bundle */
+		bundle = AR_SPEC_CA_BUNDLE_FILE;
+		target = AR_SPEC_CA_BUNDLE;
+	}
+	ar_spec_env_secrets(&s->env, o->secrets ? o->secrets : fresh, bundle ? target : NULL);
+	if (bundle != NULL)
+		add_mount(s, AR_SPEC_MNT_BIND, bundle, target, true,
+			  ar_xasprintf("%s: secrets (the CA bundle)", p->origin));
 	return 0;
 }
 
@@ -33,6 +47,63 @@ static void add_mount(struct ar_spec *s, enum ar_spec_mount_kind kind, const cha
 	    .kind = kind, .source = source, .target = target, .readonly = readonly, .field = field};
 }
 
+static bool is_tmpfs_target(const struct ar_policy *p, const char *path)
+{
+	for (size_t i = 0; i < p->n_tmpfs; i++)
+		if (strcmp(p->tmpfs[i], path) == 0)
+			return true;
+	return false;
+}
+
+static bool is_hidden(const struct ar_spec *s, const char *path)
+{
+	for (size_t i = 0; i < s->n_hidden; i++)
+		if (ar_path_under(path, s->hidden[i]))
+			return true;
+	return false;
+}
+
+static void hide(struct ar_spec *s, const char *path)
+{
+	s->hidden = ar_xrealloc(s->hidden, (s->n_hidden + 1) * sizeof(*s->hidden));
+	s->hidden[s->n_hidden++] = ar_xstrdup(path);
+}
+
+/* Credentials the host root view would show, and the caller's own places (its homes,
+ * its runtime directory with the SSH agent, D-Bus, Wayland and keyring sockets): absent
+ * from the view already when they lie under /home, /root or /run; hidden by name when
+ * they lie in a directory the view shows (/opt, /etc, /usr), since an agent running as
+ * the caller's uid could read them. A policy tmpfs replaces the place anyway: one
+ * mount, not two. */
+static void build_hidden(struct ar_spec *s, const struct ar_spec_opts *o)
+{
+	if (s->rootfs != NULL)
+		return;
+	for (size_t i = 0; i < ar_spec_n_hidden_paths; i++)
+		if (!is_tmpfs_target(s->p, ar_spec_hidden_paths[i]))
+			hide(s, ar_spec_hidden_paths[i]);
+	for (size_t i = 0; o->caller_private != NULL && i < AR_SPEC_CALLER_PRIVATE_MAX; i++) {
+		const char *path = o->caller_private[i];
+		if (path != NULL && path[0] == '/' && path[1] != '\0' &&
+		    strstr(path, "/..") == NULL && !is_hidden(s, path) &&
+		    !is_tmpfs_target(s->p, path))
+			hide(s, path);
+	}
+}
+
+/* Its network is never the host's (none, or the proxy's), so the host's names (its own
+ * addresses, other machines, an allowed name pinned to a host address) would resolve
+ * to what the sandbox cannot reach, or past the proxy's DNS stub, whose synthetic
+ * addresses carry the name to the proxy (docs/network.md). */
+static void build_hosts(struct ar_spec *s)
+{
+	s->hosts = ar_xasprintf("# agentrun: the sandbox's own hosts file (its network is not "
+				"the host's)\n"
+				"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+				"127.0.1.1\t%s\n",
+				s->p->name);
+}
+
 static int check_target(const char *field, const char *target, ar_error_t *err)
 {
 	if (target == NULL || target[0] != '/' || strcmp(target, "/") == 0)
@@ -40,7 +111,7 @@ static int check_target(const char *field, const char *target, ar_error_t *err)
 	return 0;
 }
 
-static int build_mounts(struct ar_spec *s, ar_error_t *err)
+static void build_mounts(struct ar_spec *s, const struct ar_spec_opts *o)
 {
 	const struct ar_policy *p = s->p;
 	for (size_t i = 0; i < p->n_tmpfs; i++)
@@ -49,14 +120,19 @@ static int build_mounts(struct ar_spec *s, ar_error_t *err)
 	for (size_t i = 0; i < p->n_mounts; i++)
 		add_mount(s, AR_SPEC_MNT_BIND, p->mounts[i].source, p->mounts[i].target,
 			  p->mounts[i].readonly, ar_policy_mount_origin(p, i));
-	if (p->kubeconfig != NULL)
-		add_mount(s, AR_SPEC_MNT_BIND, p->kubeconfig,
+	if (p->kubeconfig != NULL) {
+		/* the policy's (mode 600, its owner's): run binds a copy the sandbox's uid
+		 * reads; the sandbox's own (secrets: a placeholder token) is made for it */
+		add_mount(s, AR_SPEC_MNT_BIND, o->kubeconfig ? o->kubeconfig : p->kubeconfig,
 			  p->kubeconfig_target ? p->kubeconfig_target
 					       : AR_DEFAULT_KUBECONFIG_TARGET,
 			  true, ar_xasprintf("%s: kubeconfig", p->origin));
-	if (p->n_secrets > 0) /* relative: the runtime finds it in the bundle */
-		add_mount(s, AR_SPEC_MNT_BIND, AR_SPEC_CA_BUNDLE_FILE, AR_SPEC_CA_BUNDLE, true,
-			  ar_xasprintf("%s: secrets (the CA bundle)", p->origin));
+		s->mounts[s->n_mounts - 1].copy = o->kubeconfig == NULL;
+	}
+}
+
+static int check_mounts(const struct ar_spec *s, ar_error_t *err)
+{
 	for (size_t i = 0; i < s->n_mounts; i++)
 		if (check_target(s->mounts[i].field, s->mounts[i].target, err) < 0)
 			return -1;
@@ -86,8 +162,9 @@ int ar_spec_build(const struct ar_policy *p, const struct ar_spec_opts *o, struc
 	ar_autospec struct ar_spec *s = ar_xcalloc(1, sizeof(*s));
 	*s = (struct ar_spec){
 	    .p = p,
-	    .uid = p->uid,
-	    .gid = p->gid,
+	    .uid = o->ids_set ? o->uid : p->uid,
+	    .gid = o->ids_set ? o->gid : p->gid,
+	    .idmap = o->idmap,
 	    .rootfs = p->rootfs,
 	    .readonly_root = true,
 	    .no_new_privs = true,
@@ -100,11 +177,14 @@ int ar_spec_build(const struct ar_policy *p, const struct ar_spec_opts *o, struc
 		    o->proxy_url != NULL
 			? ar_xstrdup(o->proxy_url)
 			: ar_xasprintf("http://%s:%d", AR_SPEC_PROXY_ADDR, p->proxy.port);
-	if (build_env(s, o, err) < 0)
+	build_hidden(s, o);
+	build_mounts(s, o);
+	if (build_env(s, o, err) < 0) /* and the CA bundle's mount */
 		return -1;
+	if (check_mounts(s, err) < 0)
+		return -1;
+	build_hosts(s);
 	build_limits(s);
-	if (build_mounts(s, err) < 0)
-		return -1;
 	*out = steal_pointer(&s);
 	return 0;
 }
@@ -114,6 +194,10 @@ void ar_spec_free(struct ar_spec *s)
 	if (s == NULL)
 		return;
 	ar_strv_free(s->env);
+	for (size_t i = 0; i < s->n_hidden; i++)
+		free(s->hidden[i]);
+	free(s->hidden);
+	free(s->hosts);
 	for (size_t i = 0; i < s->n_mounts; i++)
 		free(s->mounts[i].field);
 	free(s->mounts);

@@ -181,3 +181,11 @@ int ar_write_file(const char *path, const char *data, size_t len, ar_error_t *er
 	}
 	return 0;
 }
+
+bool ar_path_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	if (strcmp(dir, "/") == 0)
+		return path[0] == '/';
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}

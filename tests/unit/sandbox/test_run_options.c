@@ -186,7 +186,7 @@ static void test_env_net(void **state)
 	ar_autopolicy struct ar_policy *p = default_policy();
 	struct ar_run_opts o = {.term = "xterm"};
 	ar_policy_setenv(p, "FOO", "bar");
-	ar_autostrv char **env = ar_sandbox_env_net(p, &o, "http://10.254.0.1:3128");
+	ar_autostrv char **env = ar_spec_env(p, o.term, "http://10.254.0.1:3128");
 	assert_int_equal(ar_strv_len(env), 10);
 	assert_string_equal(env[2], "TERM=xterm");
 	assert_string_equal(env[3], "HTTP_PROXY=http://10.254.0.1:3128");
@@ -222,9 +222,9 @@ static void test_env(void **state)
 	ar_policy_setenv(p, "HOME", "/work");
 	p->kubeconfig = ar_xstrdup("/k");
 
-	ar_autostrv char **env = ar_sandbox_env(p, &o);
+	ar_autostrv char **env = ar_spec_env(p, o.term, NULL);
 	assert_int_equal(ar_strv_len(env), 5);
-	assert_string_equal(env[0], "PATH=" AR_SANDBOX_PATH);
+	assert_string_equal(env[0], "PATH=" AR_SPEC_PATH);
 	assert_string_equal(env[1], "HOME=/work"); /* the policy replaces the default */
 	assert_string_equal(env[2], "TERM=xterm");
 	assert_string_equal(env[3], "FOO=bar");
@@ -235,7 +235,7 @@ static void test_env(void **state)
 	p->tmpfs[0] = NULL;
 	p->n_tmpfs = 0;
 	ar_policy_setenv(p, "HOME", "/h");
-	ar_autostrv char **env2 = ar_sandbox_env(p, &none);
+	ar_autostrv char **env2 = ar_spec_env(p, none.term, NULL);
 	assert_string_equal(env2[1], "HOME=/h");
 	assert_null(env2[4]);
 }
@@ -243,7 +243,7 @@ static void test_env(void **state)
 static void test_env_home_default(void **state)
 {
 	ar_autopolicy struct ar_policy *p = default_policy();
-	ar_autostrv char **env = ar_sandbox_env(p, NULL);
+	ar_autostrv char **env = ar_spec_env(p, NULL, NULL);
 	assert_int_equal(ar_strv_len(env), 2);
 	assert_string_equal(env[1], "HOME=/tmp"); /* the first tmpfs: writable */
 }
@@ -256,6 +256,18 @@ static size_t find_op(const struct ar_mount_plan *plan, enum ar_mount_kind kind,
 	return SIZE_MAX;
 }
 
+/* The plan of p's spec, as run makes it (the caller's places hidden too). */
+static int plan_of(const struct ar_policy *p, const char *const *caller_private,
+		   struct ar_mount_plan *plan, ar_error_t *err)
+{
+	ar_autospec struct ar_spec *s = NULL;
+	*plan = (struct ar_mount_plan){0};
+	if (ar_spec_build(p, &(struct ar_spec_opts){.caller_private = caller_private}, &s, err) < 0)
+		return -1;
+	ar_mount_plan_build(s, plan);
+	return 0;
+}
+
 static void test_plan_host_root(void **state)
 {
 	ar_autopolicy struct ar_policy *p = default_policy();
@@ -266,9 +278,9 @@ static void test_plan_host_root(void **state)
 	assert_null(apply(p, &o, "--mount", "/srv/logs:/logs"));
 	p->kubeconfig = ar_xstrdup("/home/me/.kube/agent");
 	assert_int_equal(
-	    ar_mount_plan_build(
-		p, (const char *[AR_CALLER_PRIVATE_MAX]){"/srv/me", "/opt/me", "/etc/run-me"},
-		&plan, &err),
+	    plan_of(p,
+		    (const char *[AR_SPEC_CALLER_PRIVATE_MAX]){"/srv/me", "/opt/me", "/etc/run-me"},
+		    &plan, &err),
 	    0);
 	assert_true(plan.host_root);
 	/* credentials inside the allowed directories hidden, and the caller's own places
@@ -315,7 +327,7 @@ static void test_plan_rootfs_and_home(void **state)
 
 	p->rootfs = ar_xstrdup("/srv/image");
 	assert_int_equal(
-	    ar_mount_plan_build(p, (const char *[AR_CALLER_PRIVATE_MAX]){"/root"}, &plan, &err), 0);
+	    plan_of(p, (const char *[AR_SPEC_CALLER_PRIVATE_MAX]){"/root"}, &plan, &err), 0);
 	assert_false(plan.host_root);
 	assert_string_equal(plan.rootfs, "/srv/image");
 	for (size_t i = 0; i < plan.n_ops; i++)
@@ -327,20 +339,19 @@ static void test_plan_rootfs_and_home(void **state)
 	/* a $HOME below a hidden directory, or "/", adds nothing */
 	free(p->rootfs);
 	p->rootfs = NULL;
-	assert_int_equal(
-	    ar_mount_plan_build(p, (const char *[AR_CALLER_PRIVATE_MAX]){"/etc/kubernetes/me"},
-				&plan, &err),
-	    0);
+	assert_int_equal(plan_of(p,
+				 (const char *[AR_SPEC_CALLER_PRIVATE_MAX]){"/etc/kubernetes/me"},
+				 &plan, &err),
+			 0);
 	assert_int_equal(find_op(&plan, AR_MNT_HIDE, "/etc/kubernetes/me"), SIZE_MAX);
 	size_t n = plan.n_ops;
 	ar_mount_plan_free(&plan);
-	assert_int_equal(
-	    ar_mount_plan_build(p, (const char *[AR_CALLER_PRIVATE_MAX]){"/"}, &plan, &err), 0);
+	assert_int_equal(plan_of(p, (const char *[AR_SPEC_CALLER_PRIVATE_MAX]){"/"}, &plan, &err),
+			 0);
 	assert_int_equal(plan.n_ops, n);
 	ar_mount_plan_free(&plan);
 	assert_int_equal(
-	    ar_mount_plan_build(p, (const char *[AR_CALLER_PRIVATE_MAX]){"relative"}, &plan, &err),
-	    0);
+	    plan_of(p, (const char *[AR_SPEC_CALLER_PRIVATE_MAX]){"relative"}, &plan, &err), 0);
 	assert_int_equal(plan.n_ops, n);
 	ar_mount_plan_free(&plan);
 }
@@ -355,7 +366,7 @@ static void test_plan_bad_target(void **state)
 	/* the flag is refused as it applies, naming itself */
 	ar_autofree char *msg = apply(p, &o, "--mount", "/a:/");
 	assert_string_equal(msg, "--mount /a:/: target: must not be \"/\", got \"/\"");
-	/* and the plan refuses what a policy struct could still hold (the flag's mount,
+	/* and the spec refuses what a policy struct could still hold (the flag's mount,
 	 * applied before its check, replaced by one without a flag) */
 	for (size_t i = 0; i < p->n_mounts; i++) {
 		free(p->mounts[i].source);
@@ -366,7 +377,7 @@ static void test_plan_bad_target(void **state)
 	p->mounts = ar_xcalloc(1, sizeof(*p->mounts));
 	p->mounts[0] = (struct ar_mount){.source = ar_xstrdup("/a"), .target = ar_xstrdup("/")};
 	p->n_mounts = 1;
-	assert_int_equal(ar_mount_plan_build(p, NULL, &plan, &err), -1);
+	assert_int_equal(plan_of(p, NULL, &plan, &err), -1);
 	assert_string_equal(
 	    err->msg, "<embedded default>: mounts[0]: target must be an absolute path below /");
 	assert_int_equal(plan.n_ops, 0);

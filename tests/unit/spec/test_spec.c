@@ -3,8 +3,6 @@
 #define _GNU_SOURCE
 #include "../spec_fixture.h"
 
-#include "agentrun/sandbox.h"
-
 static const char triage_json[] =
     "{\"name\": \"triage\", \"allowed_hosts\": [\"api.anthropic.com\"],"
     " \"kubeconfig\": \"/home/me/.kube/agent-config\","
@@ -25,7 +23,7 @@ static void test_triage(void **state)
 	assert_string_equal(s->seccomp, "default");
 
 	static const char *const env[] = {
-	    "PATH=" AR_SANDBOX_PATH,
+	    "PATH=" AR_SPEC_PATH,
 	    "HOME=/tmp",
 	    "A=1",
 	    "B=2",
@@ -37,7 +35,7 @@ static void test_triage(void **state)
 	    "NO_PROXY=localhost,127.0.0.1",
 	    "no_proxy=localhost,127.0.0.1",
 	};
-	/* the same set; the order of the proxy block is the builder's (ar_sandbox_env) */
+	/* the same set; the order of the proxy block is the builder's (ar_spec_env) */
 	assert_int_equal(ar_strv_len(s->env), AR_ARRAY_SIZE(env));
 	for (size_t i = 0; i < AR_ARRAY_SIZE(env); i++) {
 		const char *eq = strchr(env[i], '=');
@@ -91,8 +89,7 @@ static void test_proxy_url_and_none(void **state)
 
 	ar_autopolicy struct ar_policy *off = ar_test_policy(
 	    "{\"name\": \"off\", \"network\": \"none\", \"seccomp\": \"unconfined\"}");
-	struct ar_run_opts run = {.term = "xterm"};
-	o.run = &run;
+	o.term = "xterm";
 	ar_autospec struct ar_spec *n = ar_test_spec(off, &o);
 	assert_int_equal(n->net.mode, AR_NETWORK_NONE);
 	assert_null(n->net.proxy_url);
@@ -129,45 +126,45 @@ static void test_seccomp_text(void **state)
 	assert_string_equal(origin, "seccomp/default.json");
 }
 
-/* a mount a --mount override added is named by its flag, as run's mount plan names it
- * (ar_policy_mount_origin); the policy's own by its field */
-static void test_mount_origin(void **state)
+/* What only the back end knows comes in the options: run's leased ids and its user
+ * namespace, the caller's own places, the proxy's placeholders' CA bundle and kubeconfig. */
+static void test_run_opts(void **state)
 {
 	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
-	struct ar_run_opts o = {0};
-	ar_auto_error ar_error_t err = NULL;
-	assert_int_equal(ar_override_apply(p, &o, "--mount", "/srv/x:/x:rw", &err), 0);
-	ar_autospec struct ar_spec *s = ar_test_spec(p, NULL);
-	assert_string_equal(s->mounts[4].field, "--mount /srv/x:/x:rw");
-	assert_string_equal(s->mounts[2].field, "p.json: mounts[0]");
+	struct ar_spec_opts o = {
+	    .caller_private = (const char *[AR_SPEC_CALLER_PRIVATE_MAX]){"/opt/me", "/tmp", NULL},
+	    .ca_bundle = "/run/agentrun/x/ca-bundle.pem",
+	    .ca_bundle_target = "/etc/ssl/certs/ca-certificates.crt",
+	    .kubeconfig = "/run/agentrun/x/kubeconfig",
+	    .ids_set = true,
+	    .uid = 61184,
+	    .gid = 61184,
+	    .idmap = {.userns = true, .outer_uid = 1000, .outer_gid = 1000},
+	};
+	ar_autospec struct ar_spec *s = ar_test_spec(p, &o);
+	assert_int_equal(s->uid, 61184);
+	assert_true(s->idmap.userns);
+	assert_int_equal(s->idmap.outer_uid, 1000);
+	/* the listed credentials and the caller's own place, not a policy tmpfs */
+	assert_int_equal(s->n_hidden, ar_spec_n_hidden_paths + 1);
+	assert_string_equal(s->hidden[s->n_hidden - 1], "/opt/me");
+	/* two tmpfs, two mounts, the kubeconfig (the sandbox's own: no copy), the CA bundle */
+	assert_int_equal(s->n_mounts, 6);
+	assert_string_equal(s->mounts[4].source, "/run/agentrun/x/kubeconfig");
+	assert_false(s->mounts[4].copy);
+	assert_string_equal(s->mounts[5].source, "/run/agentrun/x/ca-bundle.pem");
+	assert_string_equal(s->mounts[5].target, "/etc/ssl/certs/ca-certificates.crt");
+	assert_non_null(strstr(s->hosts, "127.0.1.1\ttriage\n"));
 
-	/* a flag's bad target is refused as the flag applies, named by the flag */
-	assert_int_equal(ar_override_apply(p, &o, "--mount", "/srv/y:/", &err), -1);
-	assert_string_equal(err->msg, "--mount /srv/y:/: target: must not be \"/\", got \"/\"");
-}
-
-/* run's mount plan masks and protects exactly the spec's table, nothing else */
-static void test_mount_plan_reads_table(void **state)
-{
-	ar_autopolicy struct ar_policy *p =
-	    ar_test_policy("{\"name\": \"x\", \"network\": \"none\"}");
-	struct ar_mount_plan plan;
-	ar_auto_error ar_error_t err = NULL;
-	assert_int_equal(ar_mount_plan_build(p, NULL, &plan, &err), 0);
-	size_t seen = 0;
-	for (size_t i = 0; i < plan.n_ops; i++) {
-		const struct ar_mount_op *op = &plan.ops[i];
-		bool sys = ar_path_under(op->target, "/proc") || ar_path_under(op->target, "/sys");
-		if (!sys || (op->kind != AR_MNT_MASK && op->kind != AR_MNT_RO_SELF))
-			continue;
-		assert_true(seen < ar_spec_n_system_paths);
-		const struct ar_spec_path *sp = &ar_spec_system_paths[seen++];
-		assert_string_equal(op->target, sp->path);
-		assert_int_equal(op->kind,
-				 sp->kind == AR_SPEC_MASKED ? AR_MNT_MASK : AR_MNT_RO_SELF);
-	}
-	assert_int_equal(seen, ar_spec_n_system_paths);
-	ar_mount_plan_free(&plan);
+	/* without options: the policy's ids, no user namespace, the policy's kubeconfig
+	 * (copied by run), no CA bundle without secrets */
+	ar_autospec struct ar_spec *r = ar_test_spec(p, NULL);
+	assert_int_equal(r->uid, 1000);
+	assert_false(r->idmap.userns);
+	assert_int_equal(r->n_mounts, 5);
+	assert_string_equal(r->mounts[4].source, "/home/me/.kube/agent-config");
+	assert_true(r->mounts[4].copy);
+	assert_int_equal(r->n_hidden, ar_spec_n_hidden_paths);
 }
 
 static void test_tables(void **state)
@@ -193,8 +190,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_triage),	 cmocka_unit_test(test_proxy_url_and_none),
-	    cmocka_unit_test(test_seccomp_text), cmocka_unit_test(test_mount_plan_reads_table),
-	    cmocka_unit_test(test_tables),	 cmocka_unit_test(test_mount_origin),
+	    cmocka_unit_test(test_seccomp_text), cmocka_unit_test(test_run_opts),
+	    cmocka_unit_test(test_tables),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
