@@ -82,9 +82,11 @@ int ar_render_image_check(const char *ref, const char *what, ar_error_t *err);
 /* Parse "text", "json", "sh" or "oci". Returns 0 or -1 (the caller names the flag). */
 int ar_render_format_parse(const char *s, enum ar_render_format *out);
 
-/* Build the docker plan for p. Fails (naming the field or flag) when no agent image is
- * known or an image is not a docker image reference. */
-int ar_render_plan_build(const struct ar_policy *p, const struct ar_render_options *o,
+/* Build the docker plan for the spec sp (ar_spec_build_container): the agent container
+ * is the spec's, the proxy container and networks sp->p's. Fails (naming the field or
+ * flag) when no agent image is known or an image is not a docker image reference. */
+struct ar_spec;
+int ar_render_plan_build(const struct ar_spec *sp, const struct ar_render_options *o,
 			 struct ar_render_plan **out, ar_error_t *err);
 void ar_render_plan_free(struct ar_render_plan *plan);
 void ar_cleanup_render_planp(struct ar_render_plan **plan);

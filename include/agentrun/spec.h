@@ -132,7 +132,10 @@ struct ar_spec {
 	uid_t uid;
 	gid_t gid;
 	struct ar_spec_idmap idmap;
-	char **env;	      /* "K=V", NULL-terminated, in order */
+	char **env; /* "K=V", NULL-terminated, in order: run's, from scratch */
+	/* what a container back end (docker, k8s) adds to its image's: the same without
+	 * PATH, HOME and TERM */
+	char **container_env;
 	const char *rootfs;   /* NULL: read-only view of the host root */
 	bool readonly_root;   /* always true */
 	bool no_new_privs;    /* always true */
@@ -145,7 +148,8 @@ struct ar_spec {
 	 * placeholder token), the CA bundle (secrets) */
 	struct ar_spec_mount *mounts;
 	size_t n_mounts;
-	char *hosts; /* the sandbox's own /etc/hosts: its network is never the host's */
+	int kubeconfig_mount; /* its index in mounts, -1 without a kubeconfig */
+	char *hosts;	      /* the sandbox's own /etc/hosts: its network is never the host's */
 	struct ar_spec_limits limits;
 	const char *seccomp; /* "default", "unconfined" or a profile path */
 	struct ar_spec_net net;
@@ -174,11 +178,16 @@ struct ar_spec_opts {
 extern const char *const ar_spec_hidden_paths[];
 extern const size_t ar_spec_n_hidden_paths;
 
-/* The environment (src/spec/env.c), pure: PATH, HOME (the first tmpfs, else /), TERM
- * when set, the proxy variables (ar_proxy_env_foreach) when proxy_url is set, the policy
- * env (which may replace PATH or HOME), KUBECONFIG when a kubeconfig is mounted.
- * NULL-terminated "K=V" strings, free with ar_strv_free. */
+/* The environment (src/spec/env.c), pure. NULL-terminated "K=V" strings, free with
+ * ar_strv_free. What a container runtime adds to its image's environment: the proxy
+ * variables (ar_proxy_env_foreach) when proxy_url is set, the policy env, KUBECONFIG when
+ * a kubeconfig is mounted (a later key replaces an earlier one in place). */
+char **ar_spec_container_env(const struct ar_policy *p, const char *proxy_url);
+/* What run's command gets, built from scratch: PATH, HOME (the first tmpfs, else /),
+ * TERM when set, then the container environment (which may replace PATH or HOME). */
 #define AR_SPEC_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+char **ar_spec_env_full(const struct ar_policy *p, const char *term, char *const *container);
+/* ar_spec_env_full of ar_spec_container_env. */
 char **ar_spec_env(const struct ar_policy *p, const char *term, const char *proxy_url);
 /* Add the placeholders of s (those the agent sees in its environment) and, with
  * bundle, the CA variables pointing at it. */
@@ -188,6 +197,9 @@ void ar_spec_env_secrets(char ***env, const struct ar_secrets *s, const char *bu
 /* Derive the spec of p. Errors name the policy field. */
 int ar_spec_build(const struct ar_policy *p, const struct ar_spec_opts *o, struct ar_spec **out,
 		  ar_error_t *err);
+/* The spec a container back end (render's docker and k8s, their checks) runs the agent
+ * with: the proxy reached by its container or Service name (p->proxy_url). */
+int ar_spec_build_container(const struct ar_policy *p, struct ar_spec **out, ar_error_t *err);
 void ar_spec_free(struct ar_spec *s);
 void ar_cleanup_specp(struct ar_spec **s);
 #define ar_autospec __attribute__((cleanup(ar_cleanup_specp)))

@@ -223,8 +223,10 @@ static int render(struct render_args *a, const struct ar_policy *p, struct ar_bu
 				     p->origin);
 	if (a->format == AR_RENDER_K8S || a->format == AR_RENDER_K8S_JSON)
 		return ar_render_k8s(p, &a->opts, &a->k8s, out, err);
+	ar_autospec struct ar_spec *sp = NULL;
 	ar_autoplan struct ar_render_plan *plan = NULL;
-	if (ar_render_plan_build(p, &a->opts, &plan, err) < 0)
+	if (ar_spec_build_container(p, &sp, err) < 0 ||
+	    ar_render_plan_build(sp, &a->opts, &plan, err) < 0)
 		return -1;
 	if (a->format == AR_RENDER_JSON)
 		ar_render_print_json(plan, out);

@@ -1,4 +1,6 @@
-/* The docker plan: the policy as an ordered list of docker argv vectors (DESIGN §8).
+/* The docker plan: the agent spec as an ordered list of docker argv vectors (DESIGN §8):
+ * the agent container is the spec's, the proxy container and the networks the policy's
+ * proxy settings and names.
  * Internal network, egress network, the proxy container, `network connect`, the agent
  * container; then the teardown and audit steps the sh script uses. Every printer
  * reads this one list, so text, JSON and the script cannot disagree. */
@@ -10,6 +12,7 @@
 #include <string.h>
 
 #include "agentrun/render.h"
+#include "agentrun/spec.h"
 #include "agentrun/util.h"
 
 #define PROXY_MEMORY "128m"
@@ -155,74 +158,76 @@ static void proxy_step(const struct ar_policy *p, const char *proxy_image,
 	finish_step(s);
 }
 
-static void env_arg(const char *key, const char *value, void *data)
+/* The spec's container environment: the proxy variables, the policy's env (sorted by
+ * key by the policy reader), ... KUBECONFIG goes with its mount (agent_mounts). */
+static void agent_env(const struct ar_spec *sp, struct ar_render_step *s)
 {
-	arg(data, "-e");
-	argf(data, "%s=%s", key, value);
-}
-
-static void agent_env(const struct ar_policy *p, struct ar_render_step *s)
-{
-	if (p->network == AR_NETWORK_PROXY)
-		ar_proxy_env_foreach(p->proxy_url, env_arg, s);
-	/* p->env is kept sorted by key by the policy reader */
-	for (size_t i = 0; i < p->n_env; i++) {
-		arg(s, "-e");
-		argf(s, "%s=%s", p->env[i].key, p->env[i].value);
+	for (char **e = sp->container_env; *e != NULL; e++) {
+		if (sp->kubeconfig_mount >= 0 && strncmp(*e, "KUBECONFIG=", 11) == 0)
+			continue;
+		args(s, "-e", *e, NULL);
 	}
 }
 
-static void agent_mounts(const struct ar_policy *p, struct ar_render_step *s)
+/* The kubeconfig first, with its variable, then the binds; tmpfs went before (--tmpfs). */
+static void agent_mounts(const struct ar_spec *sp, struct ar_render_step *s)
 {
-	if (p->kubeconfig != NULL) {
+	if (sp->kubeconfig_mount >= 0) {
+		const struct ar_spec_mount *k = &sp->mounts[sp->kubeconfig_mount];
 		arg(s, "-v");
-		argf(s, "%s:%s:ro", p->kubeconfig, p->kubeconfig_target);
+		argf(s, "%s:%s:ro", k->source, k->target);
 		arg(s, "-e");
-		argf(s, "KUBECONFIG=%s", p->kubeconfig_target);
+		argf(s, "KUBECONFIG=%s", ar_spec_getenv(sp, "KUBECONFIG"));
 	}
-	for (size_t i = 0; i < p->n_mounts; i++) {
+	for (size_t i = 0; i < sp->n_mounts; i++) {
+		const struct ar_spec_mount *m = &sp->mounts[i];
+		if (m->kind != AR_SPEC_MNT_BIND || (int)i == sp->kubeconfig_mount)
+			continue;
 		arg(s, "-v");
-		argf(s, "%s:%s:%s", p->mounts[i].source, p->mounts[i].target,
-		     p->mounts[i].readonly ? "ro" : "rw");
+		argf(s, "%s:%s:%s", m->source, m->target, m->readonly ? "ro" : "rw");
 	}
 }
 
-static void agent_seccomp(const struct ar_policy *p, struct ar_render_step *s)
+static void agent_seccomp(const struct ar_spec *sp, struct ar_render_step *s)
 {
 	/* "default": docker's own default profile applies (see docs/render.md) */
-	if (p->seccomp == NULL || strcmp(p->seccomp, "default") == 0)
+	if (strcmp(sp->seccomp, "default") == 0)
 		return;
 	arg(s, "--security-opt");
-	argf(s, "seccomp=%s", p->seccomp);
+	argf(s, "seccomp=%s", sp->seccomp);
 }
 
-static void agent_step(const struct ar_policy *p, const char *image,
+/* The agent container: everything it gets is the spec's. */
+static void agent_step(const struct ar_spec *sp, const char *image,
 		       const struct ar_render_options *o, struct ar_render_plan *plan)
 {
+	const struct ar_policy *p = sp->p;
 	char memory[32], cpus[32];
-	format_bytes(p->limits.memory, memory, sizeof(memory));
-	format_cpus(p->limits.cpus_milli, cpus, sizeof(cpus));
+	format_bytes(sp->limits.memory, memory, sizeof(memory));
+	format_cpus(sp->limits.cpus_milli, cpus, sizeof(cpus));
 
 	struct ar_render_step *s = add_step(plan, AR_RENDER_RUN, "agent");
 	args(s, "docker", "run", "--rm", "-i", "--name", p->agent_name, "--network",
-	     p->network == AR_NETWORK_PROXY ? p->net_name : "none", NULL);
+	     sp->net.mode == AR_NETWORK_PROXY ? p->net_name : "none", NULL);
 	args(s, "--read-only", NULL);
-	for (size_t i = 0; i < p->n_tmpfs; i++) {
+	for (size_t i = 0; i < sp->n_mounts; i++) {
+		if (sp->mounts[i].kind != AR_SPEC_MNT_TMPFS)
+			continue;
 		arg(s, "--tmpfs");
-		argf(s, "%s:rw,nosuid,nodev", p->tmpfs[i]);
+		argf(s, "%s:rw,nosuid,nodev", sp->mounts[i].target);
 	}
 	/* --cgroupns private: docker's default is host on cgroup v1 and hybrid hosts */
 	args(s, "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--cgroupns", "private",
 	     NULL);
-	agent_seccomp(p, s);
+	agent_seccomp(sp, s);
 	arg(s, "--pids-limit");
-	argf(s, "%" PRId64, p->limits.pids);
+	argf(s, "%" PRId64, sp->limits.pids);
 	args(s, "--memory", memory, "--memory-swap", memory, "--cpus", cpus, NULL);
 	/* always UID:GID: a bare UID makes docker use gid 0 when the image has no passwd entry */
 	arg(s, "--user");
-	argf(s, "%u:%u", (unsigned)p->uid, (unsigned)p->gid);
-	agent_env(p, s);
-	agent_mounts(p, s);
+	argf(s, "%u:%u", (unsigned)sp->uid, (unsigned)sp->gid);
+	agent_env(sp, s);
+	agent_mounts(sp, s);
 	s->nowrap_from = s->argc;
 	arg(s, image);
 	for (size_t i = 0; i < o->n_cmd; i++)
@@ -287,9 +292,10 @@ static int pick_images(const struct ar_policy *p, const struct ar_render_options
 	return 0;
 }
 
-int ar_render_plan_build(const struct ar_policy *p, const struct ar_render_options *o,
+int ar_render_plan_build(const struct ar_spec *sp, const struct ar_render_options *o,
 			 struct ar_render_plan **out, ar_error_t *err)
 {
+	const struct ar_policy *p = sp->p;
 	const char *image, *proxy_image;
 	if (pick_images(p, o, &image, &proxy_image, err) < 0)
 		return -1;
@@ -304,7 +310,7 @@ int ar_render_plan_build(const struct ar_policy *p, const struct ar_render_optio
 		if (p->proxy.transparent)
 			plan->note = AR_RENDER_NOTE_CAPTURE;
 	}
-	agent_step(p, image, o, plan);
+	agent_step(sp, image, o, plan);
 	teardown_steps(p, plan);
 	*out = plan;
 	return 0;

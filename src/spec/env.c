@@ -33,7 +33,22 @@ static void put_proxy(const char *key, const char *value, void *data)
 	put(a->env, a->n, key, value);
 }
 
-char **ar_spec_env(const struct ar_policy *p, const char *term, const char *proxy_url)
+char **ar_spec_container_env(const struct ar_policy *p, const char *proxy_url)
+{
+	char **env = ar_xcalloc(1, sizeof(char *));
+	size_t n = 0;
+
+	if (proxy_url != NULL)
+		ar_proxy_env_foreach(proxy_url, put_proxy, &(struct env_acc){&env, &n});
+	for (size_t i = 0; i < p->n_env; i++)
+		put(&env, &n, p->env[i].key, p->env[i].value);
+	if (p->kubeconfig != NULL)
+		put(&env, &n, "KUBECONFIG",
+		    p->kubeconfig_target ? p->kubeconfig_target : AR_DEFAULT_KUBECONFIG_TARGET);
+	return env;
+}
+
+char **ar_spec_env_full(const struct ar_policy *p, const char *term, char *const *container)
 {
 	char **env = ar_xcalloc(1, sizeof(char *));
 	size_t n = 0;
@@ -43,14 +58,18 @@ char **ar_spec_env(const struct ar_policy *p, const char *term, const char *prox
 	put(&env, &n, "HOME", p->n_tmpfs > 0 ? p->tmpfs[0] : "/");
 	if (term != NULL && term[0] != '\0')
 		put(&env, &n, "TERM", term);
-	if (proxy_url != NULL)
-		ar_proxy_env_foreach(proxy_url, put_proxy, &(struct env_acc){&env, &n});
-	for (size_t i = 0; i < p->n_env; i++)
-		put(&env, &n, p->env[i].key, p->env[i].value);
-	if (p->kubeconfig != NULL)
-		put(&env, &n, "KUBECONFIG",
-		    p->kubeconfig_target ? p->kubeconfig_target : AR_DEFAULT_KUBECONFIG_TARGET);
+	for (size_t i = 0; container != NULL && container[i] != NULL; i++) {
+		const char *eq = strchr(container[i], '=');
+		ar_autofree char *key = ar_xstrndup(container[i], (size_t)(eq - container[i]));
+		put(&env, &n, key, eq + 1);
+	}
 	return env;
+}
+
+char **ar_spec_env(const struct ar_policy *p, const char *term, const char *proxy_url)
+{
+	ar_autostrv char **container = ar_spec_container_env(p, proxy_url);
+	return ar_spec_env_full(p, term, container);
 }
 
 void ar_spec_env_secrets(char ***env, const struct ar_secrets *s, const char *bundle)

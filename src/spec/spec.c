@@ -25,14 +25,17 @@ static int build_env(struct ar_spec *s, const struct ar_spec_opts *o, ar_error_t
 	ar_autosecrets struct ar_secrets *fresh = NULL;
 	const char *bundle = o->ca_bundle, *target = o->ca_bundle_target;
 
-	s->env = ar_spec_env(p, o->term, s->net.mode == AR_NETWORK_PROXY ? s->net.proxy_url : NULL);
+	s->container_env =
+	    ar_spec_container_env(p, s->net.mode == AR_NETWORK_PROXY ? s->net.proxy_url : NULL);
 	if (o->secrets == NULL && ar_secrets_new(p, &fresh, err) < 0)
 		return -1;
 	if (fresh != NULL) { /* relative: the runtime finds it in the bundle */
 		bundle = AR_SPEC_CA_BUNDLE_FILE;
 		target = AR_SPEC_CA_BUNDLE;
 	}
-	ar_spec_env_secrets(&s->env, o->secrets ? o->secrets : fresh, bundle ? target : NULL);
+	ar_spec_env_secrets(&s->container_env, o->secrets ? o->secrets : fresh,
+			    bundle ? target : NULL);
+	s->env = ar_spec_env_full(p, o->term, s->container_env);
 	if (bundle != NULL)
 		add_mount(s, AR_SPEC_MNT_BIND, bundle, target, true,
 			  ar_xasprintf("%s: secrets (the CA bundle)", p->origin));
@@ -120,7 +123,9 @@ static void build_mounts(struct ar_spec *s, const struct ar_spec_opts *o)
 	for (size_t i = 0; i < p->n_mounts; i++)
 		add_mount(s, AR_SPEC_MNT_BIND, p->mounts[i].source, p->mounts[i].target,
 			  p->mounts[i].readonly, ar_policy_mount_origin(p, i));
+	s->kubeconfig_mount = -1;
 	if (p->kubeconfig != NULL) {
+		s->kubeconfig_mount = (int)s->n_mounts;
 		/* the policy's (mode 600, its owner's): run binds a copy the sandbox's uid
 		 * reads; the sandbox's own (secrets: a placeholder token) is made for it */
 		add_mount(s, AR_SPEC_MNT_BIND, o->kubeconfig ? o->kubeconfig : p->kubeconfig,
@@ -189,11 +194,17 @@ int ar_spec_build(const struct ar_policy *p, const struct ar_spec_opts *o, struc
 	return 0;
 }
 
+int ar_spec_build_container(const struct ar_policy *p, struct ar_spec **out, ar_error_t *err)
+{
+	return ar_spec_build(p, &(struct ar_spec_opts){.proxy_url = p->proxy_url}, out, err);
+}
+
 void ar_spec_free(struct ar_spec *s)
 {
 	if (s == NULL)
 		return;
 	ar_strv_free(s->env);
+	ar_strv_free(s->container_env);
 	for (size_t i = 0; i < s->n_hidden; i++)
 		free(s->hidden[i]);
 	free(s->hidden);

@@ -141,11 +141,22 @@ static const enum ar_render_phase triage_phases[] = {
     AR_RENDER_DOWN, AR_RENDER_DOWN, AR_RENDER_DOWN, AR_RENDER_DOWN, AR_RENDER_AUDIT,
 };
 
+/* The docker plan of p's container spec, as render makes it. */
+static int plan_build(const struct ar_policy *p, const struct ar_render_options *o,
+		      struct ar_render_plan **plan, ar_error_t *err)
+{
+	ar_autospec struct ar_spec *sp = NULL;
+	*plan = NULL;
+	if (ar_spec_build_container(p, &sp, err) < 0)
+		return -1;
+	return ar_render_plan_build(sp, o, plan, err);
+}
+
 static struct ar_render_plan *build(const struct ar_policy *p, const struct ar_render_options *o)
 {
 	ar_auto_error ar_error_t err = NULL;
 	struct ar_render_plan *plan = NULL;
-	if (ar_render_plan_build(p, o, &plan, &err) < 0)
+	if (plan_build(p, o, &plan, &err) < 0)
 		fail_msg("plan: %s", err->msg);
 	return plan;
 }
@@ -224,7 +235,7 @@ static void test_missing_image(void **state)
 	struct ar_render_plan *plan = NULL;
 	ar_auto_error ar_error_t err = NULL;
 
-	assert_int_equal(ar_render_plan_build(p, &o, &plan, &err), -1);
+	assert_int_equal(plan_build(p, &o, &plan, &err), -1);
 	assert_null(plan);
 	assert_string_equal(err->msg, "p.json: `image` is not set: the docker plan needs an agent "
 				      "image; set `image` in the policy or pass --image");
@@ -273,7 +284,7 @@ static void test_image_refs(void **state)
 					      .proxy_image = cases[i].proxy_image};
 		struct ar_render_plan *plan = NULL;
 		ar_auto_error ar_error_t err = NULL;
-		assert_int_equal(ar_render_plan_build(q ? q : p, &o, &plan, &err), -1);
+		assert_int_equal(plan_build(q ? q : p, &o, &plan, &err), -1);
 		assert_null(plan);
 		if (strncmp(err->msg, cases[i].msg, strlen(cases[i].msg)) != 0)
 			fail_msg("got [%s] want [%s...]", err->msg, cases[i].msg);
