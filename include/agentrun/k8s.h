@@ -37,9 +37,10 @@ struct ar_k8s_options {
 /* Parse "k8s" or "k8s-json" into AR_RENDER_K8S / AR_RENDER_K8S_JSON; -1 otherwise. */
 int ar_render_k8s_format_parse(const char *s, enum ar_render_format *out);
 
-/* Render the policy's objects into out. Fails naming the field when no agent image is
- * known or the namespace/runtime class is not a DNS label. */
-int ar_render_k8s(const struct ar_policy *p, const struct ar_render_options *o,
+/* Render the objects of the spec (ar_spec_build_container) and its policy into out. Fails naming
+ * the field when no agent image is known or the namespace/runtime class is not a DNS label. */
+struct ar_spec;
+int ar_render_k8s(const struct ar_spec *sp, const struct ar_render_options *o,
 		  const struct ar_k8s_options *k, struct ar_buf *out, ar_error_t *err);
 
 #endif

@@ -221,12 +221,13 @@ static int render(struct render_args *a, const struct ar_policy *p, struct ar_bu
 				     "%s: secrets: only --format oci renders them yet (with the "
 				     "OCI hook's proxy; docs/secrets.md)",
 				     p->origin);
-	if (a->format == AR_RENDER_K8S || a->format == AR_RENDER_K8S_JSON)
-		return ar_render_k8s(p, &a->opts, &a->k8s, out, err);
 	ar_autospec struct ar_spec *sp = NULL;
+	if (ar_spec_build_container(p, &sp, err) < 0)
+		return -1;
+	if (a->format == AR_RENDER_K8S || a->format == AR_RENDER_K8S_JSON)
+		return ar_render_k8s(sp, &a->opts, &a->k8s, out, err);
 	ar_autoplan struct ar_render_plan *plan = NULL;
-	if (ar_spec_build_container(p, &sp, err) < 0 ||
-	    ar_render_plan_build(sp, &a->opts, &plan, err) < 0)
+	if (ar_render_plan_build(sp, &a->opts, &plan, err) < 0)
 		return -1;
 	if (a->format == AR_RENDER_JSON)
 		ar_render_print_json(plan, out);

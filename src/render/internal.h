@@ -3,6 +3,7 @@
 #define AGENTRUN_RENDER_K8S_INTERNAL_H
 
 #include "agentrun/k8s.h"
+#include "agentrun/spec.h"
 #include "k8s_tree.h"
 
 #define K8S_PROXY_MEMORY "128Mi"
@@ -11,6 +12,7 @@
 
 struct k8s_ctx {
 	const struct ar_policy *p;
+	const struct ar_spec *sp; /* the agent's: what its container gets */
 	const struct ar_render_options *o;
 	const struct ar_k8s_options *k;
 	const char *ns;

@@ -1,7 +1,9 @@
-/* `agentrun render --format k8s|k8s-json`: the policy as Kubernetes objects (a
+/* `agentrun render --format k8s|k8s-json`: the agent spec as Kubernetes objects (a
  * restricted Namespace, the agent's ServiceAccount, kubeconfig and Job; the proxy and
- * the NetworkPolicies are in k8s_net.c). Every object says which policy fields it comes
- * from, in an annotation and, in YAML, in comments. See docs/k8s.md. */
+ * the NetworkPolicies are in k8s_net.c). The agent's container is the spec's
+ * (ar_spec_build_container); the proxy and network objects the policy's. Every object
+ * says which policy fields it comes from, in an annotation and, in YAML, in comments.
+ * See docs/k8s.md. */
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,7 +16,6 @@
 #define TOKEN_SECONDS	  3600
 #define TOKEN_AUDIENCE	  "https://kubernetes.default.svc.cluster.local"
 #define CREDENTIALS_DIR	  AR_K8S_SECRETS_DIR
-#define NO_PROXY_LIST	  "localhost,127.0.0.1"
 #define SECCOMP_NODE_DIR  "/var/lib/kubelet/seccomp"
 #define SECCOMP_LOCAL_DIR "agentrun"
 
@@ -186,14 +187,14 @@ void k8s_container_security(struct kn *container, const struct ar_policy *p)
 	kn_str(kn_list(caps, "drop"), NULL, "ALL");
 }
 
-static void pod_security(struct kn *spec, const struct ar_policy *p)
+static void pod_security(struct kn *spec, const struct ar_spec *sp)
 {
 	struct kn *sc = kn_map(spec, "securityContext");
-	kn_note(kn_bool(sc, "runAsNonRoot", true), "user %s", p->user);
-	kn_int(sc, "runAsUser", p->uid);
-	kn_int(sc, "runAsGroup", p->gid);
-	kn_int(sc, "fsGroup", p->gid);
-	k8s_seccomp_profile(sc, p);
+	kn_note(kn_bool(sc, "runAsNonRoot", true), "user %s", sp->p->user);
+	kn_int(sc, "runAsUser", sp->uid);
+	kn_int(sc, "runAsGroup", sp->gid);
+	kn_int(sc, "fsGroup", sp->gid);
+	k8s_seccomp_profile(sc, sp->p);
 }
 
 static void env_var(struct kn *env, const char *name, const char *value)
@@ -203,41 +204,34 @@ static void env_var(struct kn *env, const char *name, const char *value)
 	kn_str(e, "value", value);
 }
 
+/* The spec's container environment: the proxy variables, the policy's env, KUBECONFIG. */
 static void agent_env(struct k8s_ctx *c, struct kn *container)
 {
-	static const char *const proxy_vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
-						 "https_proxy"};
-	static const char *const no_proxy_vars[] = {"NO_PROXY", "no_proxy"};
-	const struct ar_policy *p = c->p;
 	struct kn *env = kn_list(container, "env");
-	if (p->network == AR_NETWORK_PROXY) {
+	if (c->sp->net.mode == AR_NETWORK_PROXY)
 		kn_note(env,
 			"network proxy: the proxy Service %s (the NetworkPolicy, not these "
 			"variables, is what enforces it)",
-			p->proxy_name);
-		for (size_t i = 0; i < AR_ARRAY_SIZE(proxy_vars); i++)
-			env_var(env, proxy_vars[i], p->proxy_url);
-		for (size_t i = 0; i < AR_ARRAY_SIZE(no_proxy_vars); i++)
-			env_var(env, no_proxy_vars[i], NO_PROXY_LIST);
+			c->p->proxy_name);
+	for (char **e = c->sp->container_env; *e != NULL; e++) {
+		const char *eq = strchr(*e, '=');
+		ar_autofree char *key = ar_xstrndup(*e, (size_t)(eq - *e));
+		env_var(env, key, eq + 1);
 	}
-	for (size_t i = 0; i < p->n_env; i++)
-		env_var(env, p->env[i].key, p->env[i].value);
-	if (p->kubeconfig != NULL)
-		env_var(env, "KUBECONFIG", p->kubeconfig_target);
 }
 
 static void agent_resources(struct k8s_ctx *c, struct kn *container)
 {
 	char memory[32], cpu[32];
-	quantity_bytes(c->p->limits.memory, memory, sizeof(memory));
-	quantity_cpu(c->p->limits.cpus_milli, cpu, sizeof(cpu));
+	quantity_bytes(c->sp->limits.memory, memory, sizeof(memory));
+	quantity_cpu(c->sp->limits.cpus_milli, cpu, sizeof(cpu));
 	struct kn *res = kn_map(container, "resources");
 	kn_note(res, "limits.memory %s, limits.cpus %s; requests = limits (Guaranteed QoS)",
 		c->p->limits.memory_str, c->p->limits.cpus_str);
 	kn_note(res,
 		"limits.pids %" PRId64 ": no pod field; the kubelet's podPidsLimit "
 		"(a node setting) applies",
-		c->p->limits.pids);
+		c->sp->limits.pids);
 	static const char *const kinds[] = {"limits", "requests"};
 	for (size_t i = 0; i < AR_ARRAY_SIZE(kinds); i++) {
 		struct kn *m = kn_map(res, kinds[i]);
@@ -261,18 +255,20 @@ static void volume_mount(struct kn *mounts, const char *name, const char *path, 
 static void tmpfs_volumes(struct k8s_ctx *c, struct kn *vols, struct kn *mounts)
 {
 	char size[32];
-	quantity_bytes(c->p->limits.memory, size, sizeof(size));
-	for (size_t i = 0; i < c->p->n_tmpfs; i++) {
+	quantity_bytes(c->sp->limits.memory, size, sizeof(size));
+	for (size_t i = 0, n = 0; i < c->sp->n_mounts; i++) {
+		const struct ar_spec_mount *m = &c->sp->mounts[i];
+		if (m->kind != AR_SPEC_MNT_TMPFS)
+			continue;
 		char name[32];
-		snprintf(name, sizeof(name), "tmpfs-%zu", i);
+		snprintf(name, sizeof(name), "tmpfs-%zu", n++);
 		struct kn *v = kn_map(vols, NULL);
 		kn_note(kn_str(v, "name", name),
-			"tmpfs %s: memory-backed, counted against the memory limit",
-			c->p->tmpfs[i]);
+			"tmpfs %s: memory-backed, counted against the memory limit", m->target);
 		struct kn *ed = kn_map(v, "emptyDir");
 		kn_str(ed, "medium", "Memory");
 		kn_str(ed, "sizeLimit", size);
-		volume_mount(mounts, name, c->p->tmpfs[i], false, NULL);
+		volume_mount(mounts, name, m->target, false, NULL);
 	}
 }
 
@@ -301,13 +297,17 @@ static void credential_volume(struct k8s_ctx *c, struct kn *vols, struct kn *mou
 	kn_str(item, "key", "config");
 	kn_str(item, "path", "config");
 	volume_mount(mounts, "credentials", CREDENTIALS_DIR, true, NULL);
-	volume_mount(mounts, "credentials", p->kubeconfig_target, true, "config");
+	volume_mount(mounts, "credentials", c->sp->mounts[c->sp->kubeconfig_mount].target, true,
+		     "config");
 }
 
+/* The spec's binds but the kubeconfig (its own volume): the policy's mounts, in order. */
 static void policy_mounts(struct k8s_ctx *c, struct kn *vols, struct kn *mounts)
 {
-	for (size_t i = 0; i < c->p->n_mounts; i++) {
-		const struct ar_mount *m = &c->p->mounts[i];
+	for (size_t j = 0, i = 0; j < c->sp->n_mounts; j++) {
+		const struct ar_spec_mount *m = &c->sp->mounts[j];
+		if (m->kind != AR_SPEC_MNT_BIND || (int)j == c->sp->kubeconfig_mount)
+			continue;
 		char name[32];
 		snprintf(name, sizeof(name), "mount-%zu", i);
 		struct kn *v = kn_map(vols, NULL);
@@ -320,6 +320,7 @@ static void policy_mounts(struct k8s_ctx *c, struct kn *vols, struct kn *mounts)
 		if (m->readonly)
 			kn_bool(pvc, "readOnly", true);
 		volume_mount(mounts, name, m->target, m->readonly, NULL);
+		i++;
 	}
 }
 
@@ -340,7 +341,7 @@ static void agent_container(struct k8s_ctx *c, struct kn *spec)
 	struct kn *mounts = kn_list(ctr, "volumeMounts");
 	struct kn *vols = kn_list(spec, "volumes");
 	tmpfs_volumes(c, vols, mounts);
-	if (c->p->kubeconfig != NULL)
+	if (c->sp->kubeconfig_mount >= 0)
 		credential_volume(c, vols, mounts);
 	policy_mounts(c, vols, mounts);
 }
@@ -369,7 +370,7 @@ static void agent_job(struct k8s_ctx *c)
 	if (c->k->runtime_class != NULL)
 		kn_note(kn_str(ps, "runtimeClassName", c->k->runtime_class),
 			"--runtime-class: a RuntimeClass of that name must exist (gvisor, kata)");
-	pod_security(ps, c->p);
+	pod_security(ps, c->sp);
 	agent_container(c, ps);
 }
 
@@ -417,10 +418,11 @@ static int k8s_setup(struct k8s_ctx *c, ar_error_t *err)
 	return 0;
 }
 
-int ar_render_k8s(const struct ar_policy *p, const struct ar_render_options *o,
+int ar_render_k8s(const struct ar_spec *sp, const struct ar_render_options *o,
 		  const struct ar_k8s_options *k, struct ar_buf *out, ar_error_t *err)
 {
-	struct k8s_ctx c = {.p = p, .o = o, .k = k};
+	const struct ar_policy *p = sp->p;
+	struct k8s_ctx c = {.p = p, .sp = sp, .o = o, .k = k};
 	if (k8s_setup(&c, err) < 0)
 		return -1;
 	if (!k->no_namespace)

@@ -17,6 +17,17 @@
 #include "agentrun/k8s.h"
 #include "agentrun/policy.h"
 #include "agentrun/util.h"
+#include "agentrun/spec.h"
+
+/* The objects of p's container spec, as render makes them. */
+static int k8s_render(const struct ar_policy *p, const struct ar_render_options *o,
+		      const struct ar_k8s_options *k, struct ar_buf *out, ar_error_t *err)
+{
+	ar_autospec struct ar_spec *sp = NULL;
+	if (ar_spec_build_container(p, &sp, err) < 0)
+		return -1;
+	return ar_render_k8s(sp, o, k, out, err);
+}
 
 static const char full_json[] =
     "{\"name\": \"t\", \"image\": \"img:1\", \"allowed_hosts\": [\"a.example.com\","
@@ -50,7 +61,7 @@ static cJSON *render_list(const char *json, const struct ar_k8s_options *k0, con
 	struct ar_render_options o = {.image = image, .cmd = cmd, .n_cmd = 2};
 	ar_autobuf struct ar_buf out = {0};
 	ar_auto_error ar_error_t err = NULL;
-	if (ar_render_k8s(p, &o, &k, &out, &err) < 0)
+	if (k8s_render(p, &o, &k, &out, &err) < 0)
 		fail_msg("%s", err->msg);
 	cJSON *l = cJSON_Parse(out.data);
 	assert_non_null(l);
@@ -192,7 +203,7 @@ static void test_errors(void **state)
 		struct ar_k8s_options k = {.namespace = rows[i].ns, .runtime_class = rows[i].rc};
 		ar_autobuf struct ar_buf out = {0};
 		ar_auto_error ar_error_t err = NULL;
-		assert_int_equal(ar_render_k8s(p, &o, &k, &out, &err), -1);
+		assert_int_equal(k8s_render(p, &o, &k, &out, &err), -1);
 		if (strstr(err->msg, rows[i].msg) == NULL)
 			fail_msg("`%s` lacks `%s`", err->msg, rows[i].msg);
 		assert_int_equal(out.len, 0);
