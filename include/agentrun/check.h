@@ -160,9 +160,10 @@ void ar_docker_facts_free(struct ar_docker_facts *d);
 void ar_cleanup_docker_factsp(struct ar_docker_facts **d);
 #define ar_autodocker_facts __attribute__((cleanup(ar_cleanup_docker_factsp)))
 
-/* Compare (pure): append one finding per broken expectation, in table order, and
- * notes (not drift) for what could not be judged or deserves a word. */
-void ar_check_docker(const struct ar_policy *p, const struct ar_docker_facts *d,
+/* Compare (pure) with the container spec sp (ar_spec_build_container): append one
+ * finding per broken expectation, in table order, and notes (not drift) for what could
+ * not be judged or deserves a word. */
+void ar_check_docker(const struct ar_spec *sp, const struct ar_docker_facts *d,
 		     struct ar_findings *out);
 
 /* Run `DOCKER inspect --type TYPE NAME` (TYPE "container" or "network"; DOCKER looked

@@ -193,6 +193,9 @@ char **ar_spec_env(const struct ar_policy *p, const char *term, const char *prox
  * bundle, the CA variables pointing at it. */
 struct ar_secrets;
 void ar_spec_env_secrets(char ***env, const struct ar_secrets *s, const char *bundle);
+/* Is KEY one the policy's secrets put in the environment (a placeholder, fresh per
+ * sandbox, or a CA variable)? The checks compare those by shape, not by value. */
+bool ar_spec_env_from_secrets(const struct ar_policy *p, const char *key);
 
 /* Derive the spec of p. Errors name the policy field. */
 int ar_spec_build(const struct ar_policy *p, const struct ar_spec_opts *o, struct ar_spec **out,

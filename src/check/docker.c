@@ -9,10 +9,12 @@
 #include <strings.h>
 
 #include "agentrun/check.h"
+#include "agentrun/spec.h"
 #include "agentrun/render.h"
 
 struct ctx {
 	const struct ar_policy *p;
+	const struct ar_spec *sp; /* what the agent container must get */
 	const struct ar_docker_facts *d;
 	struct ar_findings *out;
 };
@@ -376,10 +378,10 @@ static void check_user(const struct ctx *c)
 {
 	const char *have = c->d->user;
 	struct user_spec u = parse_user(have);
-	if (!u.root && u.numeric && u.has_gid && u.uid == (long)c->p->uid &&
-	    u.gid == (long)c->p->gid)
+	if (!u.root && u.numeric && u.has_gid && u.uid == (long)c->sp->uid &&
+	    u.gid == (long)c->sp->gid)
 		return;
-	ar_autofree char *want = ar_xasprintf("%u:%u", (unsigned)c->p->uid, (unsigned)c->p->gid);
+	ar_autofree char *want = ar_xasprintf("%u:%u", (unsigned)c->sp->uid, (unsigned)c->sp->gid);
 	ar_autofree char *fix = ar_xasprintf("--user %s", want);
 	ar_autofree char *actual =
 	    have[0] == '\0' ? ar_xstrdup("root")
@@ -402,23 +404,28 @@ static void expect_env(const struct ctx *c, const char *key, const char *want, c
 	add(c, w, want_shown, have ? ar_check_shown_value(key, have) : "unset", fix);
 }
 
-static void check_proxy_env(const struct ctx *c)
+static bool is_url_var(const char *key)
 {
-	if (c->p->network != AR_NETWORK_PROXY)
-		return;
 	for (size_t i = 0; i < AR_PROXY_ENV_N_URL; i++)
-		expect_env(c, ar_proxy_env_url_vars[i], c->p->proxy_url, "proxy variable");
+		if (strcmp(key, ar_proxy_env_url_vars[i]) == 0)
+			return true;
+	return false;
 }
 
-static void check_policy_env(const struct ctx *c)
+/* The spec's container environment, variable by variable: the proxy URL variables, the
+ * policy's env, KUBECONFIG. Not compared: NO_PROXY (no confinement), and what secrets put
+ * there (check_secrets: a placeholder is fresh per sandbox, so only its shape says). */
+static void check_env(const struct ctx *c)
 {
-	bool kubeconfig_env = false;
-	for (size_t i = 0; i < c->p->n_env; i++) {
-		expect_env(c, c->p->env[i].key, c->p->env[i].value, "env");
-		kubeconfig_env |= strcmp(c->p->env[i].key, "KUBECONFIG") == 0;
+	for (char **e = c->sp->container_env; *e != NULL; e++) {
+		const char *eq = strchr(*e, '=');
+		ar_autofree char *key = ar_xstrndup(*e, (size_t)(eq - *e));
+		bool url = is_url_var(key);
+		if (ar_spec_env_from_secrets(c->p, key))
+			continue;
+		if (url || !ar_proxy_env_is_proxy_var(key))
+			expect_env(c, key, eq + 1, url ? "proxy variable" : "env");
 	}
-	if (c->p->kubeconfig && !kubeconfig_env)
-		expect_env(c, "KUBECONFIG", c->p->kubeconfig_target, "env");
 }
 
 static bool tmpfs_present(const struct ar_docker_facts *d, const char *target)
@@ -559,17 +566,18 @@ static void check_secrets(const struct ctx *c)
 }
 
 static void (*const expectations[])(const struct ctx *) = {
-    check_state,    check_rootfs,     check_cap_drop,	   check_cap_add,	check_privileged,
-    check_nnp,	    check_seccomp,    check_apparmor,	   check_system_paths,	check_modes,
-    check_cgroupns, check_host_lists, check_network,	   check_agent_network, check_limits,
-    check_swap,	    check_oom_kill,   check_user,	   check_proxy_env,	check_policy_env,
-    check_tmpfs,    check_kubeconfig, check_policy_mounts, check_other_mounts,	check_secrets,
+    check_state,	check_rootfs,	     check_cap_drop,	 check_cap_add,
+    check_privileged,	check_nnp,	     check_seccomp,	 check_apparmor,
+    check_system_paths, check_modes,	     check_cgroupns,	 check_host_lists,
+    check_network,	check_agent_network, check_limits,	 check_swap,
+    check_oom_kill,	check_user,	     check_env,		 check_tmpfs,
+    check_kubeconfig,	check_policy_mounts, check_other_mounts, check_secrets,
 };
 
-void ar_check_docker(const struct ar_policy *p, const struct ar_docker_facts *d,
+void ar_check_docker(const struct ar_spec *sp, const struct ar_docker_facts *d,
 		     struct ar_findings *out)
 {
-	const struct ctx c = {p, d, out};
+	const struct ctx c = {sp->p, sp, d, out};
 	for (size_t i = 0; i < AR_ARRAY_SIZE(expectations); i++)
 		expectations[i](&c);
 }

@@ -166,7 +166,10 @@ static int docker_findings(const struct check_opts *o, const struct ar_policy *p
 		return ar_error_wrap(err, "%s", o->inspect ? "--inspect" : "--container");
 	if (o->container)
 		inspect_networks(d);
-	ar_check_docker(p, d, out);
+	ar_autospec struct ar_spec *sp = NULL;
+	if (ar_spec_build_container(p, &sp, err) < 0)
+		return -1;
+	ar_check_docker(sp, d, out);
 	*subject = ar_xstrdup(d->name[0] ? d->name : origin);
 	return 0;
 }

@@ -85,3 +85,14 @@ void ar_spec_env_secrets(char ***env, const struct ar_secrets *s, const char *bu
 	for (size_t i = 0; bundle != NULL && i < AR_POLICY_CA_ENV_N; i++)
 		put(env, &n, ar_policy_ca_env_vars[i], bundle);
 }
+
+bool ar_spec_env_from_secrets(const struct ar_policy *p, const char *key)
+{
+	for (size_t i = 0; i < p->n_secrets; i++)
+		if (strcmp(key, p->secrets[i].name) == 0)
+			return true;
+	for (size_t i = 0; p->n_secrets > 0 && i < AR_POLICY_CA_ENV_N; i++)
+		if (strcmp(key, ar_policy_ca_env_vars[i]) == 0)
+			return true;
+	return false;
+}

@@ -13,6 +13,7 @@
 
 #include "agentrun/check.h"
 #include "agentrun/policy.h"
+#include "agentrun/spec.h"
 #include "agentrun/util.h"
 #include "fuzz.h"
 
@@ -42,6 +43,18 @@ static const struct ar_policy *policy(int which)
 					      &p[1], &err);
 	AR_FUZZ_CHECK(rc == 0, "fixed policy %d does not parse: %s", which, err ? err->msg : "?");
 	return p[which];
+}
+
+/* ... and its container spec, as `check --inspect` compares with it */
+static const struct ar_spec *spec(int which)
+{
+	static struct ar_spec *s[2];
+	ar_auto_error ar_error_t err = NULL;
+	if (s[which] != NULL)
+		return s[which];
+	int rc = ar_spec_build_container(policy(which), &s[which], &err);
+	AR_FUZZ_CHECK(rc == 0, "the spec of policy %d: %s", which, err ? err->msg : "?");
+	return s[which];
 }
 
 static size_t count_ci(const uint8_t *hay, size_t n, const char *needle)
@@ -136,7 +149,7 @@ void ar_fuzz_inspect(const uint8_t *data, size_t size)
 	check_facts(d);
 	for (int which = 0; which < 2; which++) {
 		struct ar_findings f = {0};
-		ar_check_docker(policy(which), d, &f);
+		ar_check_docker(spec(which), d, &f);
 		check_findings(&f, d, data, size);
 		ar_findings_free(&f);
 	}

@@ -13,12 +13,24 @@
 #include <cmocka.h>
 
 #include "agentrun/check.h"
+#include "agentrun/spec.h"
 #include "agentrun/policy.h"
 #include "agentrun/util.h"
 
 struct row {
 	const char *what, *expected, *actual, *fix; /* fix NULL: not compared */
 };
+
+/* check against p's container spec, as `check --inspect` does */
+static void check_docker(const struct ar_policy *p, const struct ar_docker_facts *d,
+			 struct ar_findings *f)
+{
+	ar_auto_error ar_error_t err = NULL;
+	ar_autospec struct ar_spec *sp = NULL;
+	if (ar_spec_build_container(p, &sp, &err) < 0)
+		fail_msg("spec: %s", err->msg);
+	ar_check_docker(sp, d, f);
+}
 
 static struct ar_policy *load_policy(const char *name)
 {
@@ -79,7 +91,7 @@ static void check_file(const char *policy, const char *inspect, const struct row
 	ar_autopolicy struct ar_policy *p = load_policy(policy);
 	ar_autodocker_facts struct ar_docker_facts *d = parse_file(inspect);
 	ar_autofindings struct ar_findings f = {0};
-	ar_check_docker(p, d, &f);
+	check_docker(p, d, &f);
 	expect_rows(&f, rows, n);
 }
 
@@ -113,7 +125,7 @@ static void check_variant(const char *section, const char *key, const char *valu
 	ar_autofree char *json = hardened_with(section, key, value);
 	ar_autodocker_facts struct ar_docker_facts *d = parse_text(json);
 	ar_autofindings struct ar_findings f = {0};
-	ar_check_docker(p, d, &f);
+	check_docker(p, d, &f);
 	expect_rows(&f, rows, n);
 }
 
@@ -203,7 +215,7 @@ static void test_bastion_never_prints_secrets(void **state)
 	ar_autofindings struct ar_findings f = {0};
 	ar_autobuf struct ar_buf text = {0};
 	ar_autobuf struct ar_buf json = {0};
-	ar_check_docker(p, d, &f);
+	check_docker(p, d, &f);
 	ar_check_format_text(&text, &f, d->name, p->name);
 	ar_check_format_json(&json, &f, d->name, p->name);
 	assert_non_null(strstr(text.data, "secret in environment GITHUB_TOKEN"));
@@ -334,8 +346,8 @@ static void test_cpu_quota(void **state)
 	ar_autodocker_facts struct ar_docker_facts *d2 = parse_text(one);
 	ar_autofindings struct ar_findings f1 = {0};
 	ar_autofindings struct ar_findings f2 = {0};
-	ar_check_docker(p, d1, &f1);
-	ar_check_docker(p, d2, &f2);
+	check_docker(p, d1, &f1);
+	check_docker(p, d2, &f2);
 	expect_rows(&f1, ROWS({"cpu limit", "1", "0.5", "--cpus 1"}), 1);
 	expect_rows(&f2, NULL, 0);
 }
@@ -487,7 +499,7 @@ static void test_host_access_order(void **state)
 	cJSON_Delete(doc);
 	ar_autodocker_facts struct ar_docker_facts *d = parse_text(text);
 	ar_autofindings struct ar_findings f = {0};
-	ar_check_docker(p, d, &f);
+	check_docker(p, d, &f);
 	expect_rows(&f,
 		    ROWS({"system paths", "masked", "unconfined", NULL},
 			 {"ipc mode", "private", "host", NULL},
@@ -510,7 +522,7 @@ static void test_seccomp_unconfined_policy(void **state)
 	ar_autofindings struct ar_findings f = {0};
 	free(p->seccomp);
 	p->seccomp = ar_xstrdup("unconfined");
-	ar_check_docker(p, d, &f);
+	check_docker(p, d, &f);
 	expect_rows(&f, NULL, 0);
 }
 
@@ -620,7 +632,7 @@ static void test_tmpfs_forms(void **state)
 	cJSON_Delete(doc);
 	ar_autodocker_facts struct ar_docker_facts *d = parse_text(text);
 	ar_autofindings struct ar_findings f = {0};
-	ar_check_docker(p, d, &f);
+	check_docker(p, d, &f);
 	expect_rows(
 	    &f,
 	    ROWS({"extra mount /scratch", "absent", "tmpfs:/scratch", "remove --tmpfs /scratch"}),
@@ -775,7 +787,7 @@ static void test_hostile_strings(void **state)
 	ar_autodocker_facts struct ar_docker_facts *d = parse_text(json);
 	ar_autofindings struct ar_findings f = {0};
 	ar_autobuf struct ar_buf text = {0};
-	ar_check_docker(p, d, &f);
+	check_docker(p, d, &f);
 	assert_string_equal(f.v[1].what, "cap-add");
 	assert_string_equal(f.v[1].actual, "X\\x1b[31M");
 	ar_check_format_text(&text, &f, d->name, p->name);
@@ -887,7 +899,7 @@ static void test_credentials_never_printed(void **state)
 	ar_autofree char *json = hardened_with("Config", "Env", env);
 	ar_autodocker_facts struct ar_docker_facts *d = parse_text(json);
 	ar_autofindings struct ar_findings f = {0};
-	ar_check_docker(p, d, &f);
+	check_docker(p, d, &f);
 	expect_rows(
 	    &f,
 	    ROWS({"proxy variable HTTPS_PROXY", "http://agent-proxy:3128",
@@ -918,7 +930,7 @@ static void test_credentials_never_printed(void **state)
 	/* a policy value with credentials is not printed either */
 	ar_policy_setenv(p, "REGISTRY", "https://u:pw8secret@registry.example");
 	ar_autofindings struct ar_findings g = {0};
-	ar_check_docker(p, d, &g);
+	check_docker(p, d, &g);
 	ar_autobuf struct ar_buf text2 = {0};
 	ar_check_format_text(&text2, &g, d->name, p->name);
 	assert_null(strstr(text2.data, "pw8secret"));
@@ -974,7 +986,7 @@ static void test_network_shared_one_finding(void **state)
 	ar_autopolicy struct ar_policy *p = load_policy("policy-agent.json");
 	ar_autodocker_facts struct ar_docker_facts *d = parse_text(json);
 	ar_autofindings struct ar_findings f = {0};
-	ar_check_docker(p, d, &f);
+	check_docker(p, d, &f);
 	expect_rows(&f, ROWS({"network mode", "agent-net", "host", NULL}), 1);
 	VARIANT("HostConfig", "NetworkMode", "\"container:db\"",
 		{"network mode", "agent-net", "container:db", NULL});
@@ -1002,7 +1014,7 @@ static struct ar_findings check_with_networks(const char *net)
 	ar_autopolicy struct ar_policy *p = load_policy("policy-agent.json");
 	ar_autodocker_facts struct ar_docker_facts *d = parse_text(json);
 	struct ar_findings f = {0};
-	ar_check_docker(p, d, &f);
+	check_docker(p, d, &f);
 	return f;
 }
 
@@ -1062,7 +1074,7 @@ static void test_state_notes(void **state)
 		ar_autofree char *json = hardened_with(NULL, "State", cases[i].state);
 		ar_autodocker_facts struct ar_docker_facts *d = parse_text(json);
 		ar_autofindings struct ar_findings f = {0};
-		ar_check_docker(p, d, &f);
+		check_docker(p, d, &f);
 		expect_rows(&f, NULL, 0);
 		bool found = false;
 		for (size_t k = 0; k < f.n_notes; k++)
