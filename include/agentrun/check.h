@@ -318,9 +318,10 @@ enum ar_k8s_subject {
 	AR_K8S_MANIFEST, /* objects before they are applied, NetworkPolicies included */
 };
 
-/* Compare (pure): one finding per broken expectation, in table order. *subject gets the
+/* Compare (pure) with the container spec sp (ar_spec_build_container) and its policy: one
+ * finding per broken expectation, in table order. *subject gets the
  * checked object as "Kind/name". Fails when the input has no pod spec to check. */
-int ar_check_k8s(const struct ar_policy *p, const struct cJSON *objects, enum ar_k8s_subject kind,
+int ar_check_k8s(const struct ar_spec *sp, const struct cJSON *objects, enum ar_k8s_subject kind,
 		 struct ar_findings *out, char **subject, ar_error_t *err);
 
 #endif

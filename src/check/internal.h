@@ -9,6 +9,7 @@
 
 struct kctx {
 	const struct ar_policy *p;
+	const struct ar_spec *sp; /* what the agent container must get */
 	struct ar_findings *out;
 	const cJSON *objects; /* everything read, for NetworkPolicies */
 	enum ar_k8s_subject kind;

@@ -186,9 +186,10 @@ static const cJSON *find_subject(const cJSON *objects, enum ar_k8s_subject kind)
 	return first;
 }
 
-int ar_check_k8s(const struct ar_policy *p, const cJSON *objects, enum ar_k8s_subject kind,
+int ar_check_k8s(const struct ar_spec *sp, const cJSON *objects, enum ar_k8s_subject kind,
 		 struct ar_findings *out, char **subject, ar_error_t *err)
 {
+	const struct ar_policy *p = sp->p;
 	const cJSON *o = find_subject(objects, kind);
 	if (o == NULL)
 		return ar_error_make(
@@ -196,7 +197,7 @@ int ar_check_k8s(const struct ar_policy *p, const cJSON *objects, enum ar_k8s_su
 		    kind == AR_K8S_POD ? "no Pod in the input (give `kubectl get pod NAME -o json`)"
 				       : "no workload with a pod spec (Pod, Job, CronJob, "
 					 "Deployment, StatefulSet, DaemonSet, ReplicaSet)");
-	struct kctx c = {.p = p, .out = out, .objects = objects, .kind = kind, .obj = o};
+	struct kctx c = {.p = p, .sp = sp, .out = out, .objects = objects, .kind = kind, .obj = o};
 	c.path = pod_spec_path(o);
 	c.ps = k8s_get(o, c.path);
 	c.labels = pod_labels(o, c.path);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agentrun/spec.h"
 #include "internal.h"
 
 #define NO_VALUE "(valueFrom)"
@@ -174,16 +175,21 @@ static void check_env_one(struct kctx *c, const char *name, const char *want)
 		name, hide ? "..." : want);
 }
 
+/* The spec's container environment: the proxy URL variables (unset without the proxy),
+ * then the rest but NO_PROXY (no confinement) and what secrets put there (by shape,
+ * check_secrets). */
 static void check_env(struct kctx *c)
 {
-	const struct ar_policy *p = c->p;
-	bool proxy = p->network == AR_NETWORK_PROXY;
+	char *const *want = c->sp->container_env;
 	for (size_t i = 0; i < AR_PROXY_ENV_N_URL; i++)
-		check_env_one(c, ar_proxy_env_url_vars[i], proxy ? p->proxy_url : NULL);
-	for (size_t i = 0; i < p->n_env; i++)
-		check_env_one(c, p->env[i].key, p->env[i].value);
-	if (p->kubeconfig != NULL)
-		check_env_one(c, "KUBECONFIG", p->kubeconfig_target);
+		check_env_one(c, ar_proxy_env_url_vars[i],
+			      ar_check_env_get(want, ar_proxy_env_url_vars[i]));
+	for (char *const *e = want; *e != NULL; e++) {
+		const char *eq = strchr(*e, '=');
+		ar_autofree char *key = ar_xstrndup(*e, (size_t)(eq - *e));
+		if (!ar_proxy_env_is_proxy_var(key) && !ar_spec_env_from_secrets(c->p, key))
+			check_env_one(c, key, eq + 1);
+	}
 }
 
 /* Literal values only: valueFrom (secretKeyRef, a mounted Secret) is the fix. */

@@ -251,7 +251,12 @@ static int k8s_findings(const struct check_opts *o, const struct ar_policy *p,
 	cJSON *objs = ar_manifest_read(data, len, path, err);
 	if (objs == NULL)
 		return ar_error_wrap(err, "%s", flag);
-	int r = ar_check_k8s(p, objs, o->pod ? AR_K8S_POD : AR_K8S_MANIFEST, out, subject, err);
+	ar_autospec struct ar_spec *sp = NULL;
+	if (ar_spec_build_container(p, &sp, err) < 0) {
+		cJSON_Delete(objs);
+		return -1;
+	}
+	int r = ar_check_k8s(sp, objs, o->pod ? AR_K8S_POD : AR_K8S_MANIFEST, out, subject, err);
 	cJSON_Delete(objs);
 	return r < 0 ? ar_error_wrap(err, "%s `%s`", flag, path) : 0;
 }

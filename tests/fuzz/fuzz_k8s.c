@@ -14,6 +14,7 @@
 #include "agentrun/check.h"
 #include "agentrun/k8s.h"
 #include "agentrun/manifest.h"
+#include "agentrun/spec.h"
 #include "agentrun/policy.h"
 #include "agentrun/util.h"
 #include "fuzz.h"
@@ -27,6 +28,20 @@ static const char proxy_policy[] =
     " \"limits\": {\"pids\": 64, \"memory\": \"256m\", \"cpus\": \"0.5\"}, \"user\": \"1000\"}";
 
 /* Parsed once, kept for the life of the process (still reachable, not a leak). */
+static const struct ar_policy *policy(int which);
+
+/* ... and its container spec, as `check --manifest` compares with it */
+static const struct ar_spec *spec(int which)
+{
+	static struct ar_spec *s[2];
+	ar_auto_error ar_error_t err = NULL;
+	if (s[which] != NULL)
+		return s[which];
+	int rc = ar_spec_build_container(policy(which), &s[which], &err);
+	AR_FUZZ_CHECK(rc == 0, "the spec of policy %d: %s", which, err ? err->msg : "?");
+	return s[which];
+}
+
 static const struct ar_policy *policy(int which)
 {
 	static struct ar_policy *p[2];
@@ -105,8 +120,8 @@ void ar_fuzz_k8s(const uint8_t *data, size_t size)
 			struct ar_findings f = {0};
 			char *subject = NULL;
 			ar_auto_error ar_error_t cerr = NULL;
-			if (ar_check_k8s(policy(which), objs, kind ? AR_K8S_MANIFEST : AR_K8S_POD,
-					 &f, &subject, &cerr) == 0)
+			if (ar_check_k8s(spec(which), objs, kind ? AR_K8S_MANIFEST : AR_K8S_POD, &f,
+					 &subject, &cerr) == 0)
 				check_output(&f, objs, data, size);
 			else
 				AR_FUZZ_CHECK(f.n == 0 && subject == NULL, "failure left findings");

@@ -19,6 +19,7 @@
 #include "agentrun/check.h"
 #include "agentrun/k8s.h"
 #include "agentrun/manifest.h"
+#include "agentrun/spec.h"
 #include "agentrun/policy.h"
 #include "agentrun/util.h"
 
@@ -219,7 +220,10 @@ static int check_objects(const struct ar_policy *p, const cJSON *objs, enum ar_k
 {
 	ar_auto_error ar_error_t err = NULL;
 	ar_autofree char *subject = NULL;
-	int r = ar_check_k8s(p, objs, k, f, &subject, &err);
+	ar_autospec struct ar_spec *sp = NULL;
+	if (ar_spec_build_container(p, &sp, &err) < 0)
+		fail_msg("spec: %s", err->msg);
+	int r = ar_check_k8s(sp, objs, k, f, &subject, &err);
 	if (r < 0)
 		fail_msg("check: %s", err->msg);
 	return r;
@@ -456,7 +460,9 @@ static void test_pod_needs_pod(void **state)
 	ar_auto_error ar_error_t err = NULL;
 	ar_autofindings struct ar_findings f = {0};
 	char *subject = NULL;
-	assert_int_equal(ar_check_k8s(p, objs, AR_K8S_POD, &f, &subject, &err), -1);
+	ar_autospec struct ar_spec *sp = NULL;
+	assert_int_equal(ar_spec_build_container(p, &sp, &err), 0);
+	assert_int_equal(ar_check_k8s(sp, objs, AR_K8S_POD, &f, &subject, &err), -1);
 	assert_non_null(strstr(err->msg, "no Pod"));
 	cJSON_Delete(objs);
 }
