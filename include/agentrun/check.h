@@ -290,7 +290,7 @@ void ar_check_net(const struct ar_policy *p, char *const *netdevs,
 		  const struct ar_check_net_facts *f, struct ar_findings *out);
 
 /* Compare (pure): one finding per broken expectation, in table order. */
-void ar_check_proc(const struct ar_policy *p, const struct ar_proc_facts *f,
+void ar_check_proc(const struct ar_spec *sp, const struct ar_proc_facts *f,
 		   struct ar_findings *out);
 
 /* ---- OCI bundles (src/check/bundle.c) ---- */

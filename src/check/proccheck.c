@@ -8,10 +8,12 @@
 #include <string.h>
 
 #include "agentrun/check.h"
+#include "agentrun/spec.h"
 #include "agentrun/log.h"
 
 struct ctx {
 	const struct ar_policy *p;
+	const struct ar_spec *sp; /* what the agent must get */
 	const struct ar_proc_facts *f;
 	struct ar_findings *out;
 };
@@ -340,6 +342,14 @@ static void check_proxy_env(const struct ctx *c)
 	}
 }
 
+static bool policy_sets(const struct ar_policy *p, const char *key)
+{
+	for (size_t i = 0; i < p->n_env; i++)
+		if (strcmp(p->env[i].key, key) == 0)
+			return true;
+	return false;
+}
+
 static void expect_env(const struct ctx *c, const char *key, const char *want, bool derived)
 {
 	const char *have = ar_check_env_get(c->f->env, key);
@@ -353,17 +363,21 @@ static void expect_env(const struct ctx *c, const char *key, const char *want, b
 	    have ? ar_check_shown_value(key, have) : "unset", fix);
 }
 
+/* The spec's container environment but the proxy variables (check_proxy_env: their value
+ * is the sandbox's own /30) and what secrets put there (by shape, check_secrets). */
 static void check_policy_env(const struct ctx *c)
 {
-	bool kubeconfig_env = false;
 	if (c->f->env == NULL)
 		return;
-	for (size_t i = 0; i < c->p->n_env; i++) {
-		expect_env(c, c->p->env[i].key, c->p->env[i].value, false);
-		kubeconfig_env |= strcmp(c->p->env[i].key, "KUBECONFIG") == 0;
+	for (char **e = c->sp->container_env; *e != NULL; e++) {
+		const char *eq = strchr(*e, '=');
+		ar_autofree char *key = ar_xstrndup(*e, (size_t)(eq - *e));
+		if (ar_proxy_env_is_proxy_var(key) || ar_spec_env_from_secrets(c->p, key))
+			continue;
+		/* KUBECONFIG comes from the policy's env, or from its kubeconfig */
+		expect_env(c, key, eq + 1,
+			   strcmp(key, "KUBECONFIG") == 0 && !policy_sets(c->p, key));
 	}
-	if (c->p->kubeconfig && !kubeconfig_env)
-		expect_env(c, "KUBECONFIG", c->p->kubeconfig_target, true);
 }
 
 /* Names only: the value of a secret is never copied into a finding. */
@@ -387,10 +401,10 @@ static void (*const expectations[])(const struct ctx *) = {
     check_secrets,
 };
 
-void ar_check_proc(const struct ar_policy *p, const struct ar_proc_facts *f,
-		   struct ar_findings *out)
+void ar_check_proc(const struct ar_spec *sp, const struct ar_proc_facts *f, struct ar_findings *out)
 {
-	const struct ctx c = {p, f, out};
+	const struct ar_policy *p = sp->p;
+	const struct ctx c = {p, sp, f, out};
 	ar_autofree char *warning = ar_policy_user_warning(p);
 	if (warning != NULL) /* not drift: the policy itself asks for it */
 		ar_warn("%s", warning);

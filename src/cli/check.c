@@ -231,7 +231,13 @@ static int proc_findings(const struct check_opts *o, const struct ar_policy *p,
 	    ar_check_net_read(o->pid, agentrun ? s.proxy_pid : 0, p->proxy.port, &net, err) < 0)
 		return ar_error_wrap(err, "--pid %d", (int)o->pid);
 	f->net = net;
-	ar_check_proc(p, f, out);
+	ar_autospec struct ar_spec *sp = NULL;
+	if (ar_spec_build(p, NULL, &sp, err) < 0) {
+		ar_check_net_facts_free(net);
+		f->net = NULL;
+		return -1;
+	}
+	ar_check_proc(sp, f, out);
 	ar_check_net_facts_free(net);
 	f->net = NULL;
 	*subject = o->name ? ar_xstrdup(o->name) : ar_xasprintf("pid %d", (int)o->pid);

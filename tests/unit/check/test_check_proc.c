@@ -13,12 +13,24 @@
 #include <cmocka.h>
 
 #include "agentrun/check.h"
+#include "agentrun/spec.h"
 #include "agentrun/policy.h"
 #include "agentrun/util.h"
 
 struct row {
 	const char *what, *expected, *actual, *fix; /* fix NULL: not compared */
 };
+
+/* check against p's spec, as `check --pid` does */
+static void check_proc(const struct ar_policy *p, const struct ar_proc_facts *f,
+		       struct ar_findings *out)
+{
+	ar_auto_error ar_error_t err = NULL;
+	ar_autospec struct ar_spec *sp = NULL;
+	if (ar_spec_build(p, NULL, &sp, &err) < 0)
+		fail_msg("spec: %s", err->msg);
+	ar_check_proc(sp, f, out);
+}
 
 static struct ar_policy *load_policy(const char *name)
 {
@@ -105,7 +117,7 @@ static void test_sandbox(void **state)
 	ar_autopolicy struct ar_policy *p = load_policy("policy-sandbox.json");
 	ar_autoproc_facts struct ar_proc_facts *f = sandbox_facts();
 	ar_autofindings struct ar_findings out = {0};
-	ar_check_proc(p, f, &out);
+	check_proc(p, f, &out);
 	/* util-linux has no seccomp switch: the one thing that sandbox lacks */
 	EXPECT(&out, {"seccomp", "filter", "disabled",
 		      "policy \"seccomp\": \"default\" (agentrun run loads it)"});
@@ -118,13 +130,13 @@ static void test_sandbox_clean_with_seccomp(void **state)
 	ar_autoproc_facts struct ar_proc_facts *f = sandbox_facts();
 	ar_autofindings struct ar_findings out = {0};
 	f->status.seccomp = 2;
-	ar_check_proc(p, f, &out);
+	check_proc(p, f, &out);
 	expect_rows(&out, NULL, 0);
 	/* a policy that asks for no seccomp is satisfied without it */
 	f->status.seccomp = 0;
 	free(p->seccomp);
 	p->seccomp = ar_xstrdup("unconfined");
-	ar_check_proc(p, f, &out);
+	check_proc(p, f, &out);
 	expect_rows(&out, NULL, 0);
 }
 
@@ -150,7 +162,7 @@ static void test_host_shell(void **state)
 	ar_strv_free(f->visible_sensitive);
 	f->visible_sensitive = strv(
 	    (const char *const[]){"/var/run/docker.sock", "/root/.ssh", "/home/me/.kube", NULL});
-	ar_check_proc(p, f, &out);
+	check_proc(p, f, &out);
 	EXPECT(
 	    &out, {"user", "1000", "0", "policy \"user\": \"1000\" (agentrun run switches to it)"},
 	    {"group", "1000", "0", NULL},
@@ -226,7 +238,7 @@ static void test_agentrun_proxy_sandbox(void **state)
 	/* the kubeconfig's own directory is reachable on purpose */
 	ar_strv_free(f->visible_sensitive);
 	f->visible_sensitive = strv((const char *const[]){"/home/agent/.kube", NULL});
-	ar_check_proc(p, f, &out);
+	check_proc(p, f, &out);
 	expect_rows(&out, NULL, 0);
 
 	/* each of these breaks exactly one expectation (a password in a URL is also a
@@ -237,7 +249,7 @@ static void test_agentrun_proxy_sandbox(void **state)
 	f->env[2] = ar_xstrdup("http_proxy=http://user:pw@10.254.7.1:3128");
 	f->mounts[3].readonly = false;
 	f->default_route = ar_xstrdup("eth0");
-	ar_check_proc(p, f, &out);
+	check_proc(p, f, &out);
 	EXPECT(&out, {"mount /logs", "ro", "rw", NULL},
 	       {"default route", "absent", "via eth0", NULL},
 	       {"proxy variable HTTPS_PROXY", "http://(first address of a /30):3128",
@@ -258,7 +270,7 @@ static void test_network_none(void **state)
 	f->netdevs = strv((const char *const[]){"lo", "eth0", NULL});
 	ar_strv_free(f->env);
 	f->env = strv((const char *const[]){"https_proxy=http://10.254.1.1:3128", NULL});
-	ar_check_proc(p, f, &out);
+	check_proc(p, f, &out);
 	EXPECT(&out,
 	       {"network interfaces", "lo", "lo,eth0",
 		"policy \"network\": \"none\" (agentrun run leaves only loopback)"},
@@ -279,7 +291,7 @@ static void test_partial_failures(void **state)
 	f->pids_max = AR_LIMIT_UNKNOWN;
 	f->memory_max = 128 << 20;
 	f->cpus_milli = 500;
-	ar_check_proc(p, f, &out);
+	check_proc(p, f, &out);
 	EXPECT(&out, {"no_new_privs", "1", "unknown", NULL}, {"seccomp", "filter", "unknown", NULL},
 	       {"namespace net", "private", "unknown", NULL}, {"pids limit", "64", "unknown", NULL},
 	       {"memory limit", "268435456", "134217728", NULL}, {"cpu limit", "1", "0.5", NULL});
@@ -295,7 +307,7 @@ static void test_capture_default_route(void **state)
 	p->proxy.transparent = true;
 	ar_strv_free(f->env);
 	f->env = NULL;
-	ar_check_proc(p, f, &out);
+	check_proc(p, f, &out);
 	bool seen = false;
 	for (size_t i = 0; i < out.n; i++)
 		if (strcmp(out.v[i].what, "default route") == 0) {
@@ -307,7 +319,7 @@ static void test_capture_default_route(void **state)
 	ar_findings_free(&out);
 	out = (struct ar_findings){0};
 	f->default_route = ar_xstrdup("eth0");
-	ar_check_proc(p, f, &out);
+	check_proc(p, f, &out);
 	for (size_t i = 0; i < out.n; i++)
 		assert_string_not_equal(out.v[i].what, "default route");
 }
@@ -329,7 +341,7 @@ static void test_environ_unreadable(void **state)
 	f->status.seccomp = 2;
 	ar_strv_free(f->env);
 	f->env = NULL;
-	ar_check_proc(p, f, &out);
+	check_proc(p, f, &out);
 	/* one finding, not four "unset" proxy variables and two "unset" env entries */
 	EXPECT(&out, {"environment", "readable", "unknown",
 		      "run agentrun check as root (or as the process's user)"});
@@ -344,7 +356,7 @@ static void test_ids_differ(void **state)
 	f->status.seccomp = 2;
 	f->status.uid[2] = 0; /* saved set-user-ID still root */
 	f->status.cap_amb = 0x20;
-	ar_check_proc(p, f, &out);
+	check_proc(p, f, &out);
 	EXPECT(&out, {"user", "1000", "1000,1000,0,1000", NULL},
 	       {"capabilities CapAmb", "0000000000000000", "0000000000000020", NULL});
 }
@@ -361,12 +373,12 @@ static void test_tmpfs_states(void **state)
 	assert_non_null(tmp);
 	f->status.seccomp = 2;
 	tmp->readonly = true; /* a read-only tmpfs hides a place, it is no scratch space */
-	ar_check_proc(p, f, &ro);
+	check_proc(p, f, &ro);
 	EXPECT(&ro, {"tmpfs /tmp", "tmpfs:rw", "tmpfs:ro", "policy \"tmpfs\" lists /tmp"});
 	tmp->readonly = false;
 	free(tmp->fstype);
 	tmp->fstype = ar_xstrdup("ext4");
-	ar_check_proc(p, f, &disk);
+	check_proc(p, f, &disk);
 	EXPECT(&disk, {"tmpfs /tmp", "tmpfs:rw", "ext4:rw", NULL});
 }
 
@@ -381,7 +393,7 @@ static void test_sensitive_mounts(void **state)
 	f->pids_max = 64;
 	f->memory_max = 256 << 20;
 	f->cpus_milli = 1000;
-	ar_check_proc(p, f, &out);
+	check_proc(p, f, &out);
 	EXPECT(&out, {"read-only rootfs", "true", "false", NULL},
 	       {"sensitive mount /srv/aws", "absent", "/home/me/.aws:/srv/aws",
 		"remove it from the policy \"mounts\""},
