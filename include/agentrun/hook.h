@@ -57,11 +57,14 @@ int ar_hook_create_runtime(const char *dir, const struct ar_oci_state *s, const 
 			   const struct ar_policy *p, ar_error_t *err);
 int ar_hook_poststop(const char *dir, const struct ar_oci_state *s, ar_error_t *err);
 
-/* The network step (src/hook/wire.c): wire the container's netns (pid's) for the
- * policy. network none: nothing to do. network proxy: a fresh proxy netns, the veth
- * (eth0 in the container, AR_SPEC_PROXY_ADDR's /30), a detached confined proxy and
- * the net state NAME-PID; on failure nothing of it is left. */
-int hook_wire_network(const struct ar_policy *p, const struct ar_oci_state *s,
+/* The network step (src/hook/wire.c): wire the container's netns (pid's) for the agent
+ * spec sp, the one render --format oci wrote the bundle's config.json from. network
+ * none: nothing to do. network proxy: a fresh proxy netns, the veth (eth0 in the
+ * container, AR_SPEC_PROXY_ADDR's /30), a detached confined proxy holding the
+ * placeholders config.json carries and the CA for the spec's CA bundle file, and the net
+ * state NAME-PID; on failure nothing of it is left. */
+struct ar_spec;
+int hook_wire_network(const struct ar_spec *sp, const struct ar_oci_state *s,
 		      const char *policy_path, ar_error_t *err);
 /* poststop: stop the proxy of the container recorded as policy_name and pid, remove
  * its state (the netns and the veth went with the container). Nothing there: nothing

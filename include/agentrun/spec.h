@@ -149,6 +149,7 @@ struct ar_spec {
 	struct ar_spec_mount *mounts;
 	size_t n_mounts;
 	int kubeconfig_mount; /* its index in mounts, -1 without a kubeconfig */
+	int ca_bundle_mount;  /* the CA bundle's (secrets), -1 without */
 	char *hosts;	      /* the sandbox's own /etc/hosts: its network is never the host's */
 	struct ar_spec_limits limits;
 	const char *seccomp; /* "default", "unconfined" or a profile path */

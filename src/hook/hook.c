@@ -17,6 +17,7 @@
 
 #include "agentrun/check.h"
 #include "agentrun/hook.h"
+#include "agentrun/spec.h"
 #include "agentrun/util.h"
 
 static int ns_inode(const char *path, ino_t *out, ar_error_t *err)
@@ -161,14 +162,18 @@ int ar_hook_record_remove(const char *dir, const char *id, bool *existed, ar_err
 int ar_hook_create_runtime(const char *dir, const struct ar_oci_state *s, const char *policy_path,
 			   const struct ar_policy *p, ar_error_t *err)
 {
+	ar_autospec struct ar_spec *sp = NULL;
 	if (s->pid <= 0)
 		return ar_error_make(err, 0,
 				     "state: pid: missing (create-runtime needs the container's "
 				     "process)");
+	/* what the container was rendered to get: the same spec as render --format oci */
+	if (ar_spec_build(p, NULL, &sp, err) < 0)
+		return -1;
 	if (ar_hook_check_netns(s->pid, err) < 0 ||
 	    ar_hook_record_create(dir, s, policy_path, p, err) < 0)
 		return -1;
-	if (hook_wire_network(p, s, policy_path, err) < 0) {
+	if (hook_wire_network(sp, s, policy_path, err) < 0) {
 		bool existed;
 		ar_auto_error ar_error_t ignored = NULL;
 		/* nothing half-built: the record goes with the failed wiring */

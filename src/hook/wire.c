@@ -42,14 +42,16 @@ static void free_json(cJSON **j)
 }
 
 /* Secrets (docs/secrets.md): the placeholders are the ones render put into the bundle's
- * config.json; the proxy reads the values, and its CA goes into the bundle's CA file. */
-static int hook_secrets(const struct ar_policy *p, const struct ar_oci_state *s,
+ * config.json; the proxy reads the values, and its CA goes into the spec's CA bundle
+ * file, which the bundle holds (a source relative to it). */
+static int hook_secrets(const struct ar_spec *sp, const struct ar_oci_state *s,
 			struct ar_secrets **out, char **ca_bundle, ar_error_t *err)
 {
+	const struct ar_policy *p = sp->p;
 	ar_autofree char *path = ar_xasprintf("%s/config.json", s->bundle);
 	ar_autofree char *text = NULL;
 	size_t len = 0;
-	if (p->n_secrets == 0)
+	if (p->n_secrets == 0 || sp->ca_bundle_mount < 0)
 		return 0;
 	if (ar_read_file(path, 16u << 20, &text, &len, err) == -1)
 		return ar_error_wrap(err, "secrets");
@@ -63,26 +65,27 @@ static int hook_secrets(const struct ar_policy *p, const struct ar_oci_state *s,
 	if (ar_secrets_new(p, out, err) == -1 || ar_secrets_adopt(*out, v, path, err) == -1 ||
 	    ar_secrets_check_sources(*out, err) == -1)
 		return -1;
-	*ca_bundle = ar_xasprintf("%s/" AR_SPEC_CA_BUNDLE_FILE, s->bundle);
+	*ca_bundle = ar_xasprintf("%s/%s", s->bundle, sp->mounts[sp->ca_bundle_mount].source);
 	return 0;
 }
 
-int hook_wire_network(const struct ar_policy *p, const struct ar_oci_state *s,
+int hook_wire_network(const struct ar_spec *sp, const struct ar_oci_state *s,
 		      const char *policy_path, ar_error_t *err)
 {
+	const struct ar_policy *p = sp->p;
 	ar_autosecrets struct ar_secrets *secrets = NULL;
 	ar_autofree char *ca_bundle = NULL;
 	char path[64], name[AR_POLICY_NAME_MAX + 16];
 	struct ar_net_plan plan;
 	struct ar_net_state st;
 
-	if (p->network == AR_NETWORK_NONE)
+	if (sp->net.mode == AR_NETWORK_NONE)
 		return 0; /* the runtime's fresh netns has only lo: that is network none */
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)s->pid);
 	ar_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd == -1)
 		return ar_error_make(err, errno, "network: open `%s`", path);
-	if (hook_secrets(p, s, &secrets, &ca_bundle, err) == -1)
+	if (hook_secrets(sp, s, &secrets, &ca_bundle, err) == -1)
 		return -1;
 	ar_hook_plan(p->proxy.port, &plan);
 	ar_hook_state_name(p->name, s->pid, name, sizeof(name));

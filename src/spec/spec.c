@@ -36,9 +36,12 @@ static int build_env(struct ar_spec *s, const struct ar_spec_opts *o, ar_error_t
 	ar_spec_env_secrets(&s->container_env, o->secrets ? o->secrets : fresh,
 			    bundle ? target : NULL);
 	s->env = ar_spec_env_full(p, o->term, s->container_env);
-	if (bundle != NULL)
+	s->ca_bundle_mount = -1;
+	if (bundle != NULL) {
+		s->ca_bundle_mount = (int)s->n_mounts;
 		add_mount(s, AR_SPEC_MNT_BIND, bundle, target, true,
 			  ar_xasprintf("%s: secrets (the CA bundle)", p->origin));
+	}
 	return 0;
 }
 

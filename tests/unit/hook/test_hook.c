@@ -228,7 +228,9 @@ static void test_wire(void **st)
 	    "{\"ociVersion\": \"1.0.2\", \"id\": \"c3\", \"status\": \"creating\", \"pid\": 1,"
 	    " \"bundle\": \"/srv/b\"}");
 	ar_auto_error ar_error_t err = NULL;
-	assert_int_equal(hook_wire_network(none, s, "/p.yaml", &err), 0);
+	ar_autospec struct ar_spec *sp = NULL;
+	assert_int_equal(ar_spec_build(none, NULL, &sp, &err), 0);
+	assert_int_equal(hook_wire_network(sp, s, "/p.yaml", &err), 0);
 	/* network: proxy is wired for real in tests/integration/oci_*.sh (root, a netns) */
 }
 
