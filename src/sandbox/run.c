@@ -337,6 +337,9 @@ static int block_signals(struct sandbox *sb, ar_error_t *err)
 	return 0;
 }
 
+static void record(const struct sandbox *sb);
+
+/* The clone; then the sandbox's line in its lease, which its init holds from now on. */
 static int spawn(struct sandbox *sb, ar_error_t *err)
 {
 	pid_t pid = sandbox_clone(sb, err);
@@ -347,6 +350,16 @@ static int spawn(struct sandbox *sb, ar_error_t *err)
 	sb->pid = pid;
 	close_fd(&sb->release[0]);
 	close_fd(&sb->report[1]);
+	record(sb);
+	ar_state_uid_release(&sb->lease); /* the init holds the dynamic uid's lease now */
+	return 0;
+}
+
+/* A child that died before the maps were written left its report: that is the error. */
+static int id_maps(struct sandbox *sb, ar_error_t *err)
+{
+	if (sandbox_write_id_maps(sb, err) == -1)
+		return child_failed_first(sb, err);
 	return 0;
 }
 
@@ -466,6 +479,23 @@ static void teardown(struct sandbox *sb)
 	sb->cg = NULL;
 }
 
+/* From the network to the command's go-ahead, in the order of the sandbox; on a failure
+ * release_sandbox undoes whatever exists. */
+static int (*const steps[])(struct sandbox *, ar_error_t *) = {
+    network,	       /* gc, the name, the /30, the audit file */
+    spec,	       /* the agent spec (its proxy URL and placeholders), the mount plan */
+    cgroup,	       /* planned; on v2 made now, before any child shares our cgroup */
+    open_pipes,	       /* release and report */
+    spawn,	       /* clone: the child builds its root (child.c) */
+    sandbox_pty_start, /* the command's own terminal, relayed */
+    id_maps,	       /* uid/gid maps, before the child's setup goes on */
+    release_setup,     /* the child builds its root meanwhile */
+    network_attach,    /* proxy, proxy netns, veth; v1 cgroups beside them */
+    enter_cgroup,      /* v2: the child into its cgroup */
+    network_ready,     /* the proxy serves, the state is written */
+    release_command,   /* the command runs */
+};
+
 int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char *const argv[],
 		   int *status, ar_error_t *err)
 {
@@ -484,40 +514,13 @@ int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char 
 	int wstatus = 0;
 
 	*status = AR_EXIT_RUN_FAIL;
-	if (sandbox_preflight(&sb, err) == -1)
+	/* nothing exists yet, and the caller's signal mask is still its own */
+	if (sandbox_preflight(&sb, err) == -1 || prepare(&sb, err) == -1 ||
+	    block_signals(&sb, err) == -1)
 		return -1;
-	if (prepare(&sb, err) == -1)
-		return -1;
-	if (block_signals(&sb, err) == -1)
-		return -1;
-	if (network(&sb, err) == -1)
-		goto fail;
-	if (spec(&sb, err) == -1)
-		goto fail;
-	if (cgroup(&sb, err) == -1)
-		goto fail;
-	if (open_pipes(&sb, err) == -1)
-		goto fail;
-	if (spawn(&sb, err) == -1)
-		goto fail;
-	record(&sb);
-	ar_state_uid_release(&sb.lease); /* the init holds the dynamic uid's lease now */
-	if (sandbox_pty_start(&sb, err) == -1)
-		goto fail;
-	if (sandbox_write_id_maps(&sb, err) == -1) {
-		child_failed_first(&sb, err);
-		goto fail;
-	}
-	if (release_setup(&sb, err) == -1)
-		goto fail;
-	if (network_attach(&sb, err) == -1) /* and cgroup_late */
-		goto fail;
-	if (enter_cgroup(&sb, err) == -1)
-		goto fail;
-	if (network_ready(&sb, err) == -1)
-		goto fail;
-	if (release_command(&sb, err) == -1)
-		goto fail;
+	for (size_t i = 0; i < AR_ARRAY_SIZE(steps); i++)
+		if (steps[i](&sb, err) == -1)
+			goto fail;
 	if (wait_sandbox(&sb, &wstatus, err) == -1)
 		goto fail;
 	*status = sandbox_exit_code(wstatus);
