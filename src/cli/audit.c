@@ -134,13 +134,29 @@ static int propose(const struct audit_opts *o, const char *data, size_t len, str
 	return rc;
 }
 
+/* The log ARG names (a file, a sandbox's, a policy's newest) into *data; a sandbox
+ * without a proxy has an empty one. */
+static int load(const char *arg, char **file, char **data, size_t *len, ar_error_t *err)
+{
+	ar_autofree char *note = NULL;
+	*file = ar_net_audit_resolve(arg, &note, err);
+	if (note != NULL)
+		ar_warn("audit: %s", note);
+	if (*file == NULL && without_proxy(arg, err)) { /* an empty summary */
+		*data = ar_xstrdup("");
+		return 0;
+	}
+	if (*file == NULL || ar_read_file(*file, 1u << 30, data, len, err) < 0)
+		return ar_error_wrap(err, "audit");
+	return 0;
+}
+
 int ar_cmd_audit(int argc, char **argv)
 {
 	struct audit_opts o = {0};
 	ar_auto_error ar_error_t err = NULL;
 	ar_autofree char *data = NULL;
 	ar_autofree char *file = NULL;
-	ar_autofree char *note = NULL;
 	ar_autobuf struct ar_buf out = {0};
 	struct ar_audit_summary s;
 	size_t len = 0;
@@ -153,13 +169,7 @@ int ar_cmd_audit(int argc, char **argv)
 	if (!o.propose && (o.policy || o.wildcard_min))
 		return ar_cli_usage_error("audit", AR_EXIT_USAGE,
 					  "--policy and --wildcard-min go with --propose");
-	file = ar_net_audit_resolve(o.file, &note, &err);
-	if (note != NULL)
-		ar_warn("audit: %s", note);
-	if (file == NULL && without_proxy(o.file, &err)) /* an empty summary */
-		data = ar_xstrdup("");
-	else if (file == NULL || ar_read_file(file, 1u << 30, &data, &len, &err) < 0) {
-		ar_error_wrap(&err, "audit");
+	if (load(o.file, &file, &data, &len, &err) < 0) {
 		ar_error_print(&err);
 		return AR_EXIT_USAGE;
 	}
