@@ -42,6 +42,26 @@ need() {
 need_root() { need root [ "$(id -u)" = 0 ]; }
 need_cmd() { need "$1" command -v "$1"; }
 
+# descendant PID COMM: the first descendant of PID running COMM (waits up to 10 s: the
+# machine may be loaded), e.g. the command of a sandbox started by `agentrun run`.
+descendant() {
+	local root=$1 want=$2 i c k queue
+	for i in $(seq 1 200); do
+		queue=("$root")
+		while [ "${#queue[@]}" -gt 0 ]; do
+			c=${queue[0]}
+			queue=("${queue[@]:1}")
+			if [ "$c" != "$root" ] && [ "$(cat "/proc/$c/comm" 2>/dev/null)" = "$want" ]; then
+				echo "$c"
+				return 0
+			fi
+			for k in $(cat /proc/"$c"/task/*/children 2>/dev/null); do queue+=("$k"); done
+		done
+		sleep 0.05
+	done
+	return 1
+}
+
 # dynamic_uid N: N is a uid from run's dynamic range (no `user` in the policy) and no
 # host account.
 dynamic_uid() {

@@ -22,25 +22,6 @@ cat >"$AR_TMP/policy.json" <<'JSON'
 }
 JSON
 
-# descendant PID COMM: the first descendant of PID running COMM (waits up to 5 s).
-descendant() {
-	local root=$1 want=$2 i c k queue
-	for i in $(seq 1 100); do
-		queue=("$root")
-		while [ "${#queue[@]}" -gt 0 ]; do
-			c=${queue[0]}
-			queue=("${queue[@]:1}")
-			if [ "$c" != "$root" ] && [ "$(cat "/proc/$c/comm" 2>/dev/null)" = "$want" ]; then
-				echo "$c"
-				return 0
-			fi
-			for k in $(cat /proc/"$c"/task/*/children 2>/dev/null); do queue+=("$k"); done
-		done
-		sleep 0.05
-	done
-	return 1
-}
-
 # cgroup_dir CONTROLLER: a fresh v1 cgroup below this test's own one, or nothing when
 # this test sits in the hierarchy's root (we never create cgroups at the root).
 cgroup_dir() {

@@ -7,25 +7,6 @@ need_root
 A=$AGENTRUN
 POLICY=$AR_SOURCE_DIR/profiles/offline.json
 
-# descendant PID COMM: the first descendant of PID running COMM (waits up to 5 s).
-descendant() {
-	local root=$1 want=$2 i c k queue
-	for i in $(seq 1 100); do
-		queue=("$root")
-		while [ "${#queue[@]}" -gt 0 ]; do
-			c=${queue[0]}
-			queue=("${queue[@]:1}")
-			if [ "$c" != "$root" ] && [ "$(cat "/proc/$c/comm" 2>/dev/null)" = "$want" ]; then
-				echo "$c"
-				return 0
-			fi
-			for k in $(cat /proc/"$c"/task/*/children 2>/dev/null); do queue+=("$k"); done
-		done
-		sleep 0.05
-	done
-	return 1
-}
-
 "$A" --policy "$POLICY" -- sleep 30 >"$AR_TMP/run.out" 2>"$AR_TMP/run.err" &
 runner=$!
 on_exit "kill -TERM $runner; wait $runner"

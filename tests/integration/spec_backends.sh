@@ -12,25 +12,6 @@ need_root
 need_cmd python3
 A=$AGENTRUN
 
-# descendant PID COMM: the first descendant of PID running COMM (waits up to 10 s).
-descendant() {
-	local root=$1 want=$2 i c k queue
-	for i in $(seq 1 200); do
-		queue=("$root")
-		while [ "${#queue[@]}" -gt 0 ]; do
-			c=${queue[0]}
-			queue=("${queue[@]:1}")
-			if [ "$c" != "$root" ] && [ "$(cat "/proc/$c/comm" 2>/dev/null)" = "$want" ]; then
-				echo "$c"
-				return 0
-			fi
-			for k in $(cat /proc/"$c"/task/*/children 2>/dev/null); do queue+=("$k"); done
-		done
-		sleep 0.05
-	done
-	return 1
-}
-
 # The profiles' host paths, made real: a kubeconfig whose server the profile allows (with
 # network: proxy its token becomes a secret: the sandbox gets a placeholder) and a mount.
 mkdir -p "$AR_TMP/logs"

@@ -37,6 +37,16 @@
 	" \"proxy\": {\"port\": 3128, \"max_bytes_out\": {\"api.anthropic.com\": 2000000},"        \
 	" \"sni\": \"require\"" PROXY_MORE "}}"
 
+/* A policy with two tmpfs, two mounts, a kubeconfig and the proxy: the spec tests' own. */
+#define AR_TEST_SPEC_JSON                                                                          \
+	"{\"name\": \"triage\", \"allowed_hosts\": [\"api.anthropic.com\"],"                       \
+	" \"kubeconfig\": \"/home/me/.kube/agent-config\","                                        \
+	" \"mounts\": [{\"source\": \"/srv/logs\", \"target\": \"/logs\", \"readonly\": true},"    \
+	" {\"source\": \"/srv/out\", \"target\": \"/out\", \"readonly\": false}],"                 \
+	" \"tmpfs\": [\"/tmp\", \"/work\"], \"limits\": {\"pids\": 32, \"memory\": \"1g\","        \
+	" \"cpus\": \"0.5\"}, \"user\": \"1000:1001\", \"env\": {\"B\": \"2\", \"A\": \"1\"},"     \
+	" \"network\": \"proxy\", \"proxy\": {\"port\": 8080}}"
+
 static char *const ar_test_triage_cmd[] = {"sh", "-c", "echo 'hi' $HOME"};
 
 /* The policy of json (origin "p.json"); the test fails with the reader's error. */

@@ -4,20 +4,11 @@
 
 #include "agentrun/sandbox.h"
 
-static const char triage_json[] =
-    "{\"name\": \"triage\", \"allowed_hosts\": [\"api.anthropic.com\"],"
-    " \"kubeconfig\": \"/home/me/.kube/agent-config\","
-    " \"mounts\": [{\"source\": \"/srv/logs\", \"target\": \"/logs\", \"readonly\": true},"
-    " {\"source\": \"/srv/out\", \"target\": \"/out\", \"readonly\": false}],"
-    " \"tmpfs\": [\"/tmp\", \"/work\"], \"limits\": {\"pids\": 32, \"memory\": \"1g\","
-    " \"cpus\": \"0.5\"}, \"user\": \"1000:1001\", \"env\": {\"B\": \"2\", \"A\": \"1\"},"
-    " \"network\": \"proxy\", \"proxy\": {\"port\": 8080}}";
-
 /* a mount a --mount override added is named by its flag, as run's mount plan names it
  * (ar_policy_mount_origin); the policy's own by its field */
 static void test_mount_origin(void **state)
 {
-	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
+	ar_autopolicy struct ar_policy *p = ar_test_policy(AR_TEST_SPEC_JSON);
 	struct ar_run_opts o = {0};
 	ar_auto_error ar_error_t err = NULL;
 	assert_int_equal(ar_override_apply(p, &o, "--mount", "/srv/x:/x:rw", &err), 0);
@@ -57,7 +48,7 @@ static void test_mount_plan_reads_table(void **state)
 /* The spec's hidden places and mounts become the plan's, in the spec's order. */
 static void test_plan_follows_spec(void **state)
 {
-	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
+	ar_autopolicy struct ar_policy *p = ar_test_policy(AR_TEST_SPEC_JSON);
 	struct ar_spec_opts o = {
 	    .caller_private = (const char *[AR_SPEC_CALLER_PRIVATE_MAX]){"/opt/me", NULL, NULL},
 	    .ca_bundle = "/run/b.pem",

@@ -3,18 +3,9 @@
 #define _GNU_SOURCE
 #include "../spec_fixture.h"
 
-static const char triage_json[] =
-    "{\"name\": \"triage\", \"allowed_hosts\": [\"api.anthropic.com\"],"
-    " \"kubeconfig\": \"/home/me/.kube/agent-config\","
-    " \"mounts\": [{\"source\": \"/srv/logs\", \"target\": \"/logs\", \"readonly\": true},"
-    " {\"source\": \"/srv/out\", \"target\": \"/out\", \"readonly\": false}],"
-    " \"tmpfs\": [\"/tmp\", \"/work\"], \"limits\": {\"pids\": 32, \"memory\": \"1g\","
-    " \"cpus\": \"0.5\"}, \"user\": \"1000:1001\", \"env\": {\"B\": \"2\", \"A\": \"1\"},"
-    " \"network\": \"proxy\", \"proxy\": {\"port\": 8080}}";
-
 static void test_triage(void **state)
 {
-	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
+	ar_autopolicy struct ar_policy *p = ar_test_policy(AR_TEST_SPEC_JSON);
 	ar_autospec struct ar_spec *s = ar_test_spec(p, NULL);
 	assert_int_equal(s->uid, 1000);
 	assert_int_equal(s->gid, 1001);
@@ -82,7 +73,7 @@ static void test_triage(void **state)
 
 static void test_proxy_url_and_none(void **state)
 {
-	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
+	ar_autopolicy struct ar_policy *p = ar_test_policy(AR_TEST_SPEC_JSON);
 	struct ar_spec_opts o = {.proxy_url = "http://10.254.7.1:8080"};
 	ar_autospec struct ar_spec *s = ar_test_spec(p, &o);
 	assert_string_equal(ar_spec_getenv(s, "https_proxy"), "http://10.254.7.1:8080");
@@ -130,7 +121,7 @@ static void test_seccomp_text(void **state)
  * namespace, the caller's own places, the proxy's placeholders' CA bundle and kubeconfig. */
 static void test_run_opts(void **state)
 {
-	ar_autopolicy struct ar_policy *p = ar_test_policy(triage_json);
+	ar_autopolicy struct ar_policy *p = ar_test_policy(AR_TEST_SPEC_JSON);
 	struct ar_spec_opts o = {
 	    .caller_private = (const char *[AR_SPEC_CALLER_PRIVATE_MAX]){"/opt/me", "/tmp", NULL},
 	    .ca_bundle = "/run/agentrun/x/ca-bundle.pem",
