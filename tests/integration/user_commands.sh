@@ -17,7 +17,6 @@ A=(as_user "$UAGENTRUN")
 
 expect_status "render" 0 "${A[@]}" render --policy "$W/triage.json" -- python3 agent.py
 expect_match "render: the agent's docker run" "^docker run .*--name triage-agent" "$(grep '^docker run' "$AR_TMP/out")"
-mkdir -m 755 "$W/rootfs"
 expect_status "render --format oci --bundle" 0 "${A[@]}" render --policy "$W/offline.json" --format oci \
 	--rootfs "$W/rootfs" --bundle "$W/bundle" -- /bin/true
 expect_eq "the bundle is the user's" "$AR_USER_UID" "$(stat -c %u "$W/bundle/config.json")"
@@ -28,6 +27,13 @@ expect_status "check --manifest of it: clean" 0 "${A[@]}" check --policy "$W/tri
 expect_status "check --pid of its own process: drift" 1 \
 	as_user sh -c 'exec "$0" check --policy "$1" --pid $$' "$UAGENTRUN" "$W/offline.json"
 expect_match "check --pid: the findings" "pid [0-9]+ vs policy offline: [1-9][0-9]* drift" "$(cat "$AR_TMP/out")"
+# ... against a network: proxy policy: its network facts are read without entering the
+# host's netns (a user may not), and are drift, not an error
+printf '{"name": "uc-web", "allowed_hosts": ["api.example.com"]}\n' >"$W/web.json"
+chmod 644 "$W/web.json"
+expect_status "check --pid of its own process, network: proxy policy: drift" 1 \
+	as_user sh -c 'exec "$0" check --policy "$1" --pid $$' "$UAGENTRUN" "$W/web.json"
+expect_match "check --pid, network: proxy: the network findings" "DRIFT proxy variable HTTPS_PROXY" "$(cat "$AR_TMP/out")"
 
 # proxy: a GET through it, then audit FILE
 ORIG=$(free_port)
