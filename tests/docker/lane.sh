@@ -58,7 +58,7 @@ echo "apiVersion: v1" >"$AR_TMP/kube/config"
 python3 - "$AR_SOURCE_DIR/profiles" "$AR_TMP" <<'EOF'
 import json, os, sys
 src, tmp = sys.argv[1], sys.argv[2]
-for f in sorted(os.listdir(src)):
+for f in sorted(f for f in os.listdir(src) if f.endswith(".json")):  # not apparmor/
     p = json.load(open(os.path.join(src, f)))
     p["image"] = "ar-lane:1"
     if p.get("network") == "proxy":
@@ -213,7 +213,7 @@ drift docker-sock "sensitive mount /var/run/docker.sock" \
 drift secret-env "secret in environment DATABASE_URL;secret in environment GITHUB_TOKEN" \
 	'put("-e", "GITHUB_TOKEN=ghp_lane0123456789", "-e", "DATABASE_URL=postgres://u:pwlane@db/x")' \
 	'^DRIFT secret in environment DATABASE_URL '
-drift user-0 "user" 'a[a.index("--user") + 1] = "0:0"' '^DRIFT user expected a dynamic uid = gid in 61184-65519 \(agentrun run\) or 1000:1000 \(rendered\) actual uid 0 gid 0'
+drift user-0 "user" 'a[a.index("--user") + 1] = "0:0"' '^DRIFT user expected a dynamic uid = gid in 61184-65519 \(agentrun run\), the caller.s own \(agentrun run by a user\) or 1000:1000 \(rendered\) actual uid 0 gid 0'
 drift bare-uid "user" 'a[a.index("--user") + 1] = "1000"' '^DRIFT group expected 1000 actual 0'
 drift rw-root "read-only rootfs" 'a.remove("--read-only")' '^DRIFT read-only rootfs '
 drift no-pids "pids limit" 'drop("--pids-limit")' '^DRIFT pids limit expected 64 actual unlimited'

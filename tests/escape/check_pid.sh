@@ -31,7 +31,7 @@ expect_nomatch "an absolute symlink is followed in its view, not the host's" \
 expect_nomatch "a policy without user: the sandbox's dynamic uid is no drift" "DRIFT user " "$(cat "$AR_TMP/out")"
 "$A" check --policy "$AR_TMP/p.json" --pid $$ >"$AR_TMP/out2" 2>/dev/null || true
 expect_match "control: uid 0 against a policy without user is drift" \
-	"DRIFT user expected a dynamic uid = gid in 61184-65519 \(agentrun run\) or 1000:1000 \(rendered\) actual uid 0 gid 0" "$(cat "$AR_TMP/out2")"
+	"DRIFT user expected a dynamic uid = gid in 61184-65519 \(agentrun run\), the caller's own \(agentrun run by a user\) or 1000:1000 \(rendered\) actual uid 0 gid 0" "$(cat "$AR_TMP/out2")"
 expect_match "environ: said to be the process's own memory" \
 	"note: the environment of pid $pid is read from /proc/$pid/environ, the process's own memory" \
 	"$(cat "$AR_TMP/err")"
