@@ -59,8 +59,9 @@ echo "== the audit"
 
 # The same job for an ordinary user: a user of the demo's own, a copy of agentrun it
 # may execute (a checkout under /root is not), its runtime directory as logind makes it.
-# No cgroup is delegated to it on a host like this one, so its run says which limits it
-# cannot enforce (--no-cgroups says it is meant; docs/rootless.md).
+# Where no cgroup is delegated to it (a hybrid host like the build machines) its run
+# says, in one line, which limits it cannot enforce and how to get them
+# (docs/cgroups.md); everything else is enforced as for root (docs/rootless.md).
 user=agentrun-demo
 if ! id -u "$user" >/dev/null 2>&1; then
 	useradd --create-home --user-group --shell /bin/sh "$user"
@@ -72,7 +73,7 @@ install -D -m 755 "$A" "$tmp/bin/agentrun"
 as_user() { (cd / && setpriv --reuid "$uid" --regid "$(id -g "$user")" --init-groups \
 	env HOME="$(getent passwd "$user" | cut -d: -f6)" XDG_RUNTIME_DIR="/run/user/$uid" "$@"); }
 echo "== the agent, sandboxed by $user (uid $uid, no privileges), the same policy"
-as_user "$tmp/bin/agentrun" --policy "$tmp/policy.json" --no-cgroups \
+as_user "$tmp/bin/agentrun" --policy "$tmp/policy.json" \
 	--proxy-log "/run/user/$uid/demo-proxy.log" -- sh -c "$agent" _ "$port"
 echo "== $user's audit (kept under its own \$XDG_RUNTIME_DIR/agentrun)"
 as_user "$tmp/bin/agentrun" audit demo-agent

@@ -19,6 +19,8 @@ command -v node >/dev/null && command -v npm >/dev/null || test_pkgs+=(nodejs np
 # the live docker lane (tests/docker/): dockerd runs only inside namespaces the test makes;
 # nftables for comparing the host's ruleset before and after
 test_pkgs+=(docker.io nftables)
+# learn_propose.sh applies the diff `audit --propose --policy` prints
+test_pkgs+=(patch)
 bench_pkgs=(hyperfine bubblewrap tinyproxy squid nginx-light wrk firejail)
 bench_pkgs+=(dnsmasq-base) # bench/dns.sh: dnsmasq without its system service
 bench_pkgs+=(ripgrep socat) # bench/rootless.sh PEERS=1: what sandbox-runtime (srt) needs

@@ -162,7 +162,8 @@ if [ "${AR_AS_USER:-0}" = 1 ]; then
 	cat >"$AR_USER_BIN/agentrun-as-user" <<WRAP
 #!/bin/sh
 # agentrun as $AR_USER (tests/lib.sh user mode). A run gets --no-cgroups: this host
-# delegates no cgroup to the user (docs/rootless.md); everything else is as given.
+# delegates no cgroup to the user, and without the flag each run would add its line
+# about the limits (docs/cgroups.md) to what root's cases read; everything else as given.
 case "\$1" in
 run) shift; set -- run --no-cgroups "\$@" ;;
 --help | -h | --version) ;;

@@ -45,6 +45,34 @@ struct ar_audit_summary {
 	struct ar_buf entries;	/* the valid lines as a JSON array body, for --json */
 };
 
+/* One audit entry as --propose and review read it (strings owned by the list). */
+struct ar_audit_entry {
+	char *method; /* NULL when unknown */
+	char *host;   /* NULL when unknown */
+	int port;     /* 0 when unknown */
+	char *addr;   /* the dialled address, or NULL */
+	char *rule;   /* the rule that allowed it (learned: would allow it), or NULL */
+	bool allowed;
+	bool learned;
+	bool has_body; /* a plain HTTP request with a body ("body_bytes") */
+	int status;
+	uint64_t bytes_out, bytes_in, body_bytes;
+};
+
+struct ar_audit_entries {
+	struct ar_audit_entry *v;
+	size_t n;
+	uint64_t invalid_lines;
+	size_t first_invalid;
+};
+
+/* Pure: every audit object of a log, in order; lines that are not one are counted
+ * (the same test as ar_audit_summarize). */
+void ar_audit_read_entries(const char *data, size_t len, struct ar_audit_entries *out);
+void ar_audit_entries_free(struct ar_audit_entries *e);
+/* Is the entry a DNS stub's answer (method "DNS"), not a connection? */
+bool ar_audit_entry_is_dns(const struct ar_audit_entry *e);
+
 /* Pure: summarise a whole log held in memory. Never fails on content; bad lines
  * are counted. */
 void ar_audit_summarize(const char *data, size_t len, struct ar_audit_summary *out);

@@ -10,6 +10,7 @@
 #define AR_EXIT_NOEXEC	 126 /* run: command not executable */
 #define AR_EXIT_NOENT	 127 /* run: command not found */
 
+#include "agentrun/error.h"
 #include "agentrun/opts.h"
 
 #ifndef AGENTRUN_VERSION
@@ -65,6 +66,21 @@ int ar_cmd_version(int argc, char **argv);
 int ar_cmd_ps(int argc, char **argv);
 int ar_cmd_gc(int argc, char **argv);
 int ar_cmd_net(int argc, char **argv);
+int ar_cmd_review(int argc, char **argv);
+/* review's drift: check's own readers and comparisons for one target (exactly one of
+ * the four; src/cli/check.c). */
+struct ar_check_target {
+	const char *container;
+	const char *pid_text; /* as given, for messages */
+	int pid;
+	const char *name;
+	const char *manifest;
+};
+struct ar_policy;
+struct ar_findings;
+int ar_check_drift(const struct ar_check_target *t, const char *policy_path,
+		   const struct ar_policy *p, struct ar_findings *out, char **subject,
+		   ar_error_t *err);
 /* gc of the named netns of `net up` whose proxy is gone (src/cli/net.c): how many. */
 int ar_netns_gc(void);
 

@@ -158,6 +158,25 @@ void ar_dns_target(const struct ar_dns_pool *p, const struct ar_rules *rules, st
  * synthetic address? Case and one trailing dot do not matter; anything else does. */
 bool ar_dns_same_name(const char *sent, const char *name);
 
+/* --- learn mode: the shapes of a name never learned (src/dns/shape.c) --- */
+
+#define AR_DNS_LEARN_LABEL_MAX	 40    /* a longer label is refused */
+#define AR_DNS_LEARN_FLOOD	 16    /* random-looking names per parent */
+#define AR_DNS_LEARN_MAX_PARENTS 4096  /* parents counted */
+#define AR_DNS_LEARN_MAX_NAMES	 65536 /* distinct names learned */
+
+struct ar_dns_shape;
+struct ar_dns_shape *ar_dns_shape_new(void);
+void ar_dns_shape_free(struct ar_dns_shape *s);
+/* May learn mode let a canonical name through (0), or is its shape refused (-1, *why
+ * says which limit)? A name let through is remembered: asking again costs nothing and
+ * counts once. */
+int ar_dns_shape_check(struct ar_dns_shape *s, const char *name, char *why, size_t size);
+/* Shannon entropy of a label, in bits per character; "random-looking": at least 12
+ * characters and at least 3 bits per character. */
+double ar_dns_label_entropy(const char *label, size_t len);
+bool ar_dns_label_random(const char *label, size_t len);
+
 /* --- the stub: decide and answer --- */
 
 /* Every port the rules can allow, sorted and unique: 80 and 443 (a rule without a
@@ -174,6 +193,7 @@ struct ar_dns_event {
 	bool allowed; /* an allowed name (answered NOERROR, with or without an address) */
 	char addr[INET_ADDRSTRLEN]; /* the synthetic address handed out, or "" */
 	const char *rule;	    /* the rule that covers the name, or NULL */
+	bool learned;		    /* learn mode answered a name no rule covers */
 	char reason[AR_HOST_MAX + 96];
 };
 
@@ -183,6 +203,9 @@ struct ar_dns_stub;
  * with ar_dns_stub_set_rules (policy reload) while addresses already handed out stay. */
 struct ar_dns_stub *ar_dns_stub_new(const struct ar_rules *rules, struct ar_dns_pool *pool);
 void ar_dns_stub_set_rules(struct ar_dns_stub *s, const struct ar_rules *rules);
+/* Learn mode (shape non-NULL, borrowed): a well-formed name no rule covers is answered
+ * like an allowed one, audited as learned, unless its shape is refused. NULL: enforce. */
+void ar_dns_stub_set_learn(struct ar_dns_stub *s, struct ar_dns_shape *shape);
 void ar_dns_stub_free(struct ar_dns_stub *s);
 
 /* Answer one query (a UDP datagram, or one TCP message without its prefix): the reply

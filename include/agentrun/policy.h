@@ -15,6 +15,12 @@
 #define AR_POLICY_NAME_MAX	     31
 #define AR_DEFAULT_PROXY_PORT	     3128
 #define AR_DEFAULT_KUBECONFIG_TARGET "/home/agent/.kube/config"
+/* A policy file's limits when it sets none (docs/policy.md; review compares with them). */
+#define AR_POLICY_DEFAULT_PIDS	     64
+#define AR_POLICY_DEFAULT_MEMORY     (256LL << 20)
+#define AR_POLICY_DEFAULT_MEMORY_STR "256m"
+#define AR_POLICY_DEFAULT_CPUS_MILLI 1000
+#define AR_POLICY_DEFAULT_CPUS_STR   "1"
 /* The range `run` takes a sandbox's uid/gid from when the policy names no `user`
  * (systemd's DynamicUser range, never a host account). */
 #define AR_DYNAMIC_UID_MIN 61184
@@ -23,6 +29,13 @@
 enum ar_network {
 	AR_NETWORK_PROXY,
 	AR_NETWORK_NONE,
+};
+
+/* "mode": enforce (the default) or learn (docs/learn.md): the proxy lets a name
+ * outside the list through and audits it as learned. */
+enum ar_mode {
+	AR_MODE_ENFORCE,
+	AR_MODE_LEARN,
 };
 
 enum ar_sni_mode {
@@ -102,6 +115,7 @@ struct ar_policy {
 	char *seccomp; /* "default", "unconfined" or a path to a profile */
 	enum ar_network network;
 	struct ar_proxy_settings proxy;
+	enum ar_mode mode;
 
 	/* Derived from name. */
 	char net_name[AR_POLICY_NAME_MAX + 16];	   /* NAME-net */

@@ -44,6 +44,10 @@ struct ar_egress_settings {
 	int idle_timeout_ms;	  /* tunnels, 0 = 120000 */
 	int keepalive_timeout_ms; /* idle client connections, 0 = 60000 */
 	bool pass_forwarded;	  /* keep a client's Forwarded / X-Forwarded-For */
+	/* Learn mode (docs/learn.md): a name outside the list is let through and audited
+	 * as learned; addresses, private ranges, SNI mismatches and refused name shapes
+	 * are not. */
+	bool learn;
 };
 
 /* Defaults: no rules, sni check, default timeouts. */
@@ -95,6 +99,7 @@ struct ar_proxy_config {
 	int stop_fd; /* readable stops the proxy (a pidfd: the container it serves has exited);
 		      * -1: none; ownership passes to the proxy */
 	bool pass_forwarded; /* keep a client's Forwarded / X-Forwarded-For */
+	bool learn;	     /* learn mode (also a policy's "mode": "learn") */
 	/* Transparent capture (docs/network.md): listening sockets made in the proxy netns
 	 * with IP_TRANSPARENT (ownership passes to the proxy; -1: none), and the synthetic
 	 * range the DNS stub hands out (NULL: AR_DNS_POOL_DEFAULT). */
@@ -200,6 +205,12 @@ struct ar_audit_rec {
 	uint64_t bytes_out;
 	uint64_t bytes_in;
 	int64_t duration_ms;
+	/* Written only when set, after duration_ms: "learned": true (learn mode let a
+	 * destination outside the list through; rule is the one that would allow it), and
+	 * "body_bytes" (a plain HTTP request with a body: the body's bytes sent upstream). */
+	bool learned;
+	bool has_body;
+	uint64_t body_bytes;
 };
 /* The JSON Lines object with its trailing newline (DESIGN §5). */
 void ar_proxy_audit_format(const struct ar_audit_rec *r, struct ar_buf *out);

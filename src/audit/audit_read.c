@@ -66,26 +66,37 @@ static void count(struct ar_audit_summary *s, struct ar_audit_host *h, const cJS
 	}
 }
 
+/* One line as an audit object, or NULL: a JSON object alone on its line with a
+ * "host" (string or null: refusals before a target was known, a 400 on a garbled
+ * request line, a 503 over the connection cap, still count) and a boolean
+ * "allowed". */
+static cJSON *parse_line(const char *line, size_t len)
+{
+	const char *end = NULL;
+	if (memchr(line, '\0', len) != NULL)
+		return NULL;
+	ar_autojson cJSON *o = cJSON_ParseWithLengthOpts(line, len, &end, false);
+	if (!cJSON_IsObject(o))
+		return NULL;
+	for (; end < line + len; end++)
+		if (strchr(" \t\r", *end) == NULL)
+			return NULL; /* trailing bytes after the object */
+	const cJSON *host = cJSON_GetObjectItemCaseSensitive(o, "host");
+	const cJSON *allowed = cJSON_GetObjectItemCaseSensitive(o, "allowed");
+	if (!(cJSON_IsString(host) || cJSON_IsNull(host)) || !cJSON_IsBool(allowed))
+		return NULL;
+	return steal_pointer(&o);
+}
+
 /* One line; returns 0 when it is an audit object. The entry is re-printed by cJSON
  * rather than copied, so --json stays valid whatever bytes the line held. */
 static int add_line(struct ar_audit_summary *s, const char *line, size_t len)
 {
-	const char *end = NULL;
-
-	if (memchr(line, '\0', len) != NULL)
+	ar_autojson cJSON *o = parse_line(line, len);
+	if (o == NULL)
 		return -1;
-	ar_autojson cJSON *o = cJSON_ParseWithLengthOpts(line, len, &end, false);
-	if (!cJSON_IsObject(o))
-		return -1;
-	for (; end < line + len; end++)
-		if (strchr(" \t\r", *end) == NULL)
-			return -1; /* trailing bytes after the object */
 	const cJSON *host = cJSON_GetObjectItemCaseSensitive(o, "host");
 	const cJSON *allowed = cJSON_GetObjectItemCaseSensitive(o, "allowed");
-	/* refusals before a target was known (a 400 on a garbled request line, a 503
-	 * over the connection cap) carry "host": null; they still count */
-	if (!(cJSON_IsString(host) || cJSON_IsNull(host)) || !cJSON_IsBool(allowed))
-		return -1;
 	ar_autofree char *entry = cJSON_PrintUnformatted(o);
 	if (entry == NULL)
 		return -1;
@@ -104,21 +115,97 @@ static int add_line(struct ar_audit_summary *s, const char *line, size_t len)
 	return 0;
 }
 
-void ar_audit_summarize(const char *data, size_t len, struct ar_audit_summary *out)
+/* Call fn on every non-empty line; count the lines it refuses. */
+static void each_line(const char *data, size_t len, int (*fn)(void *, const char *, size_t),
+		      void *arg, uint64_t *invalid, size_t *first_invalid)
 {
 	size_t lineno = 0;
-	memset(out, 0, sizeof(*out));
 	for (size_t pos = 0; pos < len;) {
 		const char *nl = memchr(data + pos, '\n', len - pos);
 		size_t end = nl ? (size_t)(nl - data) : len;
 		lineno++;
-		if (end > pos && add_line(out, data + pos, end - pos) < 0) {
-			out->invalid_lines++;
-			if (out->first_invalid == 0)
-				out->first_invalid = lineno;
+		if (end > pos && fn(arg, data + pos, end - pos) < 0) {
+			(*invalid)++;
+			if (*first_invalid == 0)
+				*first_invalid = lineno;
 		}
 		pos = end + 1;
 	}
+}
+
+static int summary_line(void *arg, const char *line, size_t len)
+{
+	return add_line(arg, line, len);
+}
+
+void ar_audit_summarize(const char *data, size_t len, struct ar_audit_summary *out)
+{
+	memset(out, 0, sizeof(*out));
+	each_line(data, len, summary_line, out, &out->invalid_lines, &out->first_invalid);
+}
+
+static char *string_field(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsString(v) ? ar_xstrdup(v->valuestring) : NULL;
+}
+
+static int int_field(const cJSON *o, const char *key, int lo, int hi)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi))
+		return 0;
+	return (int)v->valuedouble;
+}
+
+static int entry_line(void *arg, const char *line, size_t len)
+{
+	struct ar_audit_entries *es = arg;
+	ar_autojson cJSON *o = parse_line(line, len);
+	if (o == NULL)
+		return -1;
+	es->v = ar_xrealloc(es->v, (es->n + 1) * sizeof(*es->v));
+	struct ar_audit_entry *e = &es->v[es->n++];
+	const cJSON *body = cJSON_GetObjectItemCaseSensitive(o, "body_bytes");
+	*e = (struct ar_audit_entry){
+	    .method = string_field(o, "method"),
+	    .host = string_field(o, "host"),
+	    .port = int_field(o, "port", 1, 65535),
+	    .addr = string_field(o, "addr"),
+	    .rule = string_field(o, "rule"),
+	    .allowed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "allowed")),
+	    .learned = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "learned")),
+	    .has_body = cJSON_IsNumber(body),
+	    .status = int_field(o, "status", -1, 999),
+	    .bytes_out = number_field(o, "bytes_out"),
+	    .bytes_in = number_field(o, "bytes_in"),
+	    .body_bytes = number_field(o, "body_bytes"),
+	};
+	return 0;
+}
+
+void ar_audit_read_entries(const char *data, size_t len, struct ar_audit_entries *out)
+{
+	memset(out, 0, sizeof(*out));
+	each_line(data, len, entry_line, out, &out->invalid_lines, &out->first_invalid);
+}
+
+void ar_audit_entries_free(struct ar_audit_entries *es)
+{
+	for (size_t i = 0; i < es->n; i++) {
+		struct ar_audit_entry *e = &es->v[i];
+		free(e->method);
+		free(e->host);
+		free(e->addr);
+		free(e->rule);
+	}
+	free(es->v);
+	memset(es, 0, sizeof(*es));
+}
+
+bool ar_audit_entry_is_dns(const struct ar_audit_entry *e)
+{
+	return e->method != NULL && strcmp(e->method, "DNS") == 0;
 }
 
 void ar_audit_summary_free(struct ar_audit_summary *s)

@@ -295,6 +295,23 @@ static void opts_free(struct check_opts *o)
 	free(o->name_buf);
 }
 
+int ar_check_drift(const struct ar_check_target *t, const char *policy_path,
+		   const struct ar_policy *p, struct ar_findings *out, char **subject,
+		   ar_error_t *err)
+{
+	__attribute__((cleanup(opts_free))) struct check_opts o = {
+	    .policy = policy_path,
+	    .container = t->container,
+	    .pid_text = t->pid_text,
+	    .name = t->name,
+	    .manifest = t->manifest,
+	    .pid = t->pid,
+	};
+	if (resolve_name(&o, err) < 0)
+		return -1;
+	return source_findings(&o, p, out, subject, err);
+}
+
 int ar_cmd_check(int argc, char **argv)
 {
 	__attribute__((cleanup(opts_free))) struct check_opts o = {0};

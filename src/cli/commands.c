@@ -9,11 +9,11 @@
 #include "agentrun/util.h"
 
 extern const struct ar_cli_cmd ar_cli_run, ar_cli_proxy, ar_cli_render, ar_cli_check, ar_cli_audit,
-    ar_cli_hook, ar_cli_ps, ar_cli_gc, ar_cli_net, ar_cli_version;
+    ar_cli_review, ar_cli_hook, ar_cli_ps, ar_cli_gc, ar_cli_net, ar_cli_version;
 
 const struct ar_cli_cmd *const ar_cli_commands[] = {
-    &ar_cli_run, &ar_cli_proxy, &ar_cli_render, &ar_cli_check,	 &ar_cli_audit, &ar_cli_hook,
-    &ar_cli_ps,	 &ar_cli_gc,	&ar_cli_net,	&ar_cli_version, NULL,
+    &ar_cli_run,  &ar_cli_proxy, &ar_cli_render, &ar_cli_check, &ar_cli_audit,	 &ar_cli_review,
+    &ar_cli_hook, &ar_cli_ps,	 &ar_cli_gc,	 &ar_cli_net,	&ar_cli_version, NULL,
 };
 
 const struct ar_cli_cmd *ar_cli_find(const char *name)
@@ -72,14 +72,15 @@ void ar_cli_top_help(FILE *out)
 		     "hosts\nthrough an auditing egress proxy.\n\nCommands:\n");
 	for (size_t i = 0; ar_cli_commands[i] != NULL; i++)
 		fprintf(out, "  %-9s %s\n", ar_cli_commands[i]->name, ar_cli_commands[i]->summary);
-	fprintf(out, "\n"
-		     "  -h, --help     this help (`agentrun help COMMAND`: a command's help)\n"
-		     "  -V, --version  the version\n\n"
-		     "See `agentrun COMMAND --help` for each command's options, and agentrun(1).\n"
-		     "Exit status: run returns the command's status (128+N on signal N; 125 "
-		     "agentrun\nfailed, 126 not executable, 127 not found); check 0 no drift, 1 "
-		     "drift, 2 bad\ninput; hook and net 1 when they failed or refused; everything "
-		     "else 0 ok,\n2 bad input or usage.\n");
+	fprintf(out,
+		"\n"
+		"  -h, --help     this help (`agentrun help COMMAND`: a command's help)\n"
+		"  -V, --version  the version\n\n"
+		"See `agentrun COMMAND --help` for each command's options, and agentrun(1).\n"
+		"Exit status: run returns the command's status (128+N on signal N; 125 "
+		"agentrun\nfailed, 126 not executable, 127 not found); check 0 no drift, 1 "
+		"drift, 2 bad\ninput; hook and net 1 when they failed or refused; review 1 on "
+		"findings at or\nabove --fail-on; everything else 0 ok, 2 bad input or usage.\n");
 }
 
 /* The operands the table's command takes, and nothing else. */

@@ -91,6 +91,7 @@ static int build_egress(struct cli_state *st)
 	s.idle_timeout_ms = st->cfg.idle_timeout_ms;
 	s.keepalive_timeout_ms = st->cfg.keepalive_timeout_ms;
 	s.pass_forwarded = st->cfg.pass_forwarded;
+	s.learn = st->cfg.learn;
 	if (ar_egress_new(&s, &st->cfg.egress, &err) == -1) {
 		ar_error_wrap(&err, "proxy");
 		ar_error_print(&err);
@@ -203,6 +204,10 @@ static const struct ar_opt opts[] = {
      set_sni, 0},
     {"--pass-forwarded", 0, NULL, "keep a client's Forwarded and X-Forwarded-For fields",
      ar_opt_true, CFG(pass_forwarded)},
+    {"--learn", 0, NULL,
+     "learn mode: let names outside the list through and\naudit them as learned "
+     "(docs/learn.md)",
+     ar_opt_true, CFG(learn)},
     {"--dns-files-only", 0, NULL, "resolve from /etc/hosts only, never query DNS", ar_opt_true,
      CFG(dns_files_only)},
     {NULL},

@@ -19,6 +19,7 @@ struct ar_dns_stub {
 	struct ar_dns_pool *pool;
 	uint16_t *ports;
 	size_t n_ports;
+	struct ar_dns_shape *shape; /* learn mode (borrowed), or NULL */
 };
 
 static int cmp_port(const void *a, const void *b)
@@ -84,6 +85,11 @@ void ar_dns_stub_set_rules(struct ar_dns_stub *s, const struct ar_rules *rules)
 	s->rules = rules;
 	s->names = portless(rules);
 	ar_dns_rule_ports(rules, &s->ports, &s->n_ports);
+}
+
+void ar_dns_stub_set_learn(struct ar_dns_stub *s, struct ar_dns_shape *shape)
+{
+	s->shape = shape;
 }
 
 void ar_dns_stub_free(struct ar_dns_stub *s)
@@ -189,18 +195,37 @@ static void answer_allowed(struct ar_dns_stub *s, const char *name, const char *
 		ans->type = AR_DNS_T_A;
 		ev->allowed = true;
 		inet_ntop(AF_INET, &ans->a, ev->addr, sizeof(ev->addr));
-		reason(ev, "matches rule %s", rule);
+		reason(ev, ev->learned ? "learned: %s is not in the allow-list" : "matches rule %s",
+		       rule);
 		return;
 	case AR_DNS_T_AAAA:
 	case AR_DNS_T_HTTPS:
 	case 64: /* SVCB */
 		ev->allowed = true;
-		reason(ev, "matches rule %s; empty answer: the sandbox has IPv4 only", rule);
+		reason(ev,
+		       ev->learned ? "learned: %s is not in the allow-list; empty answer: the "
+				     "sandbox has IPv4 only"
+				   : "matches rule %s; empty answer: the sandbox has IPv4 only",
+		       rule);
 		return;
 	default:
 		ans->rcode = AR_DNS_REFUSED;
 		reason(ev, "only A and AAAA queries are answered");
 	}
+}
+
+/* Learn mode: a name no rule covers is answered, unless its shape is refused (the
+ * reason then says which limit). */
+static int learn_name(struct ar_dns_stub *s, const struct ar_host *h, struct ar_dns_event *ev)
+{
+	char why[AR_HOST_MAX];
+	if (ar_dns_shape_check(s->shape, h->name, why, sizeof(why)) == -1) {
+		reason(ev, "learn mode refuses %.80s: %s", h->name, why);
+		return -1;
+	}
+	snprintf(ev->name, sizeof(ev->name), "%s", h->name);
+	ev->learned = true;
+	return 0;
 }
 
 static void decide(struct ar_dns_stub *s, const struct ar_dns_query *q, struct ar_dns_answer *ans,
@@ -229,8 +254,11 @@ static void decide(struct ar_dns_stub *s, const struct ar_dns_query *q, struct a
 		return;
 	}
 	const char *rule = name_rule(s, &h);
+	if (rule == NULL && s->shape != NULL && learn_name(s, &h, ev) == 0)
+		rule = ev->name; /* the rule that would allow it: the name itself */
 	if (rule == NULL) {
-		reason(ev, "%s is not in the allow-list", h.name);
+		if (ev->reason[0] == '\0')
+			reason(ev, "%s is not in the allow-list", h.name);
 		return;
 	}
 	if (q->qtype == AR_DNS_T_ANY) {
@@ -291,4 +319,5 @@ void ar_dns_event_audit(const struct ar_dns_event *ev, struct ar_audit_rec *rec)
 	rec->status = ev->rcode;
 	rec->reason = ev->reason;
 	rec->rule = ev->rule;
+	rec->learned = ev->learned && ev->allowed;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agentrun/capture.h"
+#include "agentrun/dns.h"
 #include "agentrun/cgroup.h"
 #include "agentrun/log.h"
 #include "agentrun/proxy.h"
@@ -64,6 +65,22 @@ static int open_files(struct ar_net *n, const struct ar_net_opts *o, ar_error_t 
 	return 0;
 }
 
+/* One line at the start of a learn run: what it lets through, what it still refuses,
+ * where the observation goes (docs/learn.md). */
+static void learn_notice(const struct ar_net *n)
+{
+	if (n->p->mode != AR_MODE_LEARN)
+		return;
+	fprintf(stderr,
+		"agentrun: learn mode: names outside allowed_hosts are let through and audited "
+		"as learned in %s; still refused: private and metadata addresses outside "
+		"proxy.allow_private, address literals, SNI or Host mismatches, labels over %d "
+		"characters, more than %d random-looking names under one parent; then `agentrun "
+		"audit %s --propose%s%s`\n",
+		n->state.audit, AR_DNS_LEARN_LABEL_MAX, AR_DNS_LEARN_FLOOD, n->state.name,
+		n->state.policy[0] ? " --policy " : "", n->state.policy);
+}
+
 /* The /30 only: the namespaces and the proxy come after the clone (ar_net_attach), so
  * the sandbox inherits none of their descriptors and they are made while it builds its
  * root. */
@@ -80,7 +97,10 @@ static int start_network(struct ar_net *n, const struct ar_net_opts *o, ar_error
 	snprintf(n->state.sandbox_ip, sizeof(n->state.sandbox_ip), "%s", n->plan.sandbox_ip);
 	snprintf(n->state.proxy_ip, sizeof(n->state.proxy_ip), "%s", n->plan.proxy_ip);
 	n->state.port = n->plan.port;
-	return open_files(n, o, err);
+	if (open_files(n, o, err) == -1)
+		return -1;
+	learn_notice(n);
+	return 0;
 }
 
 /* Transparent capture (docs/network.md): the sandbox's resolv.conf names the proxy's

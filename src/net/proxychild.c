@@ -376,27 +376,22 @@ static int make_netns(struct child *c, ar_error_t *err)
  * caller's: upstream sockets are made there) and gives no capability outside it. */
 static int own_userns(struct child *c, ar_error_t *err)
 {
-	char map[64];
-	const struct {
-		const char *file;
-		unsigned id;
-	} maps[] = {
-	    {"uid_map", (unsigned)geteuid()}, {"setgroups", 0}, {"gid_map", (unsigned)getegid()}};
+	char uid_map[32], gid_map[32];
+	snprintf(uid_map, sizeof(uid_map), "%u %u 1\n", (unsigned)geteuid(), (unsigned)geteuid());
+	snprintf(gid_map, sizeof(gid_map), "%u %u 1\n", (unsigned)getegid(), (unsigned)getegid());
+	/* setgroups before gid_map: an unprivileged gid_map needs it denied */
+	const char *const maps[][2] = {{"/proc/self/uid_map", uid_map},
+				       {"/proc/self/setgroups", "deny"},
+				       {"/proc/self/gid_map", gid_map}};
 
 	if (!c->rootless)
 		return 0;
 	if (unshare(CLONE_NEWUSER) == -1)
 		return ar_error_make(err, errno, "proxy: unshare (a user namespace of its own)");
 	for (size_t i = 0; i < AR_ARRAY_SIZE(maps); i++) {
-		char path[32];
-		snprintf(path, sizeof(path), "/proc/self/%s", maps[i].file);
-		if (strcmp(maps[i].file, "setgroups") == 0)
-			snprintf(map, sizeof(map), "deny");
-		else
-			snprintf(map, sizeof(map), "%u %u 1\n", maps[i].id, maps[i].id);
-		ar_autoclose int fd = open(path, O_WRONLY | O_CLOEXEC);
-		if (fd == -1 || ar_write_all(fd, map, strlen(map)) == -1)
-			return ar_error_make(err, errno, "proxy: write %s", path);
+		ar_autoclose int fd = open(maps[i][0], O_WRONLY | O_CLOEXEC);
+		if (fd == -1 || ar_write_all(fd, maps[i][1], strlen(maps[i][1])) == -1)
+			return ar_error_make(err, errno, "proxy: write %s", maps[i][0]);
 	}
 	return 0;
 }

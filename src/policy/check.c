@@ -68,6 +68,10 @@ static int check_network(const struct ar_policy *p, ar_error_t *err)
 			    "\"none\" conflicts with allowed_hosts (%zu host(s)); remove "
 			    "allowed_hosts or use \"proxy\"",
 			    p->n_allowed_hosts);
+	if (p->network == AR_NETWORK_NONE && p->mode == AR_MODE_LEARN)
+		return cerr(err, p, "network",
+			    "\"none\" conflicts with mode \"learn\" (learn mode observes the "
+			    "proxy's traffic); use \"proxy\"");
 	if (p->proxy.port < 1 || p->proxy.port > 65535)
 		return cerr(err, p, "proxy.port", "must be an integer from 1 to 65535, got %d",
 			    p->proxy.port);

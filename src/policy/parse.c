@@ -534,6 +534,24 @@ static int f_network(struct pctx *c, const cJSON *v, const char *path, void *t)
 	return perr(c, path, "must be \"proxy\" or \"none\", got \"%s\"", s);
 }
 
+static int f_mode(struct pctx *c, const cJSON *v, const char *path, void *t)
+{
+	static const struct {
+		const char *word;
+		enum ar_mode value;
+	} modes[] = {{"enforce", AR_MODE_ENFORCE}, {"learn", AR_MODE_LEARN}};
+	const char *s = NULL;
+	if (get_string(c, v, path, &s) == -1)
+		return -1;
+	for (size_t i = 0; i < AR_ARRAY_SIZE(modes); i++) {
+		if (strcmp(s, modes[i].word) == 0) {
+			c->p->mode = modes[i].value;
+			return 0;
+		}
+	}
+	return perr(c, path, "must be \"enforce\" or \"learn\", got \"%s\"", s);
+}
+
 /* ---- proxy -------------------------------------------------------------- */
 
 static int x_port(struct pctx *c, const cJSON *v, const char *path, void *t)
@@ -695,6 +713,7 @@ static const struct field top_fields[] = {
     {"seccomp", f_seccomp},
     {"network", f_network},
     {"proxy", f_proxy},
+    {"mode", f_mode},
 };
 
 /* ---- the document ------------------------------------------------------- */
@@ -751,7 +770,8 @@ int ar_policy_parse(const char *json, size_t len, const char *origin, struct ar_
 	if (walk_object(&c, root, NULL, top_fields, AR_ARRAY_SIZE(top_fields), NULL) == -1)
 		return -1;
 	if (!c.network_set)
-		p->network = p->n_allowed_hosts > 0 ? AR_NETWORK_PROXY : AR_NETWORK_NONE;
+		p->network = p->n_allowed_hosts > 0 || p->mode == AR_MODE_LEARN ? AR_NETWORK_PROXY
+										: AR_NETWORK_NONE;
 	ar_policy_derive(p);
 	if (policy_check(p, err) == -1)
 		return -1;

@@ -36,11 +36,11 @@ struct ar_policy *policy_new(const char *origin)
 	p->tmpfs = ar_xcalloc(2, sizeof(char *));
 	p->tmpfs[0] = ar_xstrdup("/tmp");
 	p->n_tmpfs = 1;
-	p->limits.pids = 64;
-	p->limits.memory = 256LL << 20;
-	p->limits.memory_str = ar_xstrdup("256m");
-	p->limits.cpus_milli = 1000;
-	p->limits.cpus_str = ar_xstrdup("1");
+	p->limits.pids = AR_POLICY_DEFAULT_PIDS;
+	p->limits.memory = AR_POLICY_DEFAULT_MEMORY;
+	p->limits.memory_str = ar_xstrdup(AR_POLICY_DEFAULT_MEMORY_STR);
+	p->limits.cpus_milli = AR_POLICY_DEFAULT_CPUS_MILLI;
+	p->limits.cpus_str = ar_xstrdup(AR_POLICY_DEFAULT_CPUS_STR);
 	p->user = ar_xstrdup("1000");
 	p->uid = 1000;
 	p->gid = 1000;
@@ -112,8 +112,8 @@ int ar_policy_default(struct ar_policy **out, ar_error_t *err)
 	if (ar_policy_parse(embedded_default, sizeof(embedded_default) - 1, "<embedded default>",
 			    out, err) == -1)
 		return -1;
-	/* 65534 is only the fallback for a user namespace; as root, run picks a
-	 * dynamic uid (DESIGN §3) */
+	/* not a user the policy names: as root, run picks a dynamic uid (DESIGN §3); run
+	 * by an ordinary user, the caller's own ids (keep-id, docs/rootless.md) */
 	(*out)->user_set = false;
 	return 0;
 }

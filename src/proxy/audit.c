@@ -72,6 +72,12 @@ void ar_proxy_audit_format(const struct ar_audit_rec *r, struct ar_buf *out)
 	ar_buf_put_u64(out, r->bytes_in);
 	ar_buf_puts(out, ",\"duration_ms\":");
 	ar_buf_put_i64(out, r->duration_ms < 0 ? 0 : r->duration_ms);
+	if (r->learned)
+		ar_buf_puts(out, ",\"learned\":true");
+	if (r->has_body) {
+		ar_buf_puts(out, ",\"body_bytes\":");
+		ar_buf_put_u64(out, r->body_bytes);
+	}
 	ar_buf_puts(out, "}\n");
 }
 
@@ -97,7 +103,7 @@ void ar_proxy_log_format(const struct ar_audit_rec *r, struct ar_buf *out)
 	} else {
 		ar_buf_putc(out, '-');
 	}
-	ar_buf_puts(out, r->allowed ? " ALLOW " : " DENY ");
+	ar_buf_puts(out, !r->allowed ? " DENY " : r->learned ? " LEARN " : " ALLOW ");
 	ar_buf_put_i64(out, r->status);
 	ar_buf_puts(out, " out=");
 	ar_buf_put_u64(out, r->bytes_out);

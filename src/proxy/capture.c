@@ -98,6 +98,9 @@ static enum cstate captured_start(struct client *c, const struct sockaddr_in *ds
 		return refuse(c, why);
 	}
 	snprintf(c->host, sizeof(c->host), "%s", t.name);
+	struct ar_host h;
+	if (ar_host_canonicalize(t.name, &h, NULL) == 0)
+		learn_decision(c, &h, c->port, &t.decision);
 	c->rule = t.decision.rule;
 	c->allowed = t.decision.allowed;
 	if (!c->allowed)
@@ -157,6 +160,7 @@ int capture_start(struct ar_proxy *px, ar_error_t *err)
 	if (px->dns_pool == NULL)
 		return 0;
 	px->dns_stub = ar_dns_stub_new(px->egress->rules, px->dns_pool);
+	ar_dns_stub_set_learn(px->dns_stub, px->egress->learn ? px->shape : NULL);
 	for (size_t i = 0; i < px->n_capture; i++)
 		if (ev_add(&px->loop, px->capture[i].fd, EPOLLIN, &px->capture[i].io) == -1)
 			return ar_error_make(err, errno, "epoll_ctl: a captured-TCP listener");
@@ -446,6 +450,7 @@ static enum cstate literal_decide(struct client *c, const char *name, const char
 	}
 	snprintf(c->host, sizeof(c->host), "%s", h.name);
 	ar_rules_decide(c->egress->rules, &h, c->port, &d);
+	learn_decision(c, &h, c->port, &d);
 	c->rule = d.rule;
 	c->allowed = d.allowed;
 	if (!d.allowed)

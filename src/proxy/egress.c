@@ -70,6 +70,7 @@ int ar_egress_new(const struct ar_egress_settings *s, struct ar_egress **out, ar
 	e->rules = rules;
 	e->sni = s->sni;
 	e->pass_forwarded = s->pass_forwarded;
+	e->learn = s->learn;
 	e->private_hint = "--allow-private";
 	copy_budgets(e, s->budgets, s->n_budgets);
 	add_cidrs(e, s->allow_private, s->n_allow_private);
@@ -109,6 +110,7 @@ int ar_egress_from_policy(const struct ar_policy *p, const struct ar_egress_sett
 	s.budgets = p->proxy.budgets;
 	s.n_budgets = p->proxy.n_budgets;
 	s.sni = p->proxy.sni;
+	s.learn = extra->learn || p->mode == AR_MODE_LEARN;
 	if (ar_egress_new(&s, out, err) == -1)
 		return -1;
 	(*out)->private_hint = "the policy's proxy.allow_private";

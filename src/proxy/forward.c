@@ -82,6 +82,9 @@ void client_audit(struct client *c)
 	    .bytes_out = c->bytes_out,
 	    .bytes_in = c->bytes_in,
 	    .duration_ms = px->loop.now - c->started,
+	    .learned = c->learned && c->allowed,
+	    .has_body = c->has_body,
+	    .body_bytes = c->body_bytes,
 	};
 	c->audited = true;
 	proxy_record(px, &r);
@@ -157,7 +160,8 @@ static void begin_request(struct client *c)
 	c->status = 0;
 	c->port = 0;
 	c->method[0] = c->host[0] = c->reason[0] = c->uo_addr[0] = '\0';
-	c->bytes_out = c->bytes_in = 0;
+	c->bytes_out = c->bytes_in = c->body_bytes = 0;
+	c->learned = c->has_body = false;
 	search_reset(c);
 }
 
@@ -272,6 +276,7 @@ static enum cstate decide(struct client *c, const struct ar_h1_request *req)
 	struct ar_decision d;
 	ar_rules_decide(px->egress->rules, &h, req->port, &d);
 	c->egress = ar_egress_ref(px->egress);
+	learn_decision(c, &h, req->port, &d);
 	c->host_is_ip = h.family != 0;
 	c->rule = d.rule;
 	c->rule_literal = rule_is_literal(px->egress->rules, d.rule);
@@ -299,6 +304,7 @@ static void start_forward(struct client *c, const char *head, const struct ar_h1
 	ar_h1m_init(&c->x.req_m, req->framing, req->content_length);
 	c->x.req_done = c->x.req_m.done;
 	c->x.req_ready = 0;
+	c->has_body = req->framing != AR_H1_BODY_NONE;
 }
 
 static enum cstate on_upstream(struct client *c, int status, const char *why);
@@ -505,6 +511,7 @@ static int fwd_send_body(struct client *c, enum cstate *end)
 			c->in.off += (uint32_t)n;
 			c->x.req_ready -= (uint32_t)n;
 			c->bytes_out += (uint64_t)n;
+			c->body_bytes += (uint64_t)n;
 			budget_spend(c, (uint64_t)n);
 			c->x.req_done = c->x.req_ready == 0 && c->x.req_m.done;
 			progress = 1;

@@ -56,6 +56,7 @@ struct ar_egress {
 	size_t n_allow_private;
 	int connect_timeout_ms, header_timeout_ms, idle_timeout_ms, keepalive_timeout_ms;
 	bool pass_forwarded;
+	bool learn; /* learn mode: learn.c */
 	/* how a 403 for a private address says to allow it: the flag, or the policy key
 	 * when a policy drives the proxy (a sandbox's user never typed the flag) */
 	const char *private_hint;
@@ -205,6 +206,10 @@ struct client {
 	char reason[AR_HOST_MAX + 160];
 	char uo_addr[INET6_ADDRSTRLEN + 8]; /* the address dialled */
 	uint64_t bytes_out, bytes_in;
+	bool learned;	     /* learn mode let it through (learn.c); rule = learn_rule */
+	bool has_body;	     /* a plain HTTP request with a body (forward.c) */
+	uint64_t body_bytes; /* of it, sent upstream */
+	char learn_rule[AR_HOST_MAX + 16];
 
 	struct search s;   /* resolve.c */
 	struct exchange x; /* forward.c */
@@ -278,6 +283,7 @@ struct ar_proxy {
 	size_t n_spare;
 	struct ar_buf line; /* scratch for audit and log lines */
 	struct budget_use *budgets;
+	struct ar_dns_shape *shape; /* learn mode's limits on names, shared with the stub */
 	atomic_bool stop;
 	bool reload;
 };
@@ -342,6 +348,11 @@ void budget_attach(struct client *c);
 uint64_t budget_room(const struct client *c);
 void budget_spend(struct client *c, uint64_t n);
 void budget_reason(struct client *c);
+
+/* learn.c: learn mode. A decision the rules refused, for a name, becomes a learned
+ * allow (true; c->rule is the rule that would have allowed it) unless the name's shape
+ * is refused; an address is never learned (d's reason then says so). */
+bool learn_decision(struct client *c, const struct ar_host *h, int port, struct ar_decision *d);
 
 /* resolve.c: c-ares, address checks, dialling */
 int resolver_init(struct ar_proxy *px, ar_error_t *err);

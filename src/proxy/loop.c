@@ -165,8 +165,10 @@ static int load_egress(struct ar_proxy *px, struct ar_egress **out, ar_error_t *
 
 static void egress_swap(struct ar_proxy *px, struct ar_egress *e)
 {
-	if (px->dns_stub) /* the pool, and every address handed out, stays */
+	if (px->dns_stub) { /* the pool, and every address handed out, stays */
 		ar_dns_stub_set_rules(px->dns_stub, e->rules);
+		ar_dns_stub_set_learn(px->dns_stub, e->learn ? px->shape : NULL);
+	}
 	capture_rules_changed(px, e->rules);
 	ar_egress_unref(px->egress);
 	px->egress = e;
@@ -211,7 +213,11 @@ static void log_rules(struct ar_proxy *px, const char *what)
 		ar_buf_printf(&px->line, "%s%s", i ? ", " : " ",
 			      ar_rules_text(px->egress->rules, i));
 	if (n == 0)
-		ar_buf_puts(&px->line, " none (everything is denied)");
+		ar_buf_puts(&px->line,
+			    px->egress->learn ? " none" : " none (everything is denied)");
+	if (px->egress->learn)
+		ar_buf_puts(&px->line, "; learn mode: names outside the list are let through and "
+				       "audited as learned");
 	ar_buf_putc(&px->line, '\n');
 	logq_line(&px->log, px->line.data, px->line.len);
 }
@@ -411,6 +417,7 @@ static void copy_base(struct ar_proxy *px, const struct ar_proxy_config *cfg)
 	b->idle_timeout_ms = cfg->idle_timeout_ms;
 	b->keepalive_timeout_ms = cfg->keepalive_timeout_ms;
 	b->pass_forwarded = cfg->pass_forwarded;
+	b->learn = cfg->learn;
 }
 
 static void free_base(struct ar_egress_settings *b)
@@ -475,6 +482,7 @@ int ar_proxy_create(const struct ar_proxy_config *cfg, struct ar_proxy **out, ar
 	if (setup_signals(px, err) == -1 || resolver_init(px, err) == -1 || pipes_init(px) == -1)
 		return -1;
 	px->pools = ar_xcalloc(256, sizeof(*px->pools));
+	px->shape = ar_dns_shape_new(); /* a reload may turn learn mode on */
 	*out = steal_pointer(&px);
 	return 0;
 }
@@ -578,6 +586,7 @@ void ar_proxy_free(struct ar_proxy *px)
 		free(b);
 	}
 	free(px->pools);
+	ar_dns_shape_free(px->shape);
 	free(px->policy_path);
 	for (size_t i = 0; i < px->n_spare; i++)
 		free(px->spare[i]);

@@ -64,12 +64,14 @@ static bool crowded(const struct ar_cgroup_facts *f)
 
 enum ar_cgroup_deleg ar_cgroup_delegation(const struct ar_cgroup_facts *f, unsigned *usable)
 {
-	unsigned v2 = offered_v2(f);
+	unsigned v2 = offered_v2(f), v1 = offered_v1(f);
 
 	*usable = 0;
-	/* a hybrid host's unified hierarchy exists but holds none of them */
-	if (f->dir == NULL || (v2 == 0 && f->needed != 0 && offered_v1(f) != 0))
-		return f->dir == NULL && offered_v1(f) == 0 ? AR_CGROUP_NO_V2 : AR_CGROUP_V1;
+	if (f->dir == NULL)
+		return v1 ? AR_CGROUP_V1 : AR_CGROUP_NO_V2;
+	/* a hybrid host: its unified hierarchy exists but holds none of them */
+	if (v2 == 0 && v1 != 0)
+		return AR_CGROUP_V1;
 	if (!f->writable)
 		return AR_CGROUP_NOT_WRITABLE;
 	if (!f->is_root && crowded(f))
@@ -121,6 +123,7 @@ void ar_cgroup_gap_explain(const struct ar_cgroup_facts *f, enum ar_cgroup_deleg
 	char ctl[64];
 	size_t n = sizeof(gap->why);
 	char *w = gap->why;
+	bool many = __builtin_popcount(f->needed & ~usable) > 1;
 
 	gap->missing = f->needed & ~usable;
 	limit_list(l, gap->missing, gap->limits, sizeof(gap->limits));
@@ -134,15 +137,14 @@ void ar_cgroup_gap_explain(const struct ar_cgroup_facts *f, enum ar_cgroup_deleg
 			 "the %s controller%s not delegated to `%s`; have systemd delegate %s "
 			 "(`systemctl edit user@.service`: `Delegate=cpu memory pids` under "
 			 "[Service]) and run " SYSTEMD_RUN,
-			 ctl, __builtin_popcount(gap->missing) > 1 ? "s are" : " is", f->dir,
-			 __builtin_popcount(gap->missing) > 1 ? "them" : "it");
+			 ctl, many ? "s are" : " is", f->dir, many ? "them" : "it");
 		break;
 	case AR_CGROUP_V1:
 		snprintf(w, n,
 			 "this host has the %s controller%s on cgroup v1, which is never delegated "
 			 "to a user; on cgroup v2 (boot with systemd.unified_cgroup_hierarchy=1) "
 			 "run " SYSTEMD_RUN,
-			 ctl, __builtin_popcount(gap->missing) > 1 ? "s" : "");
+			 ctl, many ? "s" : "");
 		break;
 	case AR_CGROUP_NO_V2:
 		snprintf(w, n,

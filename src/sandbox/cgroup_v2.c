@@ -48,8 +48,8 @@ static int check_available(const char *own, unsigned needed, ar_error_t *err)
 /* Every v2 cgroup this process makes (the sandbox's, then the proxy's) goes into the
  * cgroup it was started in. Once it has stepped into its leaf, /proc/self/cgroup names
  * the leaf; the next cgroup still belongs beside the first, and only the last one
- * destroyed may undo the step (restore_room). Locked: v1's cgroups are made on a
- * thread, and a v2 handle may be destroyed beside it. */
+ * destroyed may undo the step (restore_room). Locked: run calls the cgroup API from
+ * the thread it starts beside the network too (v1's cgroups today). */
 static struct {
 	pthread_mutex_t lock;
 	char *own;	  /* where this process's cgroups go, while users > 0 */

@@ -203,6 +203,15 @@ static int add_allow_private(void *ctx, const struct ar_opt *opt, const char *v,
 	return 0;
 }
 
+/* Learn mode (docs/learn.md) observes the proxy's traffic: it needs network: proxy. */
+static int set_learn(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
+{
+	struct ar_policy *p = ((struct ctx *)ctx)->p;
+	p->mode = AR_MODE_LEARN;
+	p->network = AR_NETWORK_PROXY;
+	return 0;
+}
+
 static int set_audit(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
 	struct ar_run_opts *o = ((struct ctx *)ctx)->o;
@@ -251,6 +260,9 @@ const struct ar_opt ar_run_options[] = {
      set_require_limits, 0},
     {"--allow-private", 0, "CIDR", "let the proxy dial this private range (repeatable)",
      add_allow_private, 0},
+    {"--learn", 0, NULL,
+     "learn mode: let names outside the allow-list through,\naudited as learned (docs/learn.md)",
+     set_learn, 0},
     {"--audit", 0, "FILE", "the proxy's audit log (default /run/agentrun/audit/NAME.jsonl)",
      set_audit, 0},
     {"--proxy-log", 0, "FILE", "the proxy's log lines (default: stderr)", set_proxy_log, 0},

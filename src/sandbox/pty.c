@@ -254,9 +254,18 @@ static void *relay(void *arg)
 static int reopen_nonblock(int fd, int flags)
 {
 	char path[32];
+	pid_t sid = -1;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	int r = open(path, flags | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-	return r >= 0 ? r : fcntl(fd, F_DUPFD_CLOEXEC, 3); /* no /proc: blocking, as before */
+	if (r >= 0)
+		return r;
+	/* a terminal the caller may not open by its name (another user's, after su or
+	 * setpriv): through /dev/tty when it is our controlling terminal (TIOCGSID answers
+	 * only for that one), which it is unless agentrun runs outside its session */
+	if (ioctl(fd, TIOCGSID, &sid) == 0 && sid == getsid(0) &&
+	    (r = open("/dev/tty", flags | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)) >= 0)
+		return r;
+	return fcntl(fd, F_DUPFD_CLOEXEC, 3); /* no /proc: blocking, as before */
 }
 
 /* ---- the watcher: the caller's settings back when agentrun is killed ---- */

@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,6 +145,21 @@ static int cgroup_late_job(void *arg, ar_error_t *err)
 
 static int read_report(struct sandbox *sb, int *status, ar_error_t *err);
 
+/* A step on the child that failed because the child died meanwhile (its /proc files
+ * gone, as when its first act, the netns, failed): the child's report, written before
+ * it exited, is the error. Never waits: a child still alive has written nothing. */
+static int child_failed_first(struct sandbox *sb, ar_error_t *err)
+{
+	struct pollfd p = {.fd = sb->report[0], .events = POLLIN};
+	ar_auto_error ar_error_t why = NULL;
+	int status = 0;
+	if (poll(&p, 1, 0) == 1 && read_report(sb, &status, &why) == -1) {
+		ar_error_release(err);
+		*err = steal_pointer(&why);
+	}
+	return -1;
+}
+
 /* The child's netns, which its init unshares first thing and sends (network: proxy)
  * with a route socket it opened there. No message: the child failed (its report says
  * why) or was killed. */
@@ -191,11 +207,8 @@ static int network_attach(struct sandbox *sb, ar_error_t *err)
 		char path[64];
 		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)sb->pid);
 		if ((userns = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-			int e = errno, status = 0;
-			/* it died already (no namespaces left to name): its report says why */
-			if (e == ENOENT && read_report(sb, &status, err) == -1)
-				return -1;
-			return ar_error_make(err, e, "open the sandbox's user namespace");
+			ar_error_make(err, errno, "open the sandbox's user namespace");
+			return child_failed_first(sb, err);
 		}
 		with.userns = userns;
 	}
@@ -457,8 +470,10 @@ int ar_sandbox_run(const struct ar_policy *p, const struct ar_run_opts *o, char 
 	sandbox_uid_release(&sb); /* the init holds the dynamic uid's lease now */
 	if (sandbox_pty_start(&sb, err) == -1)
 		goto fail;
-	if (sandbox_write_id_maps(&sb, err) == -1)
+	if (sandbox_write_id_maps(&sb, err) == -1) {
+		child_failed_first(&sb, err);
 		goto fail;
+	}
 	if (release_setup(&sb, err) == -1)
 		goto fail;
 	if (network_attach(&sb, err) == -1) /* and cgroup_late */

@@ -58,7 +58,7 @@ echo "apiVersion: v1" >"$AR_TMP/kube/config"
 python3 - "$AR_SOURCE_DIR/profiles" "$AR_TMP" <<'EOF'
 import json, os, sys
 src, tmp = sys.argv[1], sys.argv[2]
-for f in sorted(f for f in os.listdir(src) if f.endswith(".json")):  # not apparmor/
+for f in sorted(f for f in os.listdir(src) if f.endswith(".json")):  # apparmor/: no policy
     p = json.load(open(os.path.join(src, f)))
     p["image"] = "ar-lane:1"
     if p.get("network") == "proxy":

@@ -44,7 +44,7 @@ if [ ! -d "$X11" ]; then
 fi
 XS="$X11/X$((1000 + $$ % 30000))"
 SOCKS=("$RT/ssh-agent.$$" "$RT/bus-$$" "$XS" "@agentrun-dbus-$$" "@$XS")
-as_user python3 -c '
+(cd / && exec setpriv --reuid "$U" --regid "$G" --init-groups --reset-env python3 -c '
 import socket, sys, time
 for a in sys.argv[1:]:
     s = socket.socket(socket.AF_UNIX)
@@ -53,8 +53,8 @@ for a in sys.argv[1:]:
     globals().setdefault("keep", []).append(s)
 print("ready", flush=True)
 time.sleep(300)
-' "${SOCKS[@]}" >"$AR_TMP/socks.log" 2>&1 &
-on_exit "kill $!; rm -f ${SOCKS[*]//@*/}"
+' "${SOCKS[@]}") >"$AR_TMP/socks.log" 2>&1 &
+on_exit "kill $!; rm -f ${SOCKS[*]//@*/}" # the listener itself: exec all the way
 for _ in $(seq 1 100); do grep -q ready "$AR_TMP/socks.log" && break; sleep 0.05; done
 grep -q ready "$AR_TMP/socks.log" || fail "the caller's listeners: $(cat "$AR_TMP/socks.log")"
 both unix_path "$RT/ssh-agent.$$" ENOENT

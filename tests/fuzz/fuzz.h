@@ -42,6 +42,7 @@ void ar_fuzz_tls(const uint8_t *data, size_t size);
 void ar_fuzz_ocistate(const uint8_t *data, size_t size);
 void ar_fuzz_bundle(const uint8_t *data, size_t size);
 void ar_fuzz_dns(const uint8_t *data, size_t size);
+void ar_fuzz_kubeconfig(const uint8_t *data, size_t size);
 
 /* Report a broken invariant and abort (a crash for libFuzzer and for the replay). */
 void ar_fuzz_fail(const char *file, int line, const char *fmt, ...)

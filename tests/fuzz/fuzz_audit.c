@@ -1,7 +1,11 @@
 /* Target "audit": ar_audit_summarize over an arbitrary log (a torn or hostile file
  * must never crash `agentrun audit`). The totals add up per host, the host table is
  * sorted and unique, and the --json document is JSON whose summary repeats the
- * totals. */
+ * totals. The same log through the proposal builder (`audit --propose`): the
+ * proposed policy is a policy agentrun reads, whose rules allow every connection the
+ * log allowed, built twice the same byte for byte, against a policy too (the edited
+ * file still reads, its diff is empty exactly when nothing changed), and the --json
+ * document is JSON. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +13,9 @@
 #include <cjson/cJSON.h>
 
 #include "agentrun/audit.h"
+#include "agentrun/policy.h"
+#include "agentrun/propose.h"
+#include "agentrun/rules.h"
 #include "agentrun/util.h"
 #include "fuzz.h"
 
@@ -76,6 +83,86 @@ static void check_text(const struct ar_audit_summary *s)
 	AR_FUZZ_CHECK(lines == s->n_hosts + 2, "%zu text lines for %zu hosts", lines, s->n_hosts);
 }
 
+static const struct ar_psl *fuzz_psl(void)
+{
+	static struct ar_psl *psl;
+	static bool tried;
+	if (!tried) {
+		ar_error_t err = NULL;
+		tried = true;
+		if (ar_psl_open(&psl, &err) == -1)
+			ar_error_release(&err); /* folding then stays exact: still checked */
+	}
+	return psl;
+}
+
+/* Every allowed connection of the log is allowed by the proposed policy's rules. */
+static void check_allows(const struct ar_audit_entries *es, const struct ar_policy *p)
+{
+	ar_autorules struct ar_rules *r = NULL;
+	ar_error_t err = NULL;
+	AR_FUZZ_CHECK(ar_rules_compile(p->allowed_hosts, p->n_allowed_hosts, "fuzz", &r, &err) == 0,
+		      "proposed rules do not compile: %s", err ? err->msg : "");
+	for (size_t i = 0; i < es->n; i++) {
+		const struct ar_audit_entry *e = &es->v[i];
+		struct ar_host h;
+		struct ar_decision d;
+		if (!e->allowed || ar_audit_entry_is_dns(e) || e->host == NULL || e->port <= 0 ||
+		    ar_host_canonicalize(e->host, &h, NULL) == -1)
+			continue;
+		ar_rules_decide(r, &h, e->port, &d);
+		AR_FUZZ_CHECK(d.allowed, "the proposal does not allow %s:%d", e->host, e->port);
+	}
+}
+
+static void propose_once(const struct ar_audit_entries *es, const struct ar_policy *against,
+			 const char *text, struct ar_buf *out)
+{
+	struct ar_proposal pr;
+	ar_error_t err = NULL;
+	struct ar_propose_opts o = {.psl = fuzz_psl(), .policy = against};
+	ar_propose(es, &o, &pr);
+	AR_FUZZ_CHECK(ar_propose_policy_text(&pr, text, text ? strlen(text) : 0, out, &err) == 0,
+		      "the policy text: %s", err ? err->msg : "");
+	ar_autobuf struct ar_buf j = {0};
+	ar_proposal_format_json(&pr, out->data, NULL, &j);
+	autocjson cJSON *doc = cJSON_ParseWithLength(j.data, j.len);
+	AR_FUZZ_CHECK(cJSON_IsObject(doc), "--propose --json is not JSON");
+	ar_proposal_free(&pr);
+}
+
+static const char against_text[] =
+    "{\n  \"name\": \"f\",\n  \"allowed_hosts\": "
+    "[\"api.github.com\", \"*.example.com:8443\"],\n  \"proxy\": "
+    "{\"allow_private\": [\"127.0.0.0/8\"]},\n  \"mode\": \"learn\"\n}\n";
+
+static void check_proposal(const char *buf, size_t size)
+{
+	struct ar_audit_entries es;
+	ar_autobuf struct ar_buf a = {0}, b = {0}, c = {0}, d = {0};
+	ar_autopolicy struct ar_policy *pa = NULL, *pc = NULL, *against = NULL;
+	ar_error_t err = NULL;
+	ar_audit_read_entries(buf, size, &es);
+	propose_once(&es, NULL, NULL, &a);
+	propose_once(&es, NULL, NULL, &b);
+	AR_FUZZ_CHECK(a.len == b.len && memcmp(a.data, b.data, a.len) == 0, "not deterministic");
+	AR_FUZZ_CHECK(ar_policy_parse(a.data, a.len, "proposal", &pa, &err) == 0,
+		      "the proposed policy does not read: %s\n%s", err ? err->msg : "", a.data);
+	check_allows(&es, pa);
+	AR_FUZZ_CHECK(ar_policy_parse(against_text, strlen(against_text), "p", &against, &err) == 0,
+		      "fixture");
+	propose_once(&es, against, against_text, &c);
+	AR_FUZZ_CHECK(ar_policy_parse(c.data, c.len, "edited", &pc, &err) == 0,
+		      "the edited policy does not read: %s\n%s", err ? err->msg : "", c.data);
+	check_allows(&es, pc);
+	AR_FUZZ_CHECK(pc->mode == AR_MODE_ENFORCE, "the edited policy is still in learn mode");
+	ar_unified_diff(against_text, strlen(against_text), c.data, c.len, "a", "b", &d);
+	AR_FUZZ_CHECK((d.len == 0) == (c.len == strlen(against_text) &&
+				       memcmp(c.data, against_text, c.len) == 0),
+		      "diff and text disagree");
+	ar_audit_entries_free(&es);
+}
+
 void ar_fuzz_audit(const uint8_t *data, size_t size)
 {
 	ar_autofree char *buf = ar_fuzz_dup(data, size);
@@ -86,4 +173,5 @@ void ar_fuzz_audit(const uint8_t *data, size_t size)
 	check_text(&s);
 	check_json(&s);
 	ar_audit_summary_free(&s);
+	check_proposal(buf, size);
 }

@@ -10,14 +10,16 @@
 user_setup
 W="$AR_TMP/w"
 install -d -m 0755 -o "$AR_USER_UID" -g "$AR_USER_GID" "$W"
+install -d -m 0755 -o "$AR_USER_UID" -g "$AR_USER_GID" "$W/rootfs" # the bundle's root (empty)
 cp "$AR_SOURCE_DIR/profiles/triage.json" "$AR_SOURCE_DIR/profiles/offline.json" "$W/"
 chmod 644 "$W"/*.json
 A=(as_user "$UAGENTRUN")
 
 expect_status "render" 0 "${A[@]}" render --policy "$W/triage.json" -- python3 agent.py
 expect_match "render: the agent's docker run" "^docker run .*--name triage-agent" "$(grep '^docker run' "$AR_TMP/out")"
+mkdir -m 755 "$W/rootfs"
 expect_status "render --format oci --bundle" 0 "${A[@]}" render --policy "$W/offline.json" --format oci \
-	--rootfs rootfs --bundle "$W/bundle" -- /bin/true
+	--rootfs "$W/rootfs" --bundle "$W/bundle" -- /bin/true
 expect_eq "the bundle is the user's" "$AR_USER_UID" "$(stat -c %u "$W/bundle/config.json")"
 expect_status "check --bundle of it: clean" 0 "${A[@]}" check --policy "$W/offline.json" --bundle "$W/bundle"
 "${A[@]}" render --policy "$W/triage.json" --format k8s -- python3 agent.py >"$W/m.yaml" ||

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The cgroup v2 path on a pure-v2 kernel: boot User-Mode Linux (host root as
 # read-only hostfs, cgroup_no_v1=all) with an init script that runs agentrun and
-# the live cgroup unit test in four situations, prints `@@ key|value` lines on the
+# the live cgroup unit test in the situations below, prints `@@ key|value` lines on the
 # console and powers off; this side parses the console and asserts.
 #   root   agentrun in the root cgroup: limits written (memory.max, memory.swap.max,
 #          pids.max, cpu.max), pids bomb, OOM reported, cpu held, nothing left
@@ -12,6 +12,12 @@
 #   net    network: proxy on pure v2 (docs/network.md): the proxy's own cgroup, a GET
 #          through the veth and the proxy to an origin on the guest's 127.0.0.1,
 #          nothing left after the run nor after kill -9 + gc
+#   solonet network: proxy with agentrun alone in a non-root cgroup: the proxy's
+#          cgroup beside the sandbox's, not in agentrun's leaf; kill -9 + gc
+#   deleg  agentrun as an unprivileged user in a cgroup delegated to it as systemd
+#          does (docs/cgroups.md#without-root): limits enforced, network: none and
+#          proxy, kill -9 + gc as the user; the line where it is crowded, not
+#          delegated, or lacks a controller
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/vm/lib.sh
@@ -199,7 +205,7 @@ echo "-memory -pids -cpu" >$CG/cgroup.subtree_control
 # user@UID.service (the directory, cgroup.procs, cgroup.subtree_control and
 # cgroup.threads chowned to it; the controllers enabled in the parent); agentrun runs
 # as that user in it (as_user_in: the user's ids, no capabilities, a login's
-# environment). network: none: the proxy as a user is issue 19's rootless network.
+# environment).
 export UU UG
 install -d -m 0700 -o "$UU" -g "$UG" "/run/user/$UU"
 # a script, not a function: `/run/as_user_in ... &` is then agentrun's own PID (execs)
@@ -243,6 +249,13 @@ r doom_out "$(cat /run/doom.out)"
 r dbomb_rc $?
 r dbomb_forks "$(tail -n 1 /run/dbomb.out)"
 r dbomb_err "$(cat /run/dbomb.err)"
+/run/as_user_in deleg "$UA" --cpus 0.2 -- python3 -c 'import time
+t, c = time.monotonic(), time.process_time()
+while time.monotonic() - t < 2:
+    pass
+print(int(100 * (time.process_time() - c) / (time.monotonic() - t)))' >/run/dcpu.out 2>&1
+r dcpu_rc $?
+r dcpu_pct "$(cat /run/dcpu.out)"
 /run/as_user_in deleg "$UA" -- sh -c 'sleep 30 & sleep 30' &
 apid=$!
 sleep 1.5
@@ -251,11 +264,41 @@ wait $apid
 sleep 0.5
 r dkill9_stale "$(cd $CG/deleg && find . -mindepth 1 -maxdepth 1 -type d | sort | tr '\n' ' ')"
 r dkill9_procs "$(cat $CG/deleg/agentrun-default-$apid/cgroup.procs 2>&1 | wc -l)"
-# (gc as the user, from the state, needs a state directory of the user's: issue 19's
-# rootless state; until then the delegator removes them, as systemd does with a scope)
-rmdir $CG/deleg/agentrun-default-$apid $CG/deleg/agentrun_supervisor-$apid
-echo "-memory -pids -cpu" >$CG/deleg/cgroup.subtree_control
-r dkill9_left "$(leftovers)"
+r dkill9_state "$(cat /run/user/$UU/agentrun/default-$apid/state 2>&1 | grep '^cgroup=')"
+# gc as the user (from the root cgroup): its state leads to both
+/run/as_user_in "" "$UA" gc >/dev/null
+r dkill9_gc_left "$(leftovers)$(ls /run/user/$UU/agentrun | grep default-)"
+rmdir $CG/deleg
+
+# network: proxy as the user: the proxy's cgroup beside the sandbox's, both the user's
+delegate deleg
+python3 -m http.server 18091 --bind 127.0.0.1 >/dev/null 2>&1 &
+opid=$!
+printf '{"name": "unet", "allowed_hosts": ["127.0.0.1:18091"], "proxy": {"allow_private": ["127.0.0.1"]}}' >/run/unet.json
+for _ in $(seq 1 100); do python3 -c 'import socket; socket.create_connection(("127.0.0.1", 18091))' 2>/dev/null && break; sleep 0.1; done
+/run/as_user_in deleg "$UA" --policy /run/unet.json -- sh -c 'curl -sS -m 10 --noproxy "" -o /dev/null -w "%{http_code}\n" http://127.0.0.1:18091/; sleep 3' >/run/unet.out 2>/run/unet.err &
+apid=$!
+sleep 2
+r unet_dirs "$(cd $CG/deleg && find . -mindepth 1 -maxdepth 1 -type d | sort | tr '\n' ' ')"
+r unet_proxy_pids "$(cat $CG/deleg/agentrun-unet-proxy-$apid/pids.max 2>&1)"
+r unet_proxy_owner "$(stat -c %u $CG/deleg/agentrun-unet-proxy-$apid 2>&1)"
+r unet_proxy_procs "$(wc -l <$CG/deleg/agentrun-unet-proxy-$apid/cgroup.procs)"
+wait $apid
+r unet_rc $?
+r unet_get "$(cat /run/unet.out)"
+[ "$(cat /run/unet.out)" = 200 ] || cat /run/unet.err
+r unet_left "$(leftovers)$(ls /run/user/$UU/agentrun | grep unet-)"
+r unet_subtree_after "$(cat $CG/deleg/cgroup.subtree_control)"
+/run/as_user_in deleg "$UA" --policy /run/unet.json -- sleep 30 >/dev/null 2>&1 &
+apid=$!
+sleep 2
+kill -KILL $apid
+wait $apid
+sleep 0.5
+r unet_kill9_stale "$(cd $CG/deleg && find . -mindepth 1 -maxdepth 1 -type d | sort | tr '\n' ' ')"
+/run/as_user_in "" "$UA" gc >/dev/null
+r unet_gc_left "$(leftovers)$(ls /run/user/$UU/agentrun | grep unet-)"
+kill $opid
 rmdir $CG/deleg
 # the user's shell in the same cgroup: the no-internal-processes rule
 delegate deleg
@@ -412,10 +455,29 @@ if [ "${forks:-0}" -ge 20 ] && [ "${forks:-0}" -le 30 ]; then pass "deleg bomb: 
 	fail "deleg bomb: $forks forks under --pids 32 (expected 20..30)"
 fi
 expect_match "deleg bomb: fork failure reported by sh" "Cannot fork" "$(v dbomb_err)"
+expect_eq "deleg cpu: the loop runs" 0 "$(v dcpu_rc)"
+pct=$(v dcpu_pct)
+if [ "${pct:-100}" -le 30 ] 2>/dev/null; then pass "deleg cpu: ${pct}% under --cpus 0.2"; else
+	fail "deleg cpu: [$pct]% under --cpus 0.2 (expected <= 30)"
+fi
 expect_match "deleg kill -9: the empty cgroup and the leaf stay behind" \
 	"^\./agentrun-default-[0-9]+ \./agentrun_supervisor-[0-9]+ $" "$(v dkill9_stale)"
 expect_eq "deleg kill -9: the sandbox died with agentrun" 0 "$(v dkill9_procs)"
-expect_eq "deleg kill -9: those two only" "" "$(v dkill9_left)"
+expect_match "deleg kill -9: the user's state lists the cgroup and the leaf" \
+	"^cgroup=/sys/fs/cgroup/deleg/agentrun-default-[0-9]+:/sys/fs/cgroup/deleg/agentrun_supervisor-[0-9]+$" "$(v dkill9_state)"
+expect_eq "deleg kill -9 + gc as the user: nothing left" "" "$(v dkill9_gc_left)"
+expect_match "deleg net: the proxy's cgroup beside the sandbox's and the leaf" \
+	"^\./agentrun-unet-[0-9]+ \./agentrun-unet-proxy-[0-9]+ \./agentrun_supervisor-[0-9]+ $" "$(v unet_dirs)"
+expect_eq "deleg net: the proxy's pids.max" 16 "$(v unet_proxy_pids)"
+expect_eq "deleg net: the proxy's cgroup is the user's" "$AR_USER_UID" "$(v unet_proxy_owner)"
+expect_match "deleg net: the proxy runs in it" "^[1-9]" "$(v unet_proxy_procs)"
+expect_eq "deleg net: the run exits 0" 0 "$(v unet_rc)"
+expect_eq "deleg net: a GET through the proxy" 200 "$(v unet_get)"
+expect_eq "deleg net: nothing left" "" "$(v unet_left)"
+expect_eq "deleg net: subtree_control restored" "" "$(v unet_subtree_after)"
+expect_match "deleg net: kill -9 leaves the three cgroups" \
+	"^\./agentrun-unet-[0-9]+ \./agentrun-unet-proxy-[0-9]+ \./agentrun_supervisor-[0-9]+ $" "$(v unet_kill9_stale)"
+expect_eq "deleg net: kill -9 + gc as the user: nothing left" "" "$(v unet_gc_left)"
 RUN='`systemd-run --user --scope -p Delegate=yes agentrun ...`'
 expect_eq "deleg crowded: runs (0); --require-limits fails (125)" "0 125" "$(v dcrowd_rc)"
 expect_eq "deleg crowded: the line" \

@@ -5,6 +5,8 @@ netprobe.py tcp HOST PORT    -> ok | ECONNREFUSED | ENETUNREACH | ...
 netprobe.py udp HOST PORT    -> the sendto result the same way
 netprobe.py abstract NAME    -> connect to the abstract unix socket @NAME
 netprobe.py serve-abstract NAME -> listen on @NAME until killed (host side)
+netprobe.py serve-tcp PORT   -> listen on 0.0.0.0:PORT, print "ready", then one line
+                                per connection accepted ("accepted"), until killed
 Every address a test passes lies on 127.0.0.1 or inside the test's own namespaces.
 """
 import errno
@@ -55,9 +57,23 @@ def serve_abstract(nm):
     time.sleep(120)
 
 
+def serve_tcp(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", int(port)))
+    s.listen(8)
+    print("ready", flush=True)
+    while True:
+        c, _ = s.accept()
+        print("accepted", flush=True)
+        c.close()
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "serve-abstract":
         serve_abstract(sys.argv[2])
+    elif cmd == "serve-tcp":
+        serve_tcp(sys.argv[2])
     else:
         print({"tcp": tcp, "udp": udp, "abstract": abstract}[cmd](*sys.argv[2:]))

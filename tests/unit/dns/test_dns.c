@@ -561,6 +561,79 @@ static void test_stub_reload_and_audit(void **state)
 	ar_rules_free(other);
 }
 
+/* Learn mode: a well-formed name no rule covers is answered and marked learned; an
+ * address, an over-long label and a flood of random-looking names under one parent
+ * are not, and the reason says which. */
+static void test_stub_learn(void **state)
+{
+	struct stub_fixture *f = *state;
+	uint8_t r[AR_DNS_MAX_REPLY];
+	struct ar_dns_event ev;
+	struct ar_audit_rec rec;
+	struct ar_dns_shape *shape = ar_dns_shape_new();
+	ask(f, "unlisted.example.test", AR_DNS_T_A, r, &ev);
+	assert_int_equal(ev.rcode, AR_DNS_NXDOMAIN); /* enforce: as before */
+	ar_dns_stub_set_learn(f->stub, shape);
+	ask(f, "Unlisted.Example.Test", AR_DNS_T_A, r, &ev);
+	assert_int_equal(ev.rcode, AR_DNS_NOERROR);
+	assert_int_equal(ancount_of(r), 1);
+	assert_true(ev.allowed && ev.learned);
+	assert_string_equal(ev.rule, "unlisted.example.test");
+	assert_string_equal(ev.reason,
+			    "A: learned: unlisted.example.test is not in the allow-list");
+	ar_dns_event_audit(&ev, &rec);
+	assert_true(rec.learned);
+	/* a name the rules cover is not learned */
+	ask(f, "allowed.example.test", AR_DNS_T_A, r, &ev);
+	assert_true(ev.allowed);
+	assert_false(ev.learned);
+	ar_dns_event_audit(&ev, &rec);
+	assert_false(rec.learned);
+	/* never an address, never a label over the limit */
+	ask(f, "10.9.8.7", AR_DNS_T_A, r, &ev);
+	assert_int_equal(ev.rcode, AR_DNS_NXDOMAIN);
+	assert_false(ev.learned);
+	ask(f, "aaaaaaaaaabbbbbbbbbbccccccccccddddddddddeeeee.example.test", AR_DNS_T_A, r, &ev);
+	assert_int_equal(ev.rcode, AR_DNS_NXDOMAIN);
+	assert_non_null(strstr(ev.reason, "learn mode refuses"));
+	assert_non_null(strstr(ev.reason, "a label of 45 characters"));
+	ar_dns_stub_set_learn(f->stub, NULL);
+	ar_dns_shape_free(shape);
+}
+
+static void test_shape(void **state)
+{
+	char why[256], name[128];
+	struct ar_dns_shape *s = ar_dns_shape_new();
+	assert_false(ar_dns_label_random("api", 3));
+	assert_false(ar_dns_label_random("storagestorage", 14));
+	assert_true(ar_dns_label_random("k3j9x0q7w2m5", 12));
+	assert_true(ar_dns_label_entropy("abcd", 4) > 1.99 &&
+		    ar_dns_label_entropy("abcd", 4) < 2.01);
+	/* 40 characters pass, 41 do not */
+	assert_int_equal(ar_dns_shape_check(s, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.t.test",
+					    why, sizeof(why)),
+			 0);
+	assert_int_equal(ar_dns_shape_check(s, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.t.test",
+					    why, sizeof(why)),
+			 -1);
+	/* AR_DNS_LEARN_FLOOD random-looking names under one parent, then no more; the
+	 * same name again still passes; other parents and plain names are not counted */
+	for (int i = 0; i < AR_DNS_LEARN_FLOOD; i++) {
+		snprintf(name, sizeof(name), "q%02dz7k1x9m4w.tunnel.test", i);
+		assert_int_equal(ar_dns_shape_check(s, name, why, sizeof(why)), 0);
+	}
+	assert_int_equal(ar_dns_shape_check(s, "q99z7k1x9m4w.tunnel.test", why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "under tunnel.test"));
+	assert_int_equal(ar_dns_shape_check(s, "q00z7k1x9m4w.tunnel.test", why, sizeof(why)), 0);
+	assert_int_equal(ar_dns_shape_check(s, "q99z7k1x9m4w.other.test", why, sizeof(why)), 0);
+	for (int i = 0; i < 3 * AR_DNS_LEARN_FLOOD; i++) {
+		snprintf(name, sizeof(name), "api%d.tunnel.test", i);
+		assert_int_equal(ar_dns_shape_check(s, name, why, sizeof(why)), 0);
+	}
+	ar_dns_shape_free(s);
+}
+
 static void test_target(void **state)
 {
 	struct stub_fixture *f = *state;
@@ -622,6 +695,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_stub_malformed, stub_setup, stub_teardown),
 	    cmocka_unit_test_setup_teardown(test_stub_reload_and_audit, stub_setup, stub_teardown),
 	    cmocka_unit_test_setup_teardown(test_target, stub_setup, stub_teardown),
+	    cmocka_unit_test_setup_teardown(test_stub_learn, stub_setup, stub_teardown),
+	    cmocka_unit_test(test_shape),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -168,6 +168,24 @@ static void test_network_default_follows_hosts(void **state)
 	assert_int_equal(b->network, AR_NETWORK_NONE);
 	assert_int_equal(c->network, AR_NETWORK_PROXY);
 	assert_int_equal(c->n_allowed_hosts, 0);
+	assert_int_equal(a->mode, AR_MODE_ENFORCE);
+}
+
+/* "mode": learn observes the proxy's traffic: network defaults to proxy, and "none"
+ * conflicts with it. */
+static void test_mode(void **state)
+{
+	ar_autopolicy struct ar_policy *a = parse_ok("{\"mode\": \"learn\"}");
+	ar_autopolicy struct ar_policy *b = parse_ok("{\"mode\": \"enforce\"}");
+	assert_int_equal(a->mode, AR_MODE_LEARN);
+	assert_int_equal(a->network, AR_NETWORK_PROXY);
+	assert_int_equal(b->mode, AR_MODE_ENFORCE);
+	assert_int_equal(b->network, AR_NETWORK_NONE);
+	expect_err("{\"mode\": \"observe\"}",
+		   "p.json: mode: must be \"enforce\" or \"learn\", got \"observe\"");
+	expect_err("{\"mode\": \"learn\", \"network\": \"none\"}",
+		   "p.json: network: \"none\" conflicts with mode \"learn\" (learn mode observes "
+		   "the proxy's traffic); use \"proxy\"");
 }
 
 static void test_numbers_and_spellings(void **state)
@@ -775,6 +793,7 @@ int main(void)
 	    cmocka_unit_test(test_proxy_dns_pool),
 	    cmocka_unit_test(test_null_is_absent),
 	    cmocka_unit_test(test_network_default_follows_hosts),
+	    cmocka_unit_test(test_mode),
 	    cmocka_unit_test(test_numbers_and_spellings),
 	    cmocka_unit_test(test_unknown_keys),
 	    cmocka_unit_test(test_wrong_types),

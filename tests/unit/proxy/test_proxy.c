@@ -176,6 +176,19 @@ static void test_audit_line(void **state)
 	assert_string_equal(b.data, "CONNECT api.github.com:443 ALLOW 200 out=590 in=6911 80ms "
 				    "matches rule *.github.com:443\n");
 
+	/* learn mode's entry: learned, and the body a plain HTTP request sent */
+	r.learned = true;
+	r.has_body = true;
+	r.body_bytes = 11;
+	r.method = "POST";
+	ar_buf_reset(&b);
+	ar_proxy_audit_format(&r, &b);
+	assert_non_null(strstr(b.data, "\"duration_ms\":80,\"learned\":true,\"body_bytes\":11}\n"));
+	ar_buf_reset(&b);
+	ar_proxy_log_format(&r, &b);
+	assert_string_equal(b.data, "POST api.github.com:443 LEARN 200 out=590 in=6911 80ms "
+				    "matches rule *.github.com:443\n");
+
 	/* an unreadable request: nulls, and hostile bytes escaped */
 	struct ar_audit_rec d = {
 	    .at_ms = 0,

@@ -152,6 +152,12 @@ static void test_table(void **state)
 	assert_string_equal(ar_run_options[0].flag, "--policy");
 	assert_null(ar_run_options[0].set); /* read before the policy is loaded */
 	assert_string_equal(ar_run_options[1].flag, "--memory");
+	/* --learn: learn mode, which needs the proxy network */
+	ar_autopolicy struct ar_policy *p = default_policy();
+	struct ar_run_opts o = {0};
+	assert_int_equal(ar_override_apply(p, &o, "--learn", NULL, NULL), 0);
+	assert_int_equal(p->mode, AR_MODE_LEARN);
+	assert_int_equal(p->network, AR_NETWORK_PROXY);
 }
 
 /* --allow-private appends to proxy.allow_private (NULL-terminated); bad CIDRs name the flag;
