@@ -17,7 +17,6 @@ A=(as_user "$UAGENTRUN")
 
 expect_status "render" 0 "${A[@]}" render --policy "$W/triage.json" -- python3 agent.py
 expect_match "render: the agent's docker run" "^docker run .*--name triage-agent" "$(grep '^docker run' "$AR_TMP/out")"
-mkdir -m 755 "$W/rootfs"
 expect_status "render --format oci --bundle" 0 "${A[@]}" render --policy "$W/offline.json" --format oci \
 	--rootfs "$W/rootfs" --bundle "$W/bundle" -- /bin/true
 expect_eq "the bundle is the user's" "$AR_USER_UID" "$(stat -c %u "$W/bundle/config.json")"
