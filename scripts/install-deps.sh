@@ -13,7 +13,8 @@ build_pkgs=(build-essential cmake pkg-config
 test_pkgs=(curl git openssl python3 iproute2 util-linux procps user-mode-linux runc
 	apparmor # apparmor_parser: tests/integration/apparmor_profile.sh
 	shellcheck clang-format busybox-static clang libclang-rt-14-dev
-	crun podman runsc golang-github-opencontainers-specs-dev python3-jsonschema)
+	crun podman runsc golang-github-opencontainers-specs-dev python3-jsonschema
+	python3-requests) # secrets_run: a real client inside the sandbox
 # render --format k8s is validated against the Kubernetes schemas from npm (docs/k8s.md)
 command -v node >/dev/null && command -v npm >/dev/null || test_pkgs+=(nodejs npm)
 # the live docker lane (tests/docker/): dockerd runs only inside namespaces the test makes;
@@ -23,6 +24,7 @@ test_pkgs+=(docker.io nftables)
 test_pkgs+=(patch)
 bench_pkgs=(hyperfine bubblewrap tinyproxy squid nginx-light wrk firejail)
 bench_pkgs+=(dnsmasq-base) # bench/dns.sh: dnsmasq without its system service
+bench_pkgs+=(mitmproxy)    # bench/secrets.sh: the intercepting proxy to compare with
 bench_pkgs+=(ripgrep socat) # bench/rootless.sh PEERS=1: what sandbox-runtime (srt) needs
 
 pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}")

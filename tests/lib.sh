@@ -130,6 +130,8 @@ user_setup() {
 	mkdir -p "$AR_USER_BIN"
 	cp "${AR_AGENTRUN_BIN:-$AGENTRUN}" "$AR_USER_BIN/agentrun"
 	[ ! -x "$AR_BUILD_DIR/tests/ar-probe" ] || cp "$AR_BUILD_DIR/tests/ar-probe" "$AR_USER_BIN/"
+	# the TLS module, found beside the binary (secrets: docs/secrets.md)
+	[ ! -e "$AR_BUILD_DIR/agentrun-tls.so" ] || cp "$AR_BUILD_DIR/agentrun-tls.so" "$AR_USER_BIN/"
 	chmod -R a+rX "$AR_USER_BIN"
 	UAGENTRUN=$AR_USER_BIN/agentrun
 	as_user test -x "$UAGENTRUN" || skip "$AR_USER cannot execute $UAGENTRUN"

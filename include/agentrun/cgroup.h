@@ -68,6 +68,9 @@ int ar_cgroup_enter_self(const struct ar_cgroup *cg, const int *fds, size_t n, a
 bool ar_cgroup_oom_killed(const struct ar_cgroup *cg);
 /* Kill whatever is left, remove the cgroup directories, free. Safe on NULL. */
 int ar_cgroup_destroy(struct ar_cgroup *cg, ar_error_t *err);
+/* Free the handle only: the cgroup stays for whoever removes it later (the hook's
+ * poststop, gc), as a process that exits soon hands it on. */
+void ar_cgroup_forget(struct ar_cgroup *cg);
 /* "v2" or "v1" (for messages and tests). */
 const char *ar_cgroup_kind(const struct ar_cgroup *cg);
 /* The sandbox cgroup directory (v2), or the v1 memory (else pids, else cpu) directory;

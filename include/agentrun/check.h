@@ -67,10 +67,14 @@ bool ar_check_value_has_credentials(const char *v);
  * userinfo, "(hidden)" for a secret name or value, else v itself. */
 const char *ar_check_shown_value(const char *key, const char *v);
 /* One "secret in environment NAME" finding per variable of env with a secret name or
- * value ("KEY=VALUE" entries, NULL-terminated; NULL is none). Names only, never values.
- * fix_fmt gets the name as its first (and, if it has two %s, second) argument. */
-void ar_findings_add_secrets(struct ar_findings *f, char *const *env, const char *fix_fmt)
-    __attribute__((format(printf, 3, 0)));
+ * value ("KEY=VALUE" entries, NULL-terminated; NULL is none), and one "secret NAME" per
+ * variable that is one of p's `secrets` (p may be NULL) holding anything but its
+ * placeholder. Names only, never values. fix_fmt gets the name as its first (and, if it
+ * has two %s, second) argument. */
+void ar_findings_add_secrets(struct ar_findings *f, const struct ar_policy *p, char *const *env,
+			     const char *fix_fmt) __attribute__((format(printf, 4, 0)));
+/* v is the placeholder shape of secret NAME: agentrun-secret-NAME-<32 hex digits>. */
+bool ar_check_is_placeholder(const char *name, const char *v);
 /* A path that must not be mounted into a sandbox: docker.sock, /proc, /sys, /etc, /root,
  * / (and below the four directories), or a path with a .aws, .kube, .ssh, .docker,
  * .azure or .config/gcloud component. */

@@ -78,6 +78,8 @@ struct ar_h1_request {
 	bool host_is_v6;	/* was written in brackets */
 	struct ar_h1_span path; /* from the absolute URL: "/x?y" (len 0 means "/") */
 	bool path_needs_slash;	/* the URL had "?q" directly after the authority */
+	bool origin_form;	/* inside a terminated connection (ar_h1_parse_request_at) */
+	bool upgrade; /* an HTTP/1.1 upgrade (WebSocket): Connection names it, Upgrade given */
 	enum ar_h1_framing framing;
 	uint64_t content_length;
 	bool conn_close; /* Connection: close (or HTTP/1.0 without keep-alive) */
@@ -98,12 +100,25 @@ struct ar_h1_error {
 int ar_h1_parse_request(const char *buf, size_t len, struct ar_h1_request *req,
 			struct ar_h1_error *e);
 
+/* The same for a request inside a terminated CONNECT (docs/secrets.md): origin-form
+ * (`GET /path?q HTTP/1.1`), the authority is the CONNECT's, a Host field must agree
+ * with it, CONNECT is refused. */
+struct ar_h1_origin {
+	const char *host;
+	int port;
+	bool is_v6;
+};
+int ar_h1_parse_request_at(const char *buf, size_t len, const struct ar_h1_origin *o,
+			   struct ar_h1_request *req, struct ar_h1_error *e);
+
 /* Append the head to send upstream for a non-CONNECT request: origin-form request
  * line, the client's fields minus hop-by-hop ones (Connection and the names it
  * lists, Keep-Alive, Proxy-Authorization, Proxy-Connection, TE, Trailer, Upgrade) and
  * minus Forwarded and X-Forwarded-For (unless AR_H1_PASS_FORWARDED), a Host field when
  * the client sent none, and `Via: 1.1 agentrun` last. */
 #define AR_H1_PASS_FORWARDED 1u
+/* Keep the Upgrade field and say `Connection: Upgrade` (req->upgrade: a WebSocket). */
+#define AR_H1_PASS_UPGRADE 2u
 void ar_h1_write_request(const char *buf, const struct ar_h1_request *req, unsigned flags,
 			 struct ar_buf *out);
 

@@ -26,6 +26,7 @@
 #include "agentrun/capture.h"
 #include "agentrun/error.h"
 #include "agentrun/policy.h"
+#include "agentrun/secrets.h"
 
 #define AR_NET_DEFAULT_RANGE	 "10.254.0.0/16"
 #define AR_NET_RANGE_ENV	 "AGENTRUN_NET_RANGE" /* overrides the range */
@@ -141,6 +142,7 @@ struct ar_net_proxy {
 	int cgchan; /* v1: its cgroup's `tasks` files go through here (ar_net_proxy_cgroup) */
 	int status; /* wait status once reaped */
 	bool reaped;
+	char *ca_pem; /* with secrets: the sandbox CA's certificate it reported, or NULL */
 };
 
 /* No proxy (yet): every descriptor -1. */
@@ -160,8 +162,11 @@ struct ar_net_proxy_opts {
 	pid_t stop_with; /* > 0: the proxy exits when this process does (the container's
 			  * init, through a pidfd), so a runtime that waits for all its
 			  * children (crun run, a subreaper) is not kept waiting */
-	int userns_fd;	 /* not root: the sandbox's user namespace, which then owns the
-			  * proxy netns too (docs/rootless.md); -1 as root */
+	/* The policy's secrets with their placeholders (ar_secrets_new), or NULL: the
+	 * child reads the values, makes the sandbox CA and reports its certificate. */
+	struct ar_secrets *secrets;
+	int userns_fd; /* not root: the sandbox's user namespace, which then owns the
+			* proxy netns too (docs/rootless.md); -1 as root */
 };
 
 /* Fork the proxy: it makes the proxy netns first (lo up, IPv6 off for new links, its
@@ -266,6 +271,17 @@ struct ar_net {
 	struct ar_net_topology topo;
 	struct ar_net_proxy proxy;
 	int resolv_fd; /* the sandbox's /etc/resolv.conf (a sealed memfd), or -1 */
+	/* secrets (docs/secrets.md): the placeholders, and the sandbox's CA bundle (the
+	 * host's roots, then the sandbox CA once the proxy made it) in the state directory */
+	struct ar_secrets *secrets;
+	char *bundle;	     /* its path, or NULL */
+	char *bundle_target; /* where the sandbox sees it: the distribution's path */
+	int bundle_fd;
+	/* the kubeconfig (network: proxy): its server and context (the token is not kept),
+	 * and the sandbox's copy in the state directory */
+	struct ar_kubeconfig kube;
+	char *kubeconfig;
+	int kubeconfig_fd;
 };
 
 /* Before the clone: gc, the unique name, and for `network: proxy` the /30 and the audit
@@ -299,6 +315,12 @@ const char *ar_net_proxy_url(const struct ar_net *n);
 /* With transparent capture: a sealed memfd holding the sandbox's /etc/resolv.conf
  * (nameserver = the proxy's address: the DNS stub), else -1. Owned by n. */
 int ar_net_resolv_fd(const struct ar_net *n);
+/* With secrets: the placeholders, and the CA bundle's host path and sandbox path
+ * (NULL without secrets). */
+const struct ar_secrets *ar_net_secrets(const struct ar_net *n);
+const char *ar_net_ca_bundle(const struct ar_net *n, const char **target);
+/* The sandbox's kubeconfig (placeholder token, the sandbox CA), or NULL. */
+const char *ar_net_kubeconfig(const struct ar_net *n);
 /* Has the proxy died? (-1 when there is none.) Reaps it. */
 bool ar_net_proxy_died(struct ar_net *n);
 /* Stop the proxy, close the namespaces, release the /30, remove the state. Idempotent. */
@@ -315,6 +337,10 @@ struct ar_net_detached_opts {
 	pid_t pid;		 /* shown by ps: the container's process, or 0 */
 	const struct ar_net_plan *plan;
 	bool no_cgroups;
+	/* secrets (the OCI hook): the set with the container's placeholders, and the file
+	 * the container binds as its CA bundle, which gets the sandbox CA appended */
+	struct ar_secrets *secrets;
+	const char *ca_bundle;
 };
 
 /* Wire the netns behind ns_fd (empty but lo) to a fresh proxy netns served by a

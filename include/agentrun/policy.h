@@ -72,6 +72,21 @@ struct ar_limits {
 	bool required;
 };
 
+/* A secret the agent never holds (docs/secrets.md): the sandbox sees a placeholder,
+ * the proxy adds the real value only on the way to `hosts`. */
+#define AR_POLICY_SECRETS_MAX	  32
+#define AR_POLICY_SECRET_NAME_MAX 64
+/* SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, NODE_EXTRA_CA_CERTS, GIT_SSL_CAINFO:
+ * the sandbox's CA bundle, set by agentrun when the policy has secrets. */
+#define AR_POLICY_CA_ENV_N 5
+extern const char *const ar_policy_ca_env_vars[AR_POLICY_CA_ENV_N];
+struct ar_secret_spec {
+	char *name;   /* an environment variable name */
+	char *from;   /* "env:NAME" or "file:/abs/path", as written */
+	char **hosts; /* rules in the allow-list's syntax, each also in allowed_hosts */
+	size_t n_hosts;
+};
+
 struct ar_proxy_settings {
 	int port; /* listen port, default 3128 */
 	struct ar_byte_budget *budgets;
@@ -85,6 +100,9 @@ struct ar_proxy_settings {
 	/* The synthetic range of the capture's DNS stub, an IPv4 CIDR as written; NULL:
 	 * AR_DNS_POOL_DEFAULT (198.18.0.0/15). */
 	char *dns_pool;
+	/* A PEM file of CAs the proxy also trusts for the upstream leg of a terminated
+	 * connection (tests, private clusters); NULL: the host's trust store only. */
+	char *upstream_ca;
 };
 
 struct ar_policy {
@@ -115,6 +133,8 @@ struct ar_policy {
 	char *seccomp; /* "default", "unconfined" or a path to a profile */
 	enum ar_network network;
 	struct ar_proxy_settings proxy;
+	struct ar_secret_spec *secrets; /* sorted by name, names unique */
+	size_t n_secrets;
 	enum ar_mode mode;
 
 	/* Derived from name. */

@@ -107,6 +107,11 @@ struct ar_proxy_config {
 	size_t n_capture_fds;
 	int dns_udp_fd, dns_tcp_fd;
 	const char *dns_pool;
+	/* Secrets (docs/secrets.md): the set with its values loaded, and the TLS context
+	 * made by ar_proxy_tls_prepare; both borrowed, outliving the proxy. NULL: none (no
+	 * substitution; every CONNECT a tunnel). */
+	const struct ar_secrets *secrets;
+	struct ar_proxy_tls *tls;
 };
 
 struct ar_proxy_stats {
@@ -123,6 +128,21 @@ struct ar_proxy_stats {
 };
 
 struct ar_proxy;
+struct ar_secrets;
+
+/* TLS termination for secrets: loads agentrun-tls.so (beside the binary, or in
+ * ../lib/agentrun) and makes the per-sandbox CA and the upstream trust store (the
+ * host's bundle, plus the file upstream_ca and the PEM text upstream_ca_pem when not NULL). Called
+ * before the proxy loses the view of the host's files; a start without secrets never calls it. */
+struct ar_proxy_tls;
+int ar_proxy_tls_prepare(const char *upstream_ca, const char *upstream_ca_pem, const char *ca_name,
+			 struct ar_proxy_tls **out, ar_error_t *err);
+/* The CA certificate in PEM (what the sandbox trusts); its length, or -1. */
+int ar_proxy_tls_ca_pem(const struct ar_proxy_tls *t, char *out, size_t size);
+void ar_proxy_tls_free(struct ar_proxy_tls *t);
+/* The host's CA bundle: the first of the distributions' paths that exists under root
+ * ("/" or a rootfs), or NULL. */
+const char *ar_proxy_tls_host_bundle(const char *root);
 
 /* Initialise cfg with the defaults (no listeners, no rules). */
 void ar_proxy_config_init(struct ar_proxy_config *cfg);
@@ -205,6 +225,8 @@ struct ar_audit_rec {
 	uint64_t bytes_out;
 	uint64_t bytes_in;
 	int64_t duration_ms;
+	const char *secret;	   /* secrets named by the request (never their values), or NULL */
+	const char *secret_action; /* "injected" or "refused" */
 	/* Written only when set, after duration_ms: "learned": true (learn mode let a
 	 * destination outside the list through; rule is the one that would allow it), and
 	 * "body_bytes" (a plain HTTP request with a body: the body's bytes sent upstream). */

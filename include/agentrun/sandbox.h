@@ -78,6 +78,11 @@ char **ar_sandbox_env(const struct ar_policy *p, const struct ar_run_opts *o);
  * is set: the environment of a `network: proxy` sandbox. */
 char **ar_sandbox_env_net(const struct ar_policy *p, const struct ar_run_opts *o,
 			  const char *proxy_url);
+/* Secrets (docs/secrets.md): each secret's name holds its placeholder, and
+ * SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, NODE_EXTRA_CA_CERTS and
+ * GIT_SSL_CAINFO name the CA bundle (`bundle`, its path in the sandbox). */
+struct ar_secrets;
+void ar_sandbox_env_secrets(char ***env, const struct ar_secrets *s, const char *bundle);
 
 /* ---- The mount plan (src/sandbox/mountplan.c), pure. ---- */
 
@@ -126,6 +131,13 @@ void ar_mount_plan_free(struct ar_mount_plan *plan);
  * capture. `what` names it in messages. */
 void ar_mount_plan_add_file(struct ar_mount_plan *plan, int fd, const char *target,
 			    const char *what);
+/* Append a read-only bind of the host file `source` at target (secrets: the CA bundle,
+ * which agentrun completes after the sandbox's root is built, before the command). */
+void ar_mount_plan_add_bind(struct ar_mount_plan *plan, const char *source, const char *target,
+			    const char *what);
+/* The bind at target gets another source, bound as it is (not copied): secrets, the
+ * sandbox's own kubeconfig in place of the policy's. */
+void ar_mount_plan_rebind(struct ar_mount_plan *plan, const char *target, const char *source);
 /* Is `path` equal to or below `dir` (both absolute, normalised)? */
 bool ar_path_under(const char *path, const char *dir);
 

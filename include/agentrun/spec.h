@@ -59,6 +59,11 @@ extern const size_t ar_spec_n_namespaces;
  * proxy end of the container's own veth (each container has a private link, so the
  * address is the same for all). */
 #define AR_SPEC_PROXY_ADDR "10.254.0.1"
+/* Secrets in an OCI bundle (docs/secrets.md): the CA bundle is the bundle's file
+ * AR_SPEC_CA_BUNDLE_FILE (render --bundle writes the host's roots into it, the hook
+ * appends the sandbox CA), bound read-only at AR_SPEC_CA_BUNDLE in the container. */
+#define AR_SPEC_CA_BUNDLE_FILE "agentrun-ca-bundle.pem"
+#define AR_SPEC_CA_BUNDLE      "/etc/agentrun/ca-bundle.pem"
 
 /* ---- the spec ---- */
 

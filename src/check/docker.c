@@ -553,7 +553,7 @@ static void check_other_mounts(const struct ctx *c)
 /* Names only: the value of a secret is never copied into a finding. */
 static void check_secrets(const struct ctx *c)
 {
-	ar_findings_add_secrets(c->out, c->d->env,
+	ar_findings_add_secrets(c->out, c->p, c->d->env,
 				"remove -e %s; mount the secret as a read-only file "
 				"(-v FILE:/run/secrets/%s:ro)");
 }

@@ -275,14 +275,48 @@ const char *ar_check_env_get(char *const *env, const char *key)
 	return NULL;
 }
 
-void ar_findings_add_secrets(struct ar_findings *f, char *const *env, const char *fix_fmt)
+bool ar_check_is_placeholder(const char *name, const char *v)
+{
+	size_t n = strlen(name);
+	if (strncmp(v, "agentrun-secret-", 16) != 0 || strncmp(v + 16, name, n) != 0 ||
+	    v[16 + n] != '-')
+		return false;
+	const char *hex = v + 17 + n;
+	return strlen(hex) == 32 && strspn(hex, "0123456789abcdef") == 32;
+}
+
+static bool policy_secret(const struct ar_policy *p, const char *name)
+{
+	for (size_t i = 0; p != NULL && i < p->n_secrets; i++)
+		if (strcmp(p->secrets[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+void ar_findings_add_secrets(struct ar_findings *f, const struct ar_policy *p, char *const *env,
+			     const char *fix_fmt)
 {
 	for (size_t i = 0; env && env[i]; i++) {
 		const char *eq = strchr(env[i], '=');
 		ar_autofree char *name =
 		    eq ? ar_xstrndup(env[i], (size_t)(eq - env[i])) : ar_xstrdup(env[i]);
-		if (!ar_check_is_secret_name(name) && !(eq && ar_check_is_secret_value(eq + 1)))
+		const char *v = eq ? eq + 1 : "";
+		if (policy_secret(p, name)) { /* the proxy holds it: the agent a placeholder */
+			if (ar_check_is_placeholder(name, v))
+				continue;
+			ar_autofree char *what = ar_xasprintf("secret %s", name);
+			ar_autofree char *fix = ar_xasprintf(
+			    "remove the value of %s from the agent; the proxy adds it (policy "
+			    "secrets.%s, docs/secrets.md)",
+			    name, name);
+			ar_findings_add(f, what, "a placeholder (agentrun-secret-NAME-...)",
+					"a real value (not shown)", fix);
 			continue;
+		}
+		if (!ar_check_is_secret_name(name) && !(eq && ar_check_is_secret_value(v)))
+			continue;
+		if (eq && ar_check_is_placeholder(name, v))
+			continue; /* another run's placeholder: nothing to leak */
 		ar_autofree char *what = ar_xasprintf("secret in environment %s", name);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"

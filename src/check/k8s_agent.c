@@ -211,7 +211,7 @@ static void check_secrets(struct kctx *c)
 		 "%s.env: {name: %%s, valueFrom: {secretKeyRef: ...}} instead of a literal "
 		 "value",
 		 path);
-	ar_findings_add_secrets(c->out, env, fmt);
+	ar_findings_add_secrets(c->out, c->p, env, fmt);
 }
 
 void k8s_check_agent(struct kctx *c)

@@ -371,7 +371,7 @@ static void check_secrets(const struct ctx *c)
 {
 	/* the name once: the second argument is ignored by this format */
 	ar_findings_add_secrets(
-	    c->out, c->f->env,
+	    c->out, c->p, c->f->env,
 	    "unset %s; mount the secret read-only as a file (policy \"mounts\")");
 }
 

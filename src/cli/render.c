@@ -13,6 +13,7 @@
 #include "agentrun/cli.h"
 #include "agentrun/k8s.h"
 #include "agentrun/policy.h"
+#include "agentrun/proxy.h"
 #include "agentrun/render.h"
 #include "agentrun/spec.h"
 #include "agentrun/util.h"
@@ -153,16 +154,34 @@ static int netns_path(const char *arg, char **out, ar_error_t *err)
 	return 0;
 }
 
+/* Secrets: DIR/agentrun-ca-bundle.pem, the host's roots, which the hook completes with
+ * the sandbox CA before the container runs (docs/secrets.md). */
+static int write_ca_bundle(const char *dir, ar_error_t *err)
+{
+	const char *roots = ar_proxy_tls_host_bundle("/");
+	ar_autofree char *data = NULL;
+	size_t len = 0;
+	if (roots == NULL)
+		return ar_error_make(err, 0, "--bundle: secrets: no CA bundle on this host");
+	if (ar_read_file(roots, 16u << 20, &data, &len, err) < 0)
+		return ar_error_wrap(err, "--bundle: secrets");
+	ar_autofree char *path = ar_xasprintf("%s/" AR_SPEC_CA_BUNDLE_FILE, dir);
+	if (ar_write_file(path, data, len, err) < 0 || chmod(path, 0644) == -1)
+		return ar_error_wrap(err, "--bundle");
+	return 0;
+}
+
 /* Write DIR/config.json: DIR made if missing (not its parents), the file replaced by
  * rename, so a failure leaves the old one or none. */
-static int write_bundle(const char *dir, const struct ar_buf *out, ar_error_t *err)
+static int write_bundle(const struct ar_policy *p, const char *dir, const struct ar_buf *out,
+			ar_error_t *err)
 {
 	if (mkdir(dir, 0755) == -1 && errno != EEXIST)
 		return ar_error_make(err, errno, "--bundle: create `%s`", dir);
 	ar_autofree char *path = ar_xasprintf("%s/config.json", dir);
 	if (ar_write_file(path, out->data, out->len, err) < 0)
 		return ar_error_wrap(err, "--bundle");
-	return 0;
+	return p->n_secrets > 0 ? write_ca_bundle(dir, err) : 0;
 }
 
 static int render_oci(struct render_args *a, const struct ar_policy *p, struct ar_buf *out,
@@ -192,10 +211,18 @@ static int render_oci(struct render_args *a, const struct ar_policy *p, struct a
 static int render(struct render_args *a, const struct ar_policy *p, struct ar_buf *out,
 		  ar_error_t *err)
 {
-	if (a->format == AR_RENDER_K8S || a->format == AR_RENDER_K8S_JSON)
-		return ar_render_k8s(p, &a->opts, &a->k8s, out, err);
 	if (a->format == AR_RENDER_OCI)
 		return render_oci(a, p, out, err);
+	/* docker and k8s would need the proxy container to hold the values and the agent
+	 * to trust its CA: not rendered yet, and a plan without them would drop the
+	 * secrets silently */
+	if (p->n_secrets > 0)
+		return ar_error_make(err, 0,
+				     "%s: secrets: only --format oci renders them yet (with the "
+				     "OCI hook's proxy; docs/secrets.md)",
+				     p->origin);
+	if (a->format == AR_RENDER_K8S || a->format == AR_RENDER_K8S_JSON)
+		return ar_render_k8s(p, &a->opts, &a->k8s, out, err);
 	ar_autoplan struct ar_render_plan *plan = NULL;
 	if (ar_render_plan_build(p, &a->opts, &plan, err) < 0)
 		return -1;
@@ -233,7 +260,7 @@ int ar_cmd_render(int argc, char **argv)
 		return AR_EXIT_USAGE;
 	}
 	if (a.bundle != NULL) {
-		if (write_bundle(a.bundle, &out, &err) == 0)
+		if (write_bundle(p, a.bundle, &out, &err) == 0)
 			return AR_EXIT_OK;
 		ar_error_wrap(&err, CMD);
 		ar_error_print(&err);

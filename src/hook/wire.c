@@ -16,7 +16,10 @@
 #include <unistd.h>
 
 #include "agentrun/hook.h"
+#include <cjson/cJSON.h>
+
 #include "agentrun/net.h"
+#include "agentrun/secrets.h"
 #include "agentrun/spec.h"
 #include "agentrun/util.h"
 
@@ -33,9 +36,42 @@ void ar_hook_state_name(const char *policy_name, pid_t pid, char *buf, size_t si
 	snprintf(buf, size, "%s-%d", policy_name, (int)pid);
 }
 
+static void free_json(cJSON **j)
+{
+	cJSON_Delete(*j);
+}
+
+/* Secrets (docs/secrets.md): the placeholders are the ones render put into the bundle's
+ * config.json; the proxy reads the values, and its CA goes into the bundle's CA file. */
+static int hook_secrets(const struct ar_policy *p, const struct ar_oci_state *s,
+			struct ar_secrets **out, char **ca_bundle, ar_error_t *err)
+{
+	ar_autofree char *path = ar_xasprintf("%s/config.json", s->bundle);
+	ar_autofree char *text = NULL;
+	size_t len = 0;
+	if (p->n_secrets == 0)
+		return 0;
+	if (ar_read_file(path, 16u << 20, &text, &len, err) == -1)
+		return ar_error_wrap(err, "secrets");
+	__attribute__((cleanup(free_json))) cJSON *cfg = cJSON_ParseWithLength(text, len);
+	const cJSON *env = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(cfg, "process"), "env");
+	size_t n = 0;
+	ar_autostrv char **v = ar_xcalloc((size_t)cJSON_GetArraySize(env) + 1, sizeof(char *));
+	const cJSON *e;
+	cJSON_ArrayForEach(e, env) if (cJSON_IsString(e)) v[n++] = ar_xstrdup(e->valuestring);
+	if (ar_secrets_new(p, out, err) == -1 || ar_secrets_adopt(*out, v, path, err) == -1 ||
+	    ar_secrets_check_sources(*out, err) == -1)
+		return -1;
+	*ca_bundle = ar_xasprintf("%s/" AR_SPEC_CA_BUNDLE_FILE, s->bundle);
+	return 0;
+}
+
 int hook_wire_network(const struct ar_policy *p, const struct ar_oci_state *s,
 		      const char *policy_path, ar_error_t *err)
 {
+	ar_autosecrets struct ar_secrets *secrets = NULL;
+	ar_autofree char *ca_bundle = NULL;
 	char path[64], name[AR_POLICY_NAME_MAX + 16];
 	struct ar_net_plan plan;
 	struct ar_net_state st;
@@ -46,6 +82,8 @@ int hook_wire_network(const struct ar_policy *p, const struct ar_oci_state *s,
 	ar_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd == -1)
 		return ar_error_make(err, errno, "network: open `%s`", path);
+	if (hook_secrets(p, s, &secrets, &ca_bundle, err) == -1)
+		return -1;
 	ar_hook_plan(p->proxy.port, &plan);
 	ar_hook_state_name(p->name, s->pid, name, sizeof(name));
 	struct ar_net_detached_opts o = {.p = p,
@@ -53,7 +91,9 @@ int hook_wire_network(const struct ar_policy *p, const struct ar_oci_state *s,
 					 .policy_path = policy_path,
 					 .owner = s->pid,
 					 .pid = s->pid,
-					 .plan = &plan};
+					 .plan = &plan,
+					 .secrets = secrets,
+					 .ca_bundle = ca_bundle};
 	return ar_net_wire_detached(&o, fd, &st, err);
 }
 

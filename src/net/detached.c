@@ -58,6 +58,18 @@ static void state_init(const struct ar_net_detached_opts *o, struct ar_net_state
 	snprintf(s->policy, sizeof(s->policy), "%s", o->policy_path ? o->policy_path : "");
 }
 
+/* The sandbox CA the proxy reported, appended to the container's CA bundle before the
+ * container runs (the bind sees the same file). */
+static int append_ca(const char *path, const char *pem, ar_error_t *err)
+{
+	if (pem == NULL || path == NULL)
+		return ar_error_make(err, 0, "proxy: no sandbox CA came from it");
+	ar_autoclose int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+	if (fd == -1 || ar_write_all(fd, pem, strlen(pem)) == -1)
+		return ar_error_make(err, errno, "secrets: the CA bundle `%s`", path);
+	return 0;
+}
+
 static int start(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_state *s,
 		 struct ar_net_proxy *px, struct ar_net_topology *t, ar_error_t *err)
 {
@@ -77,6 +89,7 @@ static int start(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_
 				       .cgroup_name = o->no_cgroups ? NULL : cgname,
 				       .detached = true,
 				       .stop_with = o->owner,
+				       .secrets = o->secrets,
 				       .userns_fd = -1};
 	if (ar_net_proxy_start(&po, px, err) == -1)
 		return -1;
@@ -92,6 +105,8 @@ static int start(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_
 		return -1;
 	if (ar_net_proxy_ready(px, err) == -1)
 		return ar_error_wrap(err, "proxy");
+	if (o->secrets != NULL && append_ca(o->ca_bundle, px->ca_pem, err) == -1)
+		return -1;
 	if (px->cg != NULL) /* they exist now (v1: the child made them) */
 		ar_cgroup_dirs(px->cg, s->proxy_cgroup, sizeof(s->proxy_cgroup));
 	if (o->owner == 0) { /* net up: the proxy's end is the netns' end */
@@ -126,7 +141,9 @@ int ar_net_wire_detached(const struct ar_net_detached_opts *o, int ns_fd, struct
 	}
 	/* the handle only: the cgroup is the proxy's until ar_net_unwire removes it, and
 	 * this process exits soon (the hook) */
+	ar_cgroup_forget(px.cg);
 	px.cg = NULL;
+	free(px.ca_pem);
 	return 0;
 }
 

@@ -14,6 +14,14 @@
 
 /* mkdir AR_NET_STATE_ROOT (0711) and, when sub is set, AR_NET_STATE_ROOT/sub (0700). */
 int net_mkdir_root(const char *sub, ar_error_t *err);
+/* secrets.c: placeholders and sources; the CA bundle; its completion; its removal */
+int net_secrets_check(struct ar_net *n, ar_error_t *err);
+int net_secrets_bundle(struct ar_net *n, ar_error_t *err);
+int net_secrets_ready(struct ar_net *n, ar_error_t *err);
+void net_secrets_stop(struct ar_net *n);
+#define NET_CA_BUNDLE_FILE  "ca-bundle.pem"
+#define NET_KUBECONFIG_FILE "kubeconfig"
+
 /* AR_NET_STATE_ROOT/net opened and flock'ed (exclusive); close to unlock. */
 int net_lock_entries(ar_error_t *err);
 /* Is the owner of the allocation entry `name` in dirfd alive? */

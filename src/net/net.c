@@ -142,6 +142,7 @@ static int start_proxy(struct ar_net *n, int userns, ar_error_t *err)
 	    /* it stops when the sandbox's init exits, as agentrun wakes to it: its exit
 	     * then runs beside agentrun's teardown instead of after a SIGTERM from it */
 	    .stop_with = n->state.pid,
+	    .secrets = n->secrets,
 	    .userns_fd = userns,
 	};
 	if (ar_net_proxy_start(&po, &n->proxy, err) == -1)
@@ -160,6 +161,8 @@ int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_ne
 			     .audit_fd = -1,
 			     .log_fd = -1,
 			     .resolv_fd = -1,
+			     .bundle_fd = -1,
+			     .kubeconfig_fd = -1,
 			     .no_cgroups = o->no_cgroups};
 	n->state.net_index = -1;
 	ar_net_gc(); /* the caller's own: root's, or this user's */
@@ -173,7 +176,11 @@ int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_ne
 	const char *policy = o->policy_path ? o->policy_path : "";
 	snprintf(n->state.policy, sizeof(n->state.policy), "%s",
 		 strlen(policy) < sizeof(n->state.policy) ? policy : "?");
+	if (net_secrets_check(n, err) == -1)
+		goto fail;
 	if (p->network == AR_NETWORK_PROXY && start_network(n, o, err) == -1)
+		goto fail;
+	if (net_secrets_bundle(n, err) == -1)
 		goto fail;
 	if (p->network == AR_NETWORK_PROXY && p->proxy.transparent && make_resolv(n, err) == -1)
 		goto fail;
@@ -279,6 +286,8 @@ int ar_net_ready(struct ar_net *n, const struct ar_cgroup *cg, ar_error_t *err)
 	ar_cgroup_dirs(n->proxy.cg, n->state.proxy_cgroup, sizeof(n->state.proxy_cgroup));
 	if (ar_net_proxy_ready(&n->proxy, err) == -1)
 		return ar_error_wrap(err, "proxy");
+	if (net_secrets_ready(n, err) == -1)
+		return -1;
 	n->state_written = true;
 	return ar_net_state_write(&n->state, err);
 }
@@ -313,6 +322,7 @@ void ar_net_stop(struct ar_net *n)
 	n->allocated = false;
 	/* while the proxy exits: a kill -9 from here on leaves only cgroups named for a dead
 	 * agentrun, which the next cgroup made beside them sweeps (ar_cgroup_sweep) */
+	net_secrets_stop(n);
 	if (n->state_written)
 		ar_net_state_remove(n->state.name);
 	n->state_written = false;

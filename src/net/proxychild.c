@@ -48,6 +48,7 @@
 #include "agentrun/proxy.h"
 #include "agentrun/rules.h"
 #include "agentrun/seccomp.h"
+#include "agentrun/secrets.h"
 #include "agentrun/util.h"
 #include "net-internal.h"
 
@@ -70,6 +71,7 @@ struct child {
 	bool rootless; /* o->userns_fd >= 0 */
 	int uid_lease; /* held until the proxy exits */
 	struct ar_seccomp *seccomp;
+	struct ar_proxy_tls *tls; /* with secrets: the sandbox CA and the upstream trust */
 };
 
 /* Detached (the OCI hook, `net up`): a session of its own, so the runtime's signals to
@@ -225,6 +227,25 @@ static int mount_view(struct child *c, ar_error_t *err)
 	return 0;
 }
 
+/* With secrets, while the host's files are still in view: the values (into locked
+ * memory left out of core dumps), the TLS module, the sandbox CA (its key made here,
+ * never leaving this process) and the upstream trust store. Not dumpable from here on:
+ * no core, no ptrace by the same uid. */
+static int prepare_secrets(struct child *c, ar_error_t *err)
+{
+	if (c->o->secrets == NULL)
+		return 0;
+	char ca_name[AR_POLICY_NAME_MAX + 64];
+	snprintf(ca_name, sizeof(ca_name), "agentrun sandbox CA %s-%d", c->o->policy->name,
+		 (int)c->parent);
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
+		return ar_error_make(err, errno, "proxy: not dumpable");
+	if (ar_secrets_load(c->o->secrets, err) == -1)
+		return -1;
+	return ar_proxy_tls_prepare(c->o->policy->proxy.upstream_ca, c->o->secrets->upstream_ca_pem,
+				    ca_name, &c->tls, err);
+}
+
 static int build_proxy(struct child *c, ar_error_t *err)
 {
 	const struct ar_policy *p = c->o->policy;
@@ -254,6 +275,8 @@ static int build_proxy(struct child *c, ar_error_t *err)
 	cfg.handle_signals = true;
 	cfg.stop_fd = c->stop_fd;
 	c->stop_fd = -1; /* the proxy's now */
+	cfg.secrets = c->o->secrets;
+	cfg.tls = c->tls;
 	return ar_proxy_create(&cfg, &c->px, err);
 }
 
@@ -422,6 +445,10 @@ static int confine_syscalls(struct child *c, ar_error_t *err)
 				  .filter = (struct sock_filter *)ar_seccomp_proxy_bpf};
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 		return ar_error_make(err, errno, "proxy: no_new_privs");
+	/* the uid change made it dumpable again (fs.suid_dumpable decides): not with
+	 * secrets in memory */
+	if (c->o->secrets != NULL && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
+		return ar_error_make(err, errno, "proxy: not dumpable");
 	if (c->seccomp != NULL)
 		return ar_seccomp_install(c->seccomp, err);
 	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, ar_seccomp_proxy_bpf_flags, &prog) == -1)
@@ -438,6 +465,8 @@ static const struct {
     {lease_uid},	/* a dynamic uid of its own, leased for its lifetime */
     {enter_cgroup},	/* its own small memory/pids limit */
     {own_userns},	/* not root: what mount_view needs, nothing more */
+    {prepare_secrets},	/* values, TLS module, sandbox CA: before the view hides them
+			   (after own_userns: a process not dumpable cannot write its maps) */
     {mount_view},	/* nothing of the host's files but the resolver's */
     {compile_seccomp},	/* the embedded profile */
     {build_proxy},	/* while the resolver's files are still readable by uid 0 */
@@ -445,6 +474,16 @@ static const struct {
     {die_with_parent},	/* again: the uid change cleared PDEATHSIG */
     {confine_syscalls}, /* no_new_privs, seccomp/proxy.json, last */
 };
+
+/* After "ok": the sandbox CA's certificate (public), for agentrun's bundle. */
+static int report_ca(struct child *c)
+{
+	char pem[8192];
+	if (c->tls == NULL)
+		return 0;
+	int n = ar_proxy_tls_ca_pem(c->tls, pem, sizeof(pem));
+	return n > 0 ? ar_write_all(c->report, pem, (size_t)n) : -1;
+}
 
 __attribute__((noreturn)) static void child_main(struct child *c)
 {
@@ -458,10 +497,12 @@ __attribute__((noreturn)) static void child_main(struct child *c)
 			}
 			_exit(1);
 		}
-	if (ar_write_all(c->report, "ok", 2) == -1)
+	if (ar_write_all(c->report, "ok", 2) == -1 || report_ca(c) == -1)
 		_exit(1);
 	close(c->report);
-	_exit(ar_proxy_run(c->px, &err) == -1 ? 1 : 0);
+	int r = ar_proxy_run(c->px, &err) == -1 ? 1 : 0;
+	ar_secrets_free(c->o->secrets); /* the values wiped before the exit */
+	_exit(r);
 }
 
 /* Without root, where the sandbox's went: a delegated v2 subtree, or none (run's line
@@ -621,22 +662,22 @@ int ar_net_proxy_netns(struct ar_net_proxy *px, int *netns, int *route, ar_error
 
 int ar_net_proxy_ready(struct ar_net_proxy *px, ar_error_t *err)
 {
-	char msg[1024];
+	char msg[16384];
 	ssize_t n = 0, r;
 
 	if (px->report < 0)
 		return 0;
-	while ((r = TEMP_FAILURE_RETRY(read(px->report, msg + n, sizeof(msg) - 1 - (size_t)n))) >
-	       0) {
+	/* "ok", then with secrets the CA certificate, then EOF (the child closes it) */
+	while ((r = TEMP_FAILURE_RETRY(read(px->report, msg + n, sizeof(msg) - 1 - (size_t)n))) > 0)
 		n += r;
-		if (n == 2 && memcmp(msg, "ok", 2) == 0)
-			break;
-	}
 	close(px->report);
 	px->report = -1;
 	msg[n] = '\0';
-	if (n == 2 && strcmp(msg, "ok") == 0)
+	if (n >= 2 && memcmp(msg, "ok", 2) == 0) {
+		free(px->ca_pem);
+		px->ca_pem = n > 2 ? ar_xstrdup(msg + 2) : NULL;
 		return 0;
+	}
 	return ar_error_make(err, 0, "%s", n > 0 ? msg : "the proxy died while starting");
 }
 
@@ -693,5 +734,7 @@ void ar_net_proxy_stop(struct ar_net_proxy *px)
 	if (px->report >= 0)
 		close(px->report);
 	px->report = -1;
+	free(px->ca_pem);
+	px->ca_pem = NULL;
 	remove_cgroup(px);
 }

@@ -205,7 +205,11 @@ void ar_net_state_remove(const char *name)
 {
 	char *dir = ar_xstrdup(ar_net_state_dir(name));
 	ar_autofree char *file = ar_xasprintf("%s/state", dir);
+	ar_autofree char *bundle = ar_xasprintf("%s/" NET_CA_BUNDLE_FILE, dir);
+	ar_autofree char *kube = ar_xasprintf("%s/" NET_KUBECONFIG_FILE, dir);
 	unlink(file);
+	unlink(bundle); /* secrets: the sandbox's CA bundle and kubeconfig */
+	unlink(kube);
 	rmdir(dir);
 	free(dir);
 }
@@ -292,11 +296,36 @@ static void gc_entries(void)
 	closedir(d);
 }
 
+/* A directory NAME-PID without a state file: secrets made its CA bundle and kubeconfig
+ * before the state is written; an agentrun killed in between (kill -9) leaves them.
+ * Removed once PID is gone (a live run's directory is never touched). */
+static void gc_stateless(void)
+{
+	DIR *d = opendir(AR_NET_STATE_ROOT);
+	struct dirent *e;
+	while (d && (e = readdir(d)) != NULL) {
+		const char *dash = strrchr(e->d_name, '-');
+		char *end = NULL;
+		long pid = dash ? strtol(dash + 1, &end, 10) : 0;
+		if (e->d_name[0] == '.' || pid <= 0 || end == NULL || *end != '\0' ||
+		    faccessat(dirfd(d), e->d_name, F_OK, 0) != 0)
+			continue;
+		ar_autofree char *state = ar_xasprintf("%s/state", e->d_name);
+		if (faccessat(dirfd(d), state, F_OK, 0) == 0 ||
+		    (kill((pid_t)pid, 0) == 0 || errno == EPERM))
+			continue;
+		ar_net_state_remove(e->d_name);
+	}
+	if (d)
+		closedir(d);
+}
+
 int ar_net_gc(void)
 {
 	int n = 0;
 	ar_net_state_foreach(gc_one, &n);
 	gc_entries();
+	gc_stateless();
 	return n;
 }
 

@@ -193,7 +193,7 @@ int policy_check(const struct ar_policy *p, ar_error_t *err)
 {
 	if (check_identity(p, err) == -1 || check_limits(p, err) == -1 ||
 	    check_paths(p, err) == -1 || check_env(p, err) == -1 || check_network(p, err) == -1 ||
-	    policy_check_dns_pool(p, err) == -1)
+	    policy_check_dns_pool(p, err) == -1 || policy_check_secrets(p, err) == -1)
 		return -1;
 	if (strcmp(p->seccomp, "default") != 0 && strcmp(p->seccomp, "unconfined") != 0)
 		return check_path(err, p->origin, "seccomp", p->seccomp, PATH_NOT_ROOT);

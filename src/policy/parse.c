@@ -685,6 +685,11 @@ static int x_dns_pool(struct pctx *c, const cJSON *v, const char *path, void *t)
 	return 0;
 }
 
+static int x_upstream_ca(struct pctx *c, const cJSON *v, const char *path, void *t)
+{
+	return set_path(c, v, path, PATH_NOT_ROOT, &c->p->proxy.upstream_ca);
+}
+
 static const struct field proxy_fields[] = {
     {"port", x_port},
     {"max_bytes_out", x_max_bytes_out},
@@ -692,11 +697,79 @@ static const struct field proxy_fields[] = {
     {"allow_private", x_allow_private},
     {"transparent", x_transparent},
     {"dns_pool", x_dns_pool},
+    {"upstream_ca", x_upstream_ca},
 };
 
 static int f_proxy(struct pctx *c, const cJSON *v, const char *path, void *t)
 {
 	return walk_object(c, v, path, proxy_fields, AR_ARRAY_SIZE(proxy_fields), NULL);
+}
+
+/* ---- secrets ------------------------------------------------------------ */
+
+static int s_from(struct pctx *c, const cJSON *v, const char *path, void *t)
+{
+	const char *s = NULL;
+	if (get_string(c, v, path, &s) == -1)
+		return -1;
+	replace_str(&((struct ar_secret_spec *)t)->from, s); /* judged in check.c */
+	return 0;
+}
+
+static int s_hosts(struct pctx *c, const cJSON *v, const char *path, void *t)
+{
+	struct ar_secret_spec *s = t;
+	return walk_strings(c, v, path, host_elem, &s->hosts, &s->n_hosts);
+}
+
+static const struct field secret_fields[] = {
+    {"from", s_from},
+    {"hosts", s_hosts},
+};
+
+static int parse_secret(struct pctx *c, const cJSON *it, const char *path, struct ar_secret_spec *s)
+{
+	s->name = ar_xstrdup(it->string);
+	if (walk_object(c, it, path, secret_fields, AR_ARRAY_SIZE(secret_fields), s) == -1)
+		return -1;
+	if (s->from == NULL)
+		return perr(c, path, "missing \"from\" (env:NAME or file:PATH)");
+	if (s->n_hosts == 0)
+		return perr(c, path, "missing \"hosts\" (the hosts the secret is for)");
+	return 0;
+}
+
+static int cmp_secret(const void *a, const void *b)
+{
+	return strcmp(((const struct ar_secret_spec *)a)->name,
+		      ((const struct ar_secret_spec *)b)->name);
+}
+
+static int f_secrets(struct pctx *c, const cJSON *v, const char *path, void *t)
+{
+	if (!cJSON_IsObject(v))
+		return type_err(c, path, "an object of NAME: {from, hosts}", v);
+	size_t cap = (size_t)cJSON_GetArraySize(v), n = 0;
+	struct ar_secret_spec *s = ar_xcalloc(cap ? cap : 1, sizeof(*s));
+	int r = 0;
+	for (const cJSON *it = v->child; it && r == 0; it = it->next) {
+		ar_autofree char *kpath = ar_xasprintf("%s.%s", path, it->string);
+		if (cJSON_IsNull(it))
+			continue;
+		r = parse_secret(c, it, kpath, &s[n++]);
+	}
+	qsort(s, n, sizeof(*s), cmp_secret);
+	for (size_t i = 1; r == 0 && i < n; i++)
+		if (strcmp(s[i - 1].name, s[i].name) == 0)
+			r = perr(c, path, "duplicate key \"%s\"", s[i].name);
+	if (r == -1) {
+		policy_free_secrets(s, n);
+		return -1;
+	}
+	policy_free_secrets(c->p->secrets, c->p->n_secrets);
+	c->p->secrets = s;
+	c->p->n_secrets = n;
+	return 0;
 }
 
 static const struct field top_fields[] = {
@@ -713,6 +786,7 @@ static const struct field top_fields[] = {
     {"seccomp", f_seccomp},
     {"network", f_network},
     {"proxy", f_proxy},
+    {"secrets", f_secrets},
     {"mode", f_mode},
 };
 

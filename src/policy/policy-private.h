@@ -45,10 +45,16 @@ bool policy_image_valid(const char *s);
 
 /* Why KEY may not be set in the policy env (agentrun sets it), or NULL. */
 const char *policy_env_reserved(const struct ar_policy *p, const char *key);
+/* The same, but for agentrun's own variables only (not the secrets' names). */
+const char *policy_env_agentrun_var(const struct ar_policy *p, const char *key);
 #define AR_POLICY_MSG_MAX 1024
 /* "ORIGIN: KEY: message" as an error, bounded to AR_POLICY_MSG_MAX. Returns -1. */
 int policy_verror(ar_error_t *err, const char *origin, const char *key, const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));
+
+void policy_free_secrets(struct ar_secret_spec *s, size_t n);
+/* secrets (src/policy/secrets.c): names, sources, hosts in allowed_hosts. */
+int policy_check_secrets(const struct ar_policy *p, ar_error_t *err);
 
 /* A policy holding the defaults for a policy file (DESIGN §3). */
 struct ar_policy *policy_new(const char *origin);

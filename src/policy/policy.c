@@ -85,6 +85,8 @@ void ar_policy_free(struct ar_policy *p)
 	free(p->proxy.budgets);
 	ar_strv_free(p->proxy.allow_private);
 	free(p->proxy.dns_pool);
+	free(p->proxy.upstream_ca);
+	policy_free_secrets(p->secrets, p->n_secrets);
 	free(p);
 }
 

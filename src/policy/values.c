@@ -174,14 +174,26 @@ bool policy_image_valid(const char *s)
 	return true;
 }
 
-const char *policy_env_reserved(const struct ar_policy *p, const char *key)
+const char *policy_env_agentrun_var(const struct ar_policy *p, const char *key)
 {
 	if (p->network == AR_NETWORK_PROXY && ar_proxy_env_is_proxy_var(key))
 		return "is set by agentrun to the proxy's address when network is "
 		       "\"proxy\"";
 	if (p->kubeconfig != NULL && strcmp(key, "KUBECONFIG") == 0)
 		return "is set by agentrun to the kubeconfig target when kubeconfig is given";
+	for (size_t i = 0; p->n_secrets > 0 && i < AR_POLICY_CA_ENV_N; i++)
+		if (strcmp(key, ar_policy_ca_env_vars[i]) == 0)
+			return "is set by agentrun to the sandbox's CA bundle when the policy has "
+			       "secrets";
 	return NULL;
+}
+
+const char *policy_env_reserved(const struct ar_policy *p, const char *key)
+{
+	for (size_t i = 0; i < p->n_secrets; i++)
+		if (strcmp(key, p->secrets[i].name) == 0)
+			return "is a secret's name: the sandbox gets its placeholder there";
+	return policy_env_agentrun_var(p, key);
 }
 
 int policy_verror(ar_error_t *err, const char *origin, const char *key, const char *fmt, va_list ap)

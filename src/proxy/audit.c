@@ -72,6 +72,12 @@ void ar_proxy_audit_format(const struct ar_audit_rec *r, struct ar_buf *out)
 	ar_buf_put_u64(out, r->bytes_in);
 	ar_buf_puts(out, ",\"duration_ms\":");
 	ar_buf_put_i64(out, r->duration_ms < 0 ? 0 : r->duration_ms);
+	if (r->secret) {
+		ar_buf_puts(out, ",\"secret\":");
+		ar_json_quote(out, r->secret);
+		ar_buf_puts(out, ",\"secret_action\":");
+		ar_json_quote(out, r->secret_action);
+	}
 	if (r->learned)
 		ar_buf_puts(out, ",\"learned\":true");
 	if (r->has_body) {

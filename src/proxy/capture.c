@@ -72,6 +72,19 @@ static enum cstate literal_start(struct client *c, const struct sockaddr_in *dst
 	return CS_SNIFF;
 }
 
+/* A secret's host, on a port other than plain HTTP's: the connection is TLS to be
+ * terminated (docs/secrets.md), not a tunnel. */
+static bool captured_secrets(struct client *c, const char *name)
+{
+	struct ar_host h;
+	ar_auto_error ar_error_t err = NULL;
+	if (c->px->cfg.tls == NULL || !secret_any(c) || c->port == 80 ||
+	    ar_host_canonicalize(name, &h, &err) == -1)
+		return false;
+	secret_begin(c, &h, c->port);
+	return c->secrets_bound != 0;
+}
+
 /* Decide the connection on the name behind the address it was made to. */
 static enum cstate captured_start(struct client *c, const struct sockaddr_in *dst)
 {
@@ -106,6 +119,8 @@ static enum cstate captured_start(struct client *c, const struct sockaddr_in *ds
 	if (!c->allowed)
 		return refuse(c, t.decision.reason);
 	snprintf(c->reason, sizeof(c->reason), "%s (captured at %s)", t.decision.reason, addr);
+	if (captured_secrets(c, t.name))
+		return term_captured(c);
 	budget_attach(c);
 	if (budget_spent(c))
 		return spent(c);

@@ -39,6 +39,7 @@ static const struct {
     [CS_REPLY] = {step_reply, timeout_close},
     [CS_LINGER] = {step_linger, timeout_close},
     [CS_SNIFF] = {step_sniff, timeout_close},
+    [CS_TLSACCEPT] = {step_tls_accept, timeout_close},
 };
 
 static void client_unlink(struct client *c)
@@ -66,6 +67,7 @@ static void conn_close(struct client *c)
 		upstream_release(c, false);
 	ar_egress_unref(c->egress);
 	c->egress = NULL;
+	tlsio_free(c->px, &c->tls);
 	close(c->fd);
 	c->fd = -1;
 	iobuf_free(c->px, &c->in);

@@ -5,6 +5,7 @@
  * ever forwarded: the stub has no upstream. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -30,10 +31,43 @@ struct dns_conn {
 	uint8_t buf[AR_DNS_MAX_QUERY + 2];
 };
 
+/* A name carrying a secret's placeholder (an injection spelling it into a DNS name to
+ * carry it out): REFUSED, audited by the secret's name. 0 when the name has none. */
+static size_t refuse_secret(struct ar_proxy *px, const uint8_t *q, size_t len, uint8_t *out,
+			    size_t cap)
+{
+	struct ar_dns_query dq;
+	if (px->cfg.secrets == NULL || ar_dns_parse_query(q, len, &dq) != AR_DNS_PARSE_OK)
+		return 0;
+	uint64_t found = ar_secrets_find_name(px->cfg.secrets, dq.name);
+	if (found == 0)
+		return 0;
+	char names[200], type[16], reason[AR_HOST_MAX + 300];
+	ar_secrets_names(px->cfg.secrets, found, names, sizeof(names));
+	snprintf(reason, sizeof(reason),
+		 "%s: the placeholder of secret %s in a DNS name, which is not one of its hosts",
+		 ar_dns_type_name(dq.qtype, type, sizeof(type)), names);
+	struct ar_dns_answer a = {.rcode = AR_DNS_REFUSED};
+	size_t n = ar_dns_build_reply(&dq, &a, out, cap);
+	struct ar_audit_rec rec = {.method = "DNS",
+				   .host = dq.name,
+				   .port = 53,
+				   .status = AR_DNS_REFUSED,
+				   .reason = reason,
+				   .secret = names,
+				   .secret_action = "refused"};
+	px->stats.dns_queries++;
+	proxy_record(px, &rec);
+	return n > 0 ? n : (size_t)-1;
+}
+
 static size_t answer(struct ar_proxy *px, const uint8_t *q, size_t len, uint8_t *out, size_t cap)
 {
 	struct ar_dns_event ev;
 	struct ar_audit_rec rec;
+	size_t r = refuse_secret(px, q, len, out, cap);
+	if (r != 0)
+		return r == (size_t)-1 ? 0 : r;
 	size_t n = ar_dns_stub_answer(px->dns_stub, q, len, out, cap, &ev);
 	ar_dns_event_audit(&ev, &rec);
 	px->stats.dns_queries++;

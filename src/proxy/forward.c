@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -86,6 +87,11 @@ void client_audit(struct client *c)
 	    .has_body = c->has_body,
 	    .body_bytes = c->body_bytes,
 	};
+	char names[512];
+	if (c->secrets_used || c->secrets_refused) {
+		secret_audit_names(c, names, sizeof(names), &r.secret_action);
+		r.secret = names;
+	}
 	c->audited = true;
 	proxy_record(px, &r);
 }
@@ -187,8 +193,7 @@ static enum cstate next_request(struct client *c)
 enum cstate step_reply(struct client *c)
 {
 	while (c->out.off < c->out.len) {
-		ssize_t n =
-		    send(c->fd, c->out.p + c->out.off, c->out.len - c->out.off, MSG_NOSIGNAL);
+		ssize_t n = cio_send(c, c->out.p + c->out.off, c->out.len - c->out.off);
 		if (n > 0) {
 			c->out.off += (uint32_t)n;
 			continue;
@@ -212,7 +217,7 @@ enum cstate step_linger(struct client *c)
 {
 	char scratch[4096];
 	for (;;) {
-		ssize_t n = recv(c->fd, scratch, sizeof(scratch), 0);
+		ssize_t n = cio_recv(c, scratch, sizeof(scratch));
 		if (n > 0)
 			continue;
 		if (n == -1 && errno == EINTR)
@@ -259,7 +264,8 @@ static enum cstate budget_refuse(struct client *c)
 
 /* Decide on the request's host:port with the rules in force now: CS_UPSTREAM when
  * allowed, else the reply. */
-static enum cstate decide(struct client *c, const struct ar_h1_request *req)
+static enum cstate decide(struct client *c, const struct ar_h1_request *req, const char *head,
+			  size_t len)
 {
 	struct ar_proxy *px = c->px;
 	struct ar_host h;
@@ -282,6 +288,11 @@ static enum cstate decide(struct client *c, const struct ar_h1_request *req)
 	c->rule_literal = rule_is_literal(px->egress->rules, d.rule);
 	c->allowed = d.allowed;
 	snprintf(c->reason, sizeof(c->reason), "%s", d.reason);
+	secret_begin(c, &h, req->port);
+	/* a placeholder refused is the reason, whatever the allow-list says: the operator
+	 * learns which secret an injection tried to send where */
+	if (secret_any(c) && secret_check_head(c, head, len) == -1)
+		return reply_with(c, 403, c->reason, false);
 	if (!d.allowed)
 		return reply_with(c, 403, c->reason, false);
 	budget_attach(c);
@@ -298,8 +309,11 @@ static enum cstate decide(struct client *c, const struct ar_h1_request *req)
 static void start_forward(struct client *c, const char *head, const struct ar_h1_request *req)
 {
 	ar_buf_reset(&c->x.uo);
-	ar_h1_write_request(head, req, c->egress->pass_forwarded ? AR_H1_PASS_FORWARDED : 0,
-			    &c->x.uo);
+	unsigned flags = (c->egress->pass_forwarded ? AR_H1_PASS_FORWARDED : 0) |
+			 (req->upgrade ? AR_H1_PASS_UPGRADE : 0);
+	ar_h1_write_request(head, req, flags, &c->x.uo);
+	c->x.upgrade = req->upgrade;
+	c->x.upgraded = false;
 	c->x.uo_off = 0;
 	ar_h1m_init(&c->x.req_m, req->framing, req->content_length);
 	c->x.req_done = c->x.req_m.done;
@@ -309,6 +323,115 @@ static void start_forward(struct client *c, const char *head, const struct ar_h1
 
 static enum cstate on_upstream(struct client *c, int status, const char *why);
 
+/* ---- secrets: substitution, refusals, terminated connections ---- */
+
+/* A CONNECT to a host a secret is for: the 200, then TLS with the sandbox CA's leaf
+ * for it (CS_TLSACCEPT); no upstream yet: each request inside finds its own (the
+ * pool's TLS connections to the origin, or a fresh one, verified). */
+static enum cstate term_begin(struct client *c)
+{
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+	if (c->in.len > c->in.off) {
+		c->keepalive = false;
+		return reply_with(c, 400,
+				  "bytes after the CONNECT head before the proxy's 200: a "
+				  "terminated connection starts its TLS after the 200",
+				  c->allowed);
+	}
+	snprintf(c->term_host, sizeof(c->term_host), "%s", c->host);
+	c->term_port = c->port;
+	c->out.off = c->out.len = 0;
+	iobuf_reserve(c->px, &c->out, sizeof(ok), OUT_MAX);
+	memcpy(c->out.p, ok, sizeof(ok) - 1);
+	c->out.len = sizeof(ok) - 1;
+	c->deadline = c->px->loop.now + c->px->egress->header_timeout_ms;
+	return CS_TLSACCEPT;
+}
+
+/* A captured connection (no CONNECT, a proxy-unaware client such as node's fetch) to a
+ * secret's host: terminated the same way, without the 200. */
+enum cstate term_captured(struct client *c)
+{
+	snprintf(c->method, sizeof(c->method), "TLS");
+	snprintf(c->term_host, sizeof(c->term_host), "%s", c->host);
+	c->term_port = c->port;
+	c->out.off = c->out.len = 0;
+	c->deadline = c->px->loop.now + c->px->egress->header_timeout_ms;
+	return CS_TLSACCEPT;
+}
+
+/* Placeholders in the request: put in for the host's secrets, refused elsewhere. */
+static enum cstate apply_secrets(struct client *c, const char *head, size_t len,
+				 const struct ar_h1_request *req)
+{
+	if (req->is_connect) {
+		if (secret_check_connect(c, head, len) == -1)
+			return reply_with(c, 403, c->reason, false);
+		return c->secrets_bound && c->px->cfg.tls ? term_begin(c) : CS_UPSTREAM;
+	}
+	if (secret_rewrite_head(c, &c->x.uo) == -1)
+		return reply_with(c, 403, c->reason, false);
+	return CS_UPSTREAM;
+}
+
+static void term_reason(struct client *c, const char *what)
+{
+	size_t n = strlen(c->reason);
+	snprintf(c->reason + n, sizeof(c->reason) - n, "; %s", what);
+}
+
+static enum cstate term_handshake_failed(struct client *c)
+{
+	char why[400];
+	snprintf(why, sizeof(why),
+		 "TLS with the client failed (%s): a client that does not trust the sandbox CA "
+		 "(it pins its certificates or brings its own roots) cannot reach a secret's host",
+		 tlsio_error(c->px, c->tls));
+	term_reason(c, why);
+	c->status = 502;
+	return CS_CLOSE;
+}
+
+/* The client's handshake with the proxy, the SNI checked against the CONNECT host;
+ * then the connection carries requests, each decided, rewritten and audited. */
+enum cstate step_tls_accept(struct client *c)
+{
+	char why[700];
+	while (c->out.off < c->out.len && c->tls == NULL) {
+		ssize_t n =
+		    send(c->fd, c->out.p + c->out.off, c->out.len - c->out.off, MSG_NOSIGNAL);
+		if (n > 0)
+			c->out.off += (uint32_t)n;
+		else if (n == -1 && would_block())
+			return CS_WAIT;
+		else if (!(n == -1 && errno == EINTR))
+			return CS_CLOSE;
+	}
+	if (c->tls == NULL && tlsio_accept(c, c->term_host, why, sizeof(why)) == -1) {
+		term_reason(c, why);
+		c->status = 502;
+		return CS_CLOSE;
+	}
+	if (tlsio_handshake(c->px, c->tls) == -1)
+		return errno == EAGAIN ? CS_WAIT : term_handshake_failed(c);
+	const char *sni = tlsio_server_name(c->px, c->tls);
+	if (sni != NULL && strcasecmp(sni, c->term_host) != 0) {
+		snprintf(why, sizeof(why), "SNI %s does not match CONNECT %s", sni, c->term_host);
+		term_reason(c, why);
+		c->status = 421;
+		c->allowed = false;
+		return CS_CLOSE;
+	}
+	char names[512];
+	ar_secrets_names(c->px->cfg.secrets, c->secrets_bound, names, sizeof(names));
+	snprintf(why, sizeof(why), "terminated: the proxy adds %s on the way", names);
+	term_reason(c, why);
+	c->status = 200;
+	client_audit(c);
+	c->term = true;
+	return next_request(c);
+}
+
 static enum cstate handle_request(struct client *c, size_t head_end)
 {
 	struct ar_h1_request req;
@@ -317,7 +440,9 @@ static enum cstate handle_request(struct client *c, size_t head_end)
 	size_t len = head_end - c->scan.start;
 	begin_request(c);
 	c->keepalive = false;
-	int rc = ar_h1_parse_request(head, len, &req, &e);
+	struct ar_h1_origin at = {c->term_host, c->term_port, strchr(c->term_host, ':') != NULL};
+	int rc = c->term ? ar_h1_parse_request_at(head, len, &at, &req, &e)
+			 : ar_h1_parse_request(head, len, &req, &e);
 	if (req.method.len) {
 		copy_span(c->method, sizeof(c->method), head, req.method);
 		c->have_method = true;
@@ -331,12 +456,14 @@ static enum cstate handle_request(struct client *c, size_t head_end)
 	memset(&c->scan, 0, sizeof(c->scan));
 	/* a denied request without a body leaves the connection usable */
 	c->keepalive = !req.conn_close && !req.is_connect && req.framing == AR_H1_BODY_NONE;
-	enum cstate next = decide(c, &req);
+	enum cstate next = decide(c, &req, head, len);
 	if (next != CS_UPSTREAM)
 		return next;
-	c->keepalive = !req.conn_close && !req.is_connect;
 	if (!req.is_connect)
 		start_forward(c, head, &req);
+	if (secret_any(c) && (next = apply_secrets(c, head, len, &req)) != CS_UPSTREAM)
+		return next;
+	c->keepalive = !req.conn_close && !req.is_connect;
 	c->deadline = 0;
 	return search_start(c, on_upstream);
 }
@@ -369,7 +496,7 @@ enum cstate step_head(struct client *c)
 		}
 		if (!iobuf_reserve(c->px, &c->in, 4096, IN_MAX))
 			return head_limit(c, 431, "request headers larger than 64 KiB");
-		ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
+		ssize_t n = cio_recv(c, c->in.p + c->in.len, c->in.cap - c->in.len);
 		if (n > 0) {
 			c->in.len += (uint32_t)n;
 			if (!c->head_deadline) {
@@ -443,8 +570,7 @@ static int fwd_send_head(struct client *c, enum cstate *end)
 		return 0;
 	if (budget_room(c) < c->x.uo.len - c->x.uo_off)
 		return ended(end, budget_refuse(c));
-	ssize_t n =
-	    send(c->up->fd, c->x.uo.data + c->x.uo_off, c->x.uo.len - c->x.uo_off, MSG_NOSIGNAL);
+	ssize_t n = uio_send(c->up, c->x.uo.data + c->x.uo_off, c->x.uo.len - c->x.uo_off);
 	if (n > 0) {
 		c->x.uo_off += (size_t)n;
 		c->bytes_out += (uint64_t)n;
@@ -467,20 +593,29 @@ static int frame_request_body(struct client *c, enum cstate *end)
 		return ended(end, reply_with(c, 400, "bad chunk syntax in request body", false));
 	}
 	c->x.req_ready = (uint32_t)used;
+	if (used > 0 && secret_check_body(c, c->in.p + c->in.off, used) == -1) {
+		c->keepalive = c->x.up_reusable = false;
+		if (c->x.resp_started) {
+			c->status = 403;
+			return ended(end, CS_CLOSE);
+		}
+		return ended(end, reply_with(c, 403, c->reason, false));
+	}
 	return 0;
 }
 
 static int read_client_body(struct client *c, enum cstate *end)
 {
 	iobuf_reserve(c->px, &c->in, 4096, IN_MAX);
-	ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
+	ssize_t n = cio_recv(c, c->in.p + c->in.len, c->in.cap - c->in.len);
 	if (n > 0) {
 		c->in.len += (uint32_t)n;
 		return 1;
 	}
 	if (n == -1 && (would_block() || errno == EINTR))
 		return 0;
-	snprintf(c->reason, sizeof(c->reason), "client closed the connection mid-request");
+	if (!c->x.upgraded) /* an upgraded connection ends when either side closes */
+		snprintf(c->reason, sizeof(c->reason), "client closed the connection mid-request");
 	return ended(end, CS_CLOSE);
 }
 
@@ -506,7 +641,7 @@ static int fwd_send_body(struct client *c, enum cstate *end)
 		if (room == 0)
 			return ended(end, budget_refuse(c));
 		size_t len = c->x.req_ready < room ? c->x.req_ready : (size_t)room;
-		ssize_t n = send(c->up->fd, c->in.p + c->in.off, len, MSG_NOSIGNAL);
+		ssize_t n = uio_send(c->up, c->in.p + c->in.off, len);
 		if (n > 0) {
 			c->in.off += (uint32_t)n;
 			c->x.req_ready -= (uint32_t)n;
@@ -543,6 +678,24 @@ static uint32_t add_response_via(struct client *c, uint32_t end, int minor)
 	return n;
 }
 
+/* 101 to an upgrade the client asked for (a WebSocket, after the head's substitution):
+ * from here both ways are opaque bytes until either side closes, relayed by the same
+ * exchange as bodies delimited by the close. */
+static int upgraded(struct client *c, size_t end, const struct ar_h1_response *r)
+{
+	c->x.resp_head_done = c->x.upgraded = true;
+	c->keepalive = c->x.up_reusable = false;
+	end = secret_mask_response(c, &c->out, c->x.rbase + (uint32_t)c->x.rscan.start,
+				   c->x.rbase + (uint32_t)end) -
+	      c->x.rbase;
+	end += add_response_via(c, c->x.rbase + (uint32_t)end, r->minor);
+	c->x.rready = c->x.rbase + (uint32_t)end;
+	ar_h1m_init(&c->x.resp_m, AR_H1_BODY_CLOSE, 0);
+	ar_h1m_init(&c->x.req_m, AR_H1_BODY_CLOSE, 0);
+	c->x.resp_done = c->x.req_done = false;
+	return 1;
+}
+
 static int response_head(struct client *c, size_t end, enum cstate *next)
 {
 	struct ar_h1_response r;
@@ -551,10 +704,12 @@ static int response_head(struct client *c, size_t end, enum cstate *next)
 	if (ar_h1_parse_response(head, end - c->x.rscan.start, c->is_head, &r, &why) == -1)
 		return ended(next, fwd_abort(c, why));
 	c->status = r.status;
+	if (r.status == 101 && c->x.upgrade && c->x.req_done)
+		return upgraded(c, end, &r);
 	if (r.status < 200) {
 		if (r.status == 101)
-			return ended(next, fwd_abort(c, "upstream switched protocols (Upgrade is "
-							"not relayed)"));
+			return ended(next, fwd_abort(c, "upstream switched protocols without an "
+							"Upgrade asked for"));
 		c->x.rbase += (uint32_t)end; /* an interim response: forward it, read on */
 		c->x.rready = c->x.rbase;
 		memset(&c->x.rscan, 0, sizeof(c->x.rscan));
@@ -562,6 +717,9 @@ static int response_head(struct client *c, size_t end, enum cstate *next)
 		return 1;
 	}
 	c->x.resp_head_done = true;
+	end = secret_mask_response(c, &c->out, c->x.rbase + (uint32_t)c->x.rscan.start,
+				   c->x.rbase + (uint32_t)end) -
+	      c->x.rbase;
 	end += add_response_via(c, c->x.rbase + (uint32_t)end, r.minor);
 	c->x.rready = c->x.rbase + (uint32_t)end;
 	ar_h1m_init(&c->x.resp_m, r.framing, r.content_length);
@@ -654,7 +812,7 @@ static int fwd_read_response(struct client *c, enum cstate *end)
 			    end, fwd_abort(c, "response head from upstream larger than 64 KiB"));
 		return 0;
 	}
-	ssize_t n = recv(c->up->fd, c->out.p + c->out.len, c->out.cap - c->out.len, 0);
+	ssize_t n = uio_recv(c->up, c->out.p + c->out.len, c->out.cap - c->out.len);
 	if (n > 0) {
 		c->out.len += (uint32_t)n;
 		return track_response(c, end) < 0 ? -1 : 1;
@@ -680,7 +838,7 @@ static int fwd_write_client(struct client *c, enum cstate *end)
 {
 	if (c->out.off >= c->x.rready)
 		return 0;
-	ssize_t n = send(c->fd, c->out.p + c->out.off, c->x.rready - c->out.off, MSG_NOSIGNAL);
+	ssize_t n = cio_send(c, c->out.p + c->out.off, c->x.rready - c->out.off);
 	if (n > 0) {
 		c->out.off += (uint32_t)n;
 		c->bytes_in += (uint64_t)n;

@@ -286,7 +286,15 @@ static int parse_content_length(const char *buf, struct ar_h1_span v, uint64_t *
 	return 0;
 }
 
-enum field_kind { F_OTHER, F_CONTENT_LENGTH, F_TRANSFER_ENCODING, F_HOST, F_CONNECTION, F_PCONN };
+enum field_kind {
+	F_OTHER,
+	F_CONTENT_LENGTH,
+	F_TRANSFER_ENCODING,
+	F_HOST,
+	F_CONNECTION,
+	F_PCONN,
+	F_UPGRADE
+};
 
 static const struct {
 	const char *name;
@@ -297,6 +305,7 @@ static const struct {
     {"host", F_HOST},
     {"connection", F_CONNECTION},
     {"proxy-connection", F_PCONN},
+    {"upgrade", F_UPGRADE},
 };
 
 static enum field_kind field_kind(const char *buf, struct ar_h1_span name)
@@ -310,6 +319,7 @@ static enum field_kind field_kind(const char *buf, struct ar_h1_span name)
 struct field_facts {
 	int n_cl, n_te, n_host;
 	bool chunked, keep_alive, close;
+	bool upgrade_token, upgrade_field; /* Connection: upgrade, and an Upgrade field */
 	struct ar_h1_span host;
 };
 
@@ -333,6 +343,8 @@ static int connection_tokens(const char *buf, struct ar_h1_span v, struct ar_h1_
 			ff->close = true;
 		else if (span_ieq(buf, el, "keep-alive"))
 			ff->keep_alive = true;
+		else if (span_ieq(buf, el, "upgrade"))
+			ff->upgrade_token = true;
 		if (!record)
 			continue;
 		if (req->n_conn_tokens == AR_H1_MAX_CONN_TOKENS)
@@ -371,6 +383,9 @@ static int note_field(const char *buf, const struct ar_h1_field *f, struct ar_h1
 		return connection_tokens(buf, f->value, req, ff, true, e);
 	case F_PCONN:
 		return connection_tokens(buf, f->value, req, ff, false, e);
+	case F_UPGRADE:
+		ff->upgrade_field = true;
+		return 0;
 	case F_OTHER:
 		return 0;
 	}
@@ -422,7 +437,7 @@ static int check_host_field(const char *buf, const struct field_facts *ff,
 	if (ff->n_host == 0)
 		return 0;
 	if (ar_h1_split_authority(buf + ff->host.off, ff->host.len, h, sizeof(h), &port, &v6,
-				  req->is_connect ? req->port : 80) == -1)
+				  req->is_connect || req->origin_form ? req->port : 80) == -1)
 		return fail(e, 400, "invalid Host header");
 	if (!host_eq(h, strlen(h), req->host, strlen(req->host)) || port != req->port)
 		return fail(e, 400, "Host header disagrees with the request URL");
@@ -453,8 +468,35 @@ static int parse_fields(const char *buf, size_t len, size_t p, struct ar_h1_requ
 	}
 }
 
+/* origin-form /path?query inside a terminated connection: the target is the CONNECT's */
+static int parse_origin(const char *buf, const struct ar_h1_origin *o, struct ar_h1_request *req,
+			struct ar_h1_error *e)
+{
+	const char *t = buf + req->target.off;
+	if (req->is_connect)
+		return fail(e, 400, "CONNECT inside a terminated connection");
+	if (req->target.len == 0 || t[0] != '/')
+		return fail(e, 400,
+			    "a request inside a terminated connection needs an origin-form "
+			    "target (/path)");
+	if (memchr(t, '#', req->target.len) != NULL)
+		return fail(e, 400, "fragment in URL");
+	snprintf(req->host, sizeof(req->host), "%s", o->host);
+	req->port = o->port;
+	req->host_is_v6 = o->is_v6;
+	req->path = req->target;
+	req->origin_form = true;
+	return 0;
+}
+
 int ar_h1_parse_request(const char *buf, size_t len, struct ar_h1_request *req,
 			struct ar_h1_error *e)
+{
+	return ar_h1_parse_request_at(buf, len, NULL, req, e);
+}
+
+int ar_h1_parse_request_at(const char *buf, size_t len, const struct ar_h1_origin *o,
+			   struct ar_h1_request *req, struct ar_h1_error *e)
 {
 	memset(req, 0, offsetof(struct ar_h1_request, fields));
 	req->n_conn_tokens = 0;
@@ -473,7 +515,10 @@ int ar_h1_parse_request(const char *buf, size_t len, struct ar_h1_request *req,
 		return fail(e, 400, "both Transfer-Encoding and Content-Length");
 	if (ff.n_te && req->minor == 0)
 		return fail(e, 400, "Transfer-Encoding in an HTTP/1.0 request");
-	if (req->is_connect) {
+	if (o != NULL) {
+		if (parse_origin(buf, o, req, e) == -1)
+			return -1;
+	} else if (req->is_connect) {
 		if (ar_h1_split_authority(buf + req->target.off, req->target.len, req->host,
 					  sizeof(req->host), &req->port, &req->host_is_v6,
 					  -1) == -1)
@@ -491,6 +536,8 @@ int ar_h1_parse_request(const char *buf, size_t len, struct ar_h1_request *req,
 	else
 		req->framing = AR_H1_BODY_NONE;
 	req->conn_close = req->minor == 0 ? !ff.keep_alive : ff.close;
+	req->upgrade = ff.upgrade_token && ff.upgrade_field && req->minor == 1 &&
+		       req->framing == AR_H1_BODY_NONE;
 	return 0;
 }
 
@@ -535,7 +582,8 @@ void ar_h1_write_request(const char *buf, const struct ar_h1_request *req, unsig
 	ar_buf_puts(out, req->minor ? " HTTP/1.1\r\n" : " HTTP/1.0\r\n");
 	for (size_t i = 0; i < req->n_fields; i++) {
 		const struct ar_h1_field *f = &req->fields[i];
-		if (is_hop_by_hop(buf, req, f->name))
+		bool keep = (flags & AR_H1_PASS_UPGRADE) && span_ieq(buf, f->name, "upgrade");
+		if (!keep && is_hop_by_hop(buf, req, f->name))
 			continue;
 		if (!(flags & AR_H1_PASS_FORWARDED) && is_forwarded(buf, f->name))
 			continue;
@@ -546,10 +594,12 @@ void ar_h1_write_request(const char *buf, const struct ar_h1_request *req, unsig
 	}
 	if (!req->has_host_field) {
 		ar_buf_printf(out, req->host_is_v6 ? "Host: [%s]" : "Host: %s", req->host);
-		if (req->port != 80)
+		if (req->port != (req->origin_form ? 443 : 80))
 			ar_buf_printf(out, ":%d", req->port);
 		ar_buf_append(out, "\r\n", 2);
 	}
+	if (flags & AR_H1_PASS_UPGRADE)
+		ar_buf_puts(out, "Connection: Upgrade\r\n");
 	/* RFC 9110 §7.6.3; a client's own Via lines stay before it, as the list's start */
 	ar_buf_puts(out, req->minor ? "Via: 1.1 agentrun\r\n\r\n" : "Via: 1.0 agentrun\r\n\r\n");
 }

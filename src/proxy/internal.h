@@ -2,8 +2,10 @@
  *
  * The files form layers; each calls only into the layers below it (no cycle between
  * files, checked by tests/lint/proxy_layers.sh):
- *   ev -> iobuf, http1, tls, addr, audit, egress -> logq, budget -> pool -> resolve
- *   -> tunnel, forward -> conn (the driver) -> capture, dnsd -> loop.
+ *   ev -> iobuf, http1, tls, addr, audit, egress, tlsio, secret -> logq, budget -> pool
+ *   -> resolve -> tunnel, forward -> conn (the driver) -> capture, dnsd -> loop.
+ * (tlsio: client and upstream I/O, plain or through the TLS module; secret: the
+ * placeholders in a request, docs/secrets.md.)
  * A lower layer reaches an upper one only through a pointer the upper one set (the
  * upstream's owner's ev_io, the search's done callback, a captured connection's
  * sniff step and first-bytes check).
@@ -28,6 +30,7 @@
 #include "agentrun/policy.h"
 #include "agentrun/proxy.h"
 #include "agentrun/rules.h"
+#include "agentrun/secrets.h"
 #include "ev.h"
 
 /* A listening socket; its kind is its accept callback (a transparent listener or a
@@ -74,18 +77,19 @@ struct budget_use {
 struct origin_pool;
 struct client;
 enum cstate {
-	CS_HEAD,     /* reading a request head */
-	CS_UPSTREAM, /* to start the upstream search (pool, resolve, dial) */
-	CS_RESOLVE,  /* waiting for c-ares */
-	CS_CONNECT,  /* upstream connect in progress */
-	CS_FORWARD,  /* plain HTTP exchange */
-	CS_TUNNEL,   /* CONNECT relay */
-	CS_REPLY,    /* sending a response the proxy made */
-	CS_LINGER,   /* write side shut, draining input before close */
-	CS_SNIFF,    /* captured, to a literal address: reading the SNI or Host it names */
-	CS_CLOSE,    /* returned by a step: the driver closes the connection */
-	CS_DEAD,     /* closed; freed after the batch */
-	CS_WAIT,     /* returned by a step: stay in this state until the next event */
+	CS_HEAD,      /* reading a request head */
+	CS_UPSTREAM,  /* to start the upstream search (pool, resolve, dial) */
+	CS_RESOLVE,   /* waiting for c-ares */
+	CS_CONNECT,   /* upstream connect in progress */
+	CS_FORWARD,   /* plain HTTP exchange */
+	CS_TUNNEL,    /* CONNECT relay */
+	CS_REPLY,     /* sending a response the proxy made */
+	CS_LINGER,    /* write side shut, draining input before close */
+	CS_SNIFF,     /* captured, to a literal address: reading the SNI or Host it names */
+	CS_TLSACCEPT, /* a CONNECT to a secret's host: the 200, then the TLS handshake */
+	CS_CLOSE,     /* returned by a step: the driver closes the connection */
+	CS_DEAD,      /* closed; freed after the batch */
+	CS_WAIT,      /* returned by a step: stay in this state until the next event */
 };
 /* A step does what its state can do now and returns the next state (CS_WAIT: none
  * yet). Only the driver (conn.c) loops over steps and sets c->state. */
@@ -94,9 +98,11 @@ typedef enum cstate step_fn(struct client *c);
  * returned; from an asynchronous completion it is handed to conn_resume). */
 typedef enum cstate upstream_done_fn(struct client *c, int status, const char *why);
 
+struct ar_tlsmod_conn;
 struct upstream {
 	struct ev_io io;
 	int fd;
+	struct ar_tlsmod_conn *tls; /* the origin's leg of a terminated connection */
 	struct ar_proxy *px;
 	bool connected;
 	bool ready; /* reported writable/error while connecting (pool.c sets, resolve.c reads) */
@@ -157,6 +163,8 @@ struct exchange {
 	size_t uo_off;
 	bool req_done, resp_head_done, resp_done, up_eof, up_reusable;
 	bool resp_started;   /* response bytes reached the client */
+	bool upgrade;	     /* the request asked to upgrade (a WebSocket) */
+	bool upgraded;	     /* 101: both ways relayed as they come until a close */
 	uint32_t req_ready;  /* validated body bytes at in.off not yet sent */
 	struct ar_h1m req_m; /* the request body's framing */
 	struct ar_h1m resp_m;
@@ -181,7 +189,15 @@ struct client {
 	bool rule_literal;  /* the matching rule names an IP literal */
 	bool host_is_ip;    /* the request names an IP literal */
 	bool captured;	    /* transparent capture: no request head, decided by name */
+	bool term;	    /* a terminated CONNECT: requests arrive decrypted (c->tls) */
 	int fd;
+	struct ar_tlsmod_conn *tls;	/* the sandbox's leg of a terminated connection */
+	char term_host[AR_H1_HOST_MAX]; /* the CONNECT target of a terminated connection */
+	int term_port;
+	uint64_t secrets_bound; /* the secrets the request's host may receive */
+	uint64_t secrets_used;	/* the request's placeholders replaced (the audit names them) */
+	uint64_t secrets_refused;
+	struct ar_secrets_scan body_scan; /* a plain-HTTP body's first 64 KiB */
 	struct ar_proxy *px;
 	struct client *next, *prev;
 	int64_t deadline;
@@ -308,6 +324,32 @@ void conn_start(struct client *c, enum cstate next);
 void conn_close_all(struct ar_proxy *px);
 #define proxy_now ev_clock_ms
 
+/* tlsio.c: client and upstream I/O, plain or TLS (answers like recv/send) */
+ssize_t cio_recv(struct client *c, void *buf, size_t n);
+ssize_t cio_send(struct client *c, const void *buf, size_t n);
+ssize_t uio_recv(struct upstream *up, void *buf, size_t n);
+ssize_t uio_send(struct upstream *up, const void *buf, size_t n);
+int uio_idle_check(struct upstream *up);
+int tlsio_accept(struct client *c, const char *host, char *why, size_t n);
+int tlsio_connect(struct upstream *up, const char *host, char *why, size_t n);
+/* 0 done, -1 with errno EAGAIN (wait) or failed (tlsio_error says why) */
+int tlsio_handshake(struct ar_proxy *px, struct ar_tlsmod_conn *tc);
+const char *tlsio_error(struct ar_proxy *px, struct ar_tlsmod_conn *tc);
+const char *tlsio_server_name(struct ar_proxy *px, struct ar_tlsmod_conn *tc);
+void tlsio_free(struct ar_proxy *px, struct ar_tlsmod_conn **tc);
+
+/* secret.c: secrets in requests (0, or -1 with c->reason set for the 403) */
+bool secret_any(const struct client *c);
+void secret_begin(struct client *c, const struct ar_host *h, int port);
+int secret_check_connect(struct client *c, const char *head, size_t len);
+/* Before the allow-list's verdict: any placeholder the host may not receive. */
+int secret_check_head(struct client *c, const char *head, size_t len);
+int secret_rewrite_head(struct client *c, struct ar_buf *uo);
+int secret_check_body(struct client *c, const char *buf, size_t len);
+/* Mask real values in the response head b[start, end); returns the new end. */
+uint32_t secret_mask_response(struct client *c, struct iobuf *b, uint32_t start, uint32_t end);
+void secret_audit_names(const struct client *c, char *out, size_t size, const char **action);
+
 /* iobuf.c */
 #define AR_IOBUF_UNIT 16384
 void iobuf_free(struct ar_proxy *px, struct iobuf *b);
@@ -320,6 +362,9 @@ enum cstate step_head(struct client *c);
 enum cstate step_forward(struct client *c);
 enum cstate step_reply(struct client *c);
 enum cstate step_linger(struct client *c);
+enum cstate step_tls_accept(struct client *c);
+/* A captured connection to a secret's host:port: terminated (CS_TLSACCEPT). */
+enum cstate term_captured(struct client *c);
 enum cstate timeout_head(struct client *c);
 enum cstate timeout_forward(struct client *c);
 /* Answer the request ourselves (403, 400, 502, ...) and audit it: returns CS_REPLY. */
@@ -336,7 +381,7 @@ void upstream_close(struct ar_proxy *px, struct upstream *up);
 void upstream_attach(struct client *c, struct upstream *up);
 /* The event callback of every upstream socket: its client's, or the pool's. */
 void upstream_event(void *arg, uint32_t events);
-struct upstream *pool_get(struct ar_proxy *px, const char *host, int port);
+struct upstream *pool_get(struct ar_proxy *px, const char *host, int port, bool tls);
 void pool_expire(struct ar_proxy *px, int64_t older_than);
 void pool_free_all(struct ar_proxy *px);
 /* budget.c: find the request's budget, how much more may go upstream, spend it, and

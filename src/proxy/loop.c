@@ -160,6 +160,13 @@ static int load_egress(struct ar_proxy *px, struct ar_egress **out, ar_error_t *
 		return ar_egress_new(&px->base, out, err);
 	if (ar_policy_load(px->policy_path, &p, err) == -1)
 		return -1;
+	/* the placeholders live with a sandbox: a proxy of its own would forward them as
+	 * they are, and the operator would think the values went in */
+	if (p->n_secrets > 0 && px->cfg.secrets == NULL)
+		return ar_error_make(err, 0,
+				     "%s: secrets: only the proxy of `agentrun run` and of the OCI "
+				     "hook puts them in (docs/secrets.md)",
+				     px->policy_path);
 	return ar_egress_from_policy(p, &px->base, out, err);
 }
 

@@ -19,6 +19,7 @@ struct origin_pool {
 	unsigned n_idle;
 	struct upstream *head;
 	int port;
+	bool tls; /* the origin's TLS leg of terminated connections: never for plain HTTP */
 	char host[];
 };
 
@@ -30,10 +31,10 @@ static unsigned pool_hash(const char *host, int port)
 	return h % 256;
 }
 
-static struct origin_pool **pool_find(struct ar_proxy *px, const char *host, int port)
+static struct origin_pool **pool_find(struct ar_proxy *px, const char *host, int port, bool tls)
 {
 	struct origin_pool **pp = &px->pools[pool_hash(host, port)];
-	while (*pp && ((*pp)->port != port || strcmp((*pp)->host, host) != 0))
+	while (*pp && ((*pp)->port != port || (*pp)->tls != tls || strcmp((*pp)->host, host) != 0))
 		pp = &(*pp)->next;
 	return pp;
 }
@@ -61,7 +62,7 @@ static void pool_unlink(struct ar_proxy *px, struct upstream *up)
 	up->pnext = up->pprev = up->gnext = up->gprev = NULL;
 	up->pool = NULL;
 	if (--pool->n_idle == 0) {
-		struct origin_pool **pp = pool_find(px, pool->host, pool->port);
+		struct origin_pool **pp = pool_find(px, pool->host, pool->port, pool->tls);
 		*pp = pool->next;
 		free(pool);
 	}
@@ -70,6 +71,7 @@ static void pool_unlink(struct ar_proxy *px, struct upstream *up)
 void upstream_close(struct ar_proxy *px, struct upstream *up)
 {
 	pool_unlink(px, up);
+	tlsio_free(px, &up->tls);
 	close(up->fd);
 	up->fd = -1;
 	up->io.fn = NULL;
@@ -78,12 +80,13 @@ void upstream_close(struct ar_proxy *px, struct upstream *up)
 
 static void pool_put(struct ar_proxy *px, struct upstream *up, const char *host, int port)
 {
-	struct origin_pool **pp = pool_find(px, host, port);
+	struct origin_pool **pp = pool_find(px, host, port, up->tls != NULL);
 	if (*pp == NULL) {
 		size_t n = strlen(host) + 1;
 		*pp = ar_xcalloc(1, sizeof(**pp) + n);
 		memcpy((*pp)->host, host, n);
 		(*pp)->port = port;
+		(*pp)->tls = up->tls != NULL;
 	}
 	struct origin_pool *pool = *pp;
 	if (pool->n_idle >= POOL_MAX) {
@@ -107,9 +110,9 @@ static void pool_put(struct ar_proxy *px, struct upstream *up, const char *host,
 	up->idle_since = px->loop.now;
 }
 
-struct upstream *pool_get(struct ar_proxy *px, const char *host, int port)
+struct upstream *pool_get(struct ar_proxy *px, const char *host, int port, bool tls)
 {
-	struct origin_pool *pool = *pool_find(px, host, port);
+	struct origin_pool *pool = *pool_find(px, host, port, tls);
 	if (pool == NULL)
 		return NULL;
 	struct upstream *up = pool->head;
@@ -136,6 +139,11 @@ void upstream_release(struct client *c, bool reusable)
 static void pool_idle_event(struct upstream *up)
 {
 	char b;
+	if (up->tls) { /* a session ticket after the handshake is no reason to close */
+		if (uio_idle_check(up) == -1)
+			upstream_close(up->px, up);
+		return;
+	}
 	ssize_t n = recv(up->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
 	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
 		return;

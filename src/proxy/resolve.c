@@ -319,8 +319,29 @@ enum cstate timeout_upstream(struct client *c)
 	return c->s.done(c, 504, why);
 }
 
+/* The origin's TLS leg of a terminated connection, on the connected socket: verified
+ * against the host's trust store (and proxy.upstream_ca), the name checked. */
+static enum cstate upstream_tls(struct client *c)
+{
+	char why[AR_HOST_MAX + 400];
+	if (c->up->tls == NULL && tlsio_connect(c->up, c->host, why, sizeof(why)) == -1) {
+		upstream_release(c, false);
+		return c->s.done(c, 502, why);
+	}
+	if (tlsio_handshake(c->px, c->up->tls) == 0)
+		return c->s.done(c, 0, NULL);
+	if (errno == EAGAIN)
+		return CS_WAIT;
+	snprintf(why, sizeof(why), "TLS to %s (%s) port %d: %s", c->host, c->uo_addr, c->port,
+		 tlsio_error(c->px, c->up->tls));
+	upstream_release(c, false);
+	return c->s.done(c, 502, why);
+}
+
 enum cstate step_connect(struct client *c)
 {
+	if (c->up->connected && c->term)
+		return upstream_tls(c);
 	if (!c->up->ready)
 		return CS_WAIT;
 	int error = 0;
@@ -333,7 +354,7 @@ enum cstate step_connect(struct client *c)
 		if (getpeername(c->up->fd, (struct sockaddr *)&ss, &pl) == -1)
 			return CS_WAIT; /* still connecting: a spurious wakeup */
 		c->up->connected = true;
-		return c->s.done(c, 0, NULL);
+		return c->term ? upstream_tls(c) : c->s.done(c, 0, NULL);
 	}
 	upstream_release(c, false);
 	if (c->s.next < c->s.n_cands)
@@ -402,7 +423,7 @@ enum cstate step_upstream(struct client *c)
 {
 	struct ar_proxy *px = c->px;
 	if (!c->is_connect && !c->s.retried) {
-		struct upstream *up = pool_get(px, c->host, c->port);
+		struct upstream *up = pool_get(px, c->host, c->port, c->term);
 		if (up) {
 			upstream_attach(c, up);
 			c->s.reused = true;

@@ -372,6 +372,12 @@ int ar_cgroup_destroy(struct ar_cgroup *cg, ar_error_t *err)
 	return r;
 }
 
+void ar_cgroup_forget(struct ar_cgroup *cg)
+{
+	if (cg)
+		cgroup_free(cg);
+}
+
 const char *ar_cgroup_kind(const struct ar_cgroup *cg)
 {
 	return cg->ops->kind;

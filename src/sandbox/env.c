@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agentrun/sandbox.h"
+#include "agentrun/secrets.h"
 #include "agentrun/util.h"
 
 static void put(char ***env, size_t *n, const char *key, const char *value)
@@ -56,4 +57,18 @@ char **ar_sandbox_env_net(const struct ar_policy *p, const struct ar_run_opts *o
 		put(&env, &n, "KUBECONFIG",
 		    p->kubeconfig_target ? p->kubeconfig_target : AR_DEFAULT_KUBECONFIG_TARGET);
 	return env;
+}
+
+void ar_sandbox_env_secrets(char ***env, const struct ar_secrets *s, const char *bundle)
+{
+	size_t n = 0;
+	if (s == NULL)
+		return;
+	while ((*env)[n] != NULL)
+		n++;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->s[i].in_env)
+			put(env, &n, s->s[i].name, s->s[i].placeholder);
+	for (size_t i = 0; bundle != NULL && i < AR_POLICY_CA_ENV_N; i++)
+		put(env, &n, ar_policy_ca_env_vars[i], bundle);
 }

@@ -144,6 +144,25 @@ void ar_mount_plan_add_file(struct ar_mount_plan *plan, int fd, const char *targ
 	plan->ops[plan->n_ops - 1].source_fd = fd;
 }
 
+void ar_mount_plan_add_bind(struct ar_mount_plan *plan, const char *source, const char *target,
+			    const char *what)
+{
+	add(plan, AR_MNT_BIND, source, target, true, ar_xstrdup(what));
+}
+
+void ar_mount_plan_rebind(struct ar_mount_plan *plan, const char *target, const char *source)
+{
+	for (size_t i = 0; i < plan->n_ops; i++) {
+		struct ar_mount_op *op = &plan->ops[i];
+		if (op->kind != AR_MNT_BIND || strcmp(op->target, target) != 0)
+			continue;
+		free(op->source);
+		op->source = ar_xstrdup(source);
+		op->copy = false;
+		op->readonly = true;
+	}
+}
+
 int ar_mount_plan_build(const struct ar_policy *p, const char *const *caller_private,
 			struct ar_mount_plan *plan, ar_error_t *err)
 {

@@ -128,6 +128,16 @@ static int network(struct sandbox *sb, ar_error_t *err)
 	if (ar_net_start(&sb->net, sb->p, &o, err) == -1)
 		return -1;
 	sb->env = ar_sandbox_env_net(sb->p, sb->o, ar_net_proxy_url(&sb->net));
+	/* secrets: placeholders in the environment, the CA bundle over the distribution's */
+	const char *bundle_target = NULL;
+	const char *bundle = ar_net_ca_bundle(&sb->net, &bundle_target);
+	ar_sandbox_env_secrets(&sb->env, ar_net_secrets(&sb->net), bundle_target);
+	if (bundle != NULL)
+		ar_mount_plan_add_bind(&sb->plan, bundle, bundle_target, "secrets: the CA bundle");
+	/* the kubeconfig the sandbox reads: a placeholder token, the sandbox CA */
+	if (ar_net_kubeconfig(&sb->net) != NULL)
+		ar_mount_plan_rebind(&sb->plan, sb->p->kubeconfig_target,
+				     ar_net_kubeconfig(&sb->net));
 	/* transparent capture: the sandbox's resolver is the proxy's DNS stub (in a rootfs,
 	 * nothing is created: only a regular /etc/resolv.conf there is covered) */
 	if (ar_net_resolv_fd(&sb->net) >= 0 && etc_coverable(sb->plan.rootfs, "resolv.conf"))

@@ -7,16 +7,23 @@
 
 #include "agentrun/sandbox.h"
 #include "agentrun/seccomp.h"
+#include "agentrun/secrets.h"
 #include "agentrun/spec.h"
 #include "agentrun/util.h"
 
 #define CPU_PERIOD_US 100000
 
-static void build_env(struct ar_spec *s, const struct ar_spec_opts *o)
+static int build_env(struct ar_spec *s, const struct ar_spec_opts *o, ar_error_t *err)
 {
 	/* the one definition of the environment, proxy variables included (env.c) */
 	s->env = ar_sandbox_env_net(s->p, o->run,
 				    s->net.mode == AR_NETWORK_PROXY ? s->net.proxy_url : NULL);
+	/* secrets: fresh placeholders (the OCI hook's proxy adopts them from config.json) */
+	ar_autosecrets struct ar_secrets *set = NULL;
+	if (ar_secrets_new(s->p, &set, err) < 0)
+		return -1;
+	ar_sandbox_env_secrets(&s->env, set, set ? AR_SPEC_CA_BUNDLE : NULL);
+	return 0;
 }
 
 static void add_mount(struct ar_spec *s, enum ar_spec_mount_kind kind, const char *source,
@@ -48,6 +55,9 @@ static int build_mounts(struct ar_spec *s, ar_error_t *err)
 			  p->kubeconfig_target ? p->kubeconfig_target
 					       : AR_DEFAULT_KUBECONFIG_TARGET,
 			  true, ar_xasprintf("%s: kubeconfig", p->origin));
+	if (p->n_secrets > 0) /* relative: the runtime finds it in the bundle */
+		add_mount(s, AR_SPEC_MNT_BIND, AR_SPEC_CA_BUNDLE_FILE, AR_SPEC_CA_BUNDLE, true,
+			  ar_xasprintf("%s: secrets (the CA bundle)", p->origin));
 	for (size_t i = 0; i < s->n_mounts; i++)
 		if (check_target(s->mounts[i].field, s->mounts[i].target, err) < 0)
 			return -1;
@@ -91,7 +101,8 @@ int ar_spec_build(const struct ar_policy *p, const struct ar_spec_opts *o, struc
 		    o->proxy_url != NULL
 			? ar_xstrdup(o->proxy_url)
 			: ar_xasprintf("http://%s:%d", AR_SPEC_PROXY_ADDR, p->proxy.port);
-	build_env(s, o);
+	if (build_env(s, o, err) < 0)
+		return -1;
 	build_limits(s);
 	if (build_mounts(s, err) < 0)
 		return -1;

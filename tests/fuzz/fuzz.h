@@ -30,6 +30,7 @@ void ar_fuzz_list(void);
 /* Per-target entry points (fuzz_<name>.c). */
 void ar_fuzz_policy(const uint8_t *data, size_t size);
 void ar_fuzz_rules(const uint8_t *data, size_t size);
+void ar_fuzz_secrets(const uint8_t *data, size_t size);
 void ar_fuzz_host(const uint8_t *data, size_t size);
 void ar_fuzz_audit(const uint8_t *data, size_t size);
 void ar_fuzz_seccomp(const uint8_t *data, size_t size);

@@ -26,6 +26,7 @@ const struct ar_fuzz_target ar_fuzz_targets[] = {
     {"http1", ar_fuzz_http1, "HTTP/1 heads and chunked bodies (ar_h1_*)"},
 #endif
     {"dns", ar_fuzz_dns, "DNS queries over UDP and TCP (ar_dns_stub_answer, src/dns)"},
+    {"secrets", ar_fuzz_secrets, "request heads and bodies with placeholders (src/secrets)"},
     {"kubeconfig", ar_fuzz_kubeconfig,
      "a kubeconfig and its tokens, as review reads them (ar_review_kubeconfig, ar_jwt_payload)"},
     {NULL, NULL, NULL},

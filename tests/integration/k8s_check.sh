@@ -68,7 +68,7 @@ echo '{"kind": "Service"}' >"$AR_TMP/svc.json"
 expect_status "no workload" 2 "$AGENTRUN" check --policy profiles/triage.json --manifest "$AR_TMP/svc.json"
 expect_status "missing file" 2 "$AGENTRUN" check --policy profiles/triage.json --manifest "$AR_TMP/nope.yaml"
 expect_status "two subjects" 2 "$AGENTRUN" check --policy profiles/triage.json --pod a --manifest b
-expect_match "two subjects message" "give only one of --name NAME, --inspect FILE, .* --manifest FILE" "$(cat "$AR_TMP/err")"
+expect_match "two subjects message" "give exactly one of --name NAME, --inspect FILE, .* --manifest FILE" "$(cat "$AR_TMP/err")"
 expect_status "k8s flag on a docker format" 2 "$AGENTRUN" render --policy profiles/triage.json --cilium
 expect_status "bad namespace" 2 "$AGENTRUN" render --policy profiles/triage.json --format k8s --namespace Bad
 expect_match "bad namespace message" "^agentrun: render: --namespace .Bad.: not a DNS label" "$(cat "$AR_TMP/err")"

@@ -481,6 +481,75 @@ static void test_h1m(void **state)
 	assert_int_equal(used, 6); /* at the space after GET */
 }
 
+/* Inside a terminated CONNECT: origin-form, the CONNECT's authority, Host agreeing. */
+static int parse_at(const char *raw, const char *host, int port, struct ar_h1_request *r,
+		    const char **why)
+{
+	struct ar_h1_origin o = {host, port, false};
+	struct ar_h1_error e = {0};
+	*why = NULL;
+	if (ar_h1_parse_request_at(raw, strlen(raw), &o, r, &e) == -1) {
+		*why = e.reason;
+		return e.status;
+	}
+	return 0;
+}
+
+static void test_origin_form(void **state)
+{
+	const char *why;
+	const char *raw = "GET /v1/x?k=1 HTTP/1.1\r\nHost: api.test\r\nX: y\r\n\r\n";
+	assert_int_equal(parse_at(raw, "api.test", 443, &req, &why), 0);
+	assert_string_equal(req.host, "api.test");
+	assert_int_equal(req.port, 443);
+	assert_true(req.origin_form);
+	struct ar_buf out = {0};
+	ar_h1_write_request(raw, &req, 0, &out);
+	assert_string_equal(out.data, "GET /v1/x?k=1 HTTP/1.1\r\nHost: api.test\r\nX: y\r\n"
+				      "Via: 1.1 agentrun\r\n\r\n");
+	ar_buf_free(&out);
+	/* without Host: one for the CONNECT's authority, the port only when not 443 */
+	const char *nohost = "GET / HTTP/1.1\r\n\r\n";
+	assert_int_equal(parse_at(nohost, "api.test", 8443, &req, &why), 0);
+	ar_h1_write_request(nohost, &req, 0, &out);
+	assert_string_equal(out.data,
+			    "GET / HTTP/1.1\r\nHost: api.test:8443\r\nVia: 1.1 agentrun\r\n\r\n");
+	ar_buf_free(&out);
+	assert_int_equal(
+	    parse_at("GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n", "api.test", 443, &req, &why),
+	    400);
+	assert_string_equal(why, "Host header disagrees with the request URL");
+	assert_int_equal(
+	    parse_at("GET http://api.test/ HTTP/1.1\r\n\r\n", "api.test", 443, &req, &why), 400);
+	assert_int_equal(
+	    parse_at("CONNECT api.test:443 HTTP/1.1\r\n\r\n", "api.test", 443, &req, &why), 400);
+	assert_string_equal(why, "CONNECT inside a terminated connection");
+}
+
+static void test_upgrade(void **state)
+{
+	const char *why;
+	const char *raw = "GET http://h.test/ws HTTP/1.1\r\nConnection: keep-alive, Upgrade\r\n"
+			  "Upgrade: websocket\r\nSec-WebSocket-Key: k\r\n\r\n";
+	assert_int_equal(parse(raw, &req, &why), 0);
+	assert_true(req.upgrade);
+	struct ar_buf out = {0};
+	ar_h1_write_request(raw, &req, AR_H1_PASS_UPGRADE, &out);
+	assert_string_equal(out.data, "GET /ws HTTP/1.1\r\nUpgrade: websocket\r\n"
+				      "Sec-WebSocket-Key: k\r\nHost: h.test\r\n"
+				      "Connection: Upgrade\r\nVia: 1.1 agentrun\r\n\r\n");
+	ar_buf_free(&out);
+	/* Upgrade without Connection naming it, or with a body: no upgrade */
+	assert_int_equal(
+	    parse("GET http://h.test/ HTTP/1.1\r\nUpgrade: websocket\r\n\r\n", &req, &why), 0);
+	assert_false(req.upgrade);
+	assert_int_equal(parse("POST http://h.test/ HTTP/1.1\r\nConnection: upgrade\r\n"
+			       "Upgrade: websocket\r\nContent-Length: 1\r\n\r\n",
+			       &req, &why),
+			 0);
+	assert_false(req.upgrade);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -490,7 +559,8 @@ int main(void)
 	    cmocka_unit_test(test_rejections),	      cmocka_unit_test(test_chunked_request),
 	    cmocka_unit_test(test_scan_limits),	      cmocka_unit_test(test_scan_incremental),
 	    cmocka_unit_test(test_split_authority),   cmocka_unit_test(test_response_framing),
-	    cmocka_unit_test(test_chunked),
+	    cmocka_unit_test(test_chunked),	      cmocka_unit_test(test_origin_form),
+	    cmocka_unit_test(test_upgrade),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# bench/secrets.sh — secrets (docs/secrets.md) in one run, on loopback only. Not a test:
+# prints figures and ratios.
+#   requests/s over kept-alive HTTPS through agentrun's terminated connections (a secret's
+#     host) at 1 and 16 connections, beside the same through agentrun's plain CONNECT
+#     tunnel (a host no secret is for) and through mitmproxy (regular mode, trusting the
+#     same origin CA): curl in the sandbox, one connection per curl, URL globbing
+#   one 256 MiB download through a terminated connection vs a plain tunnel
+#   `agentrun -- /bin/true` (no secrets) interleaved against AGENTRUN_BEFORE, when given:
+#     the start must not pay for TLS (agentrun-tls.so is loaded only with secrets)
+# The clients of agentrun's two paths run inside the sandbox (over its veth), mitmproxy's
+# on the host's loopback. Needs nginx, mitmdump, openssl, curl (scripts/install-deps.sh
+# --bench); a build in build/. Run as root. Every server is started and stopped by PID.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ "${AR_BENCH_NS:-}" != 1 ]; then # a private /etc/hosts for the bench's names
+	exec unshare -m --propagation private env AR_BENCH_NS=1 bash "$0" "$@"
+fi
+AGENTRUN=${AGENTRUN:-$PWD/build/agentrun}
+BEFORE=${AGENTRUN_BEFORE:-}
+N1=${N1:-3000}   # requests on the one connection
+N16=${N16:-600}  # requests on each of 16 connections
+NM=${NM:-300}    # mitmproxy's (slower) share per connection
+MB=${MB:-256}
+RUNS=${RUNS:-40}
+for c in nginx mitmdump openssl curl python3; do
+	command -v $c >/dev/null || { echo "bench: needs $c (scripts/install-deps.sh --bench)" >&2; exit 2; }
+done
+[ -x "$AGENTRUN" ] || { echo "bench: build first ($AGENTRUN missing)" >&2; exit 2; }
+
+tmp=$(mktemp -d /tmp/agentrun-bench.XXXXXX)
+chmod 755 "$tmp"
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	sleep 0.3
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+printf '127.0.0.1 localhost\n127.0.0.1 api.bench.example tun.bench.example\n' >"$tmp/hosts"
+mount --bind "$tmp/hosts" /etc/hosts
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=bench CA" \
+	-keyout "$tmp/ca.key" -out "$tmp/ca.pem" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=bench" \
+	-keyout "$tmp/o.key" -out "$tmp/o.csr" 2>/dev/null
+printf 'subjectAltName=DNS:api.bench.example,DNS:tun.bench.example\n' >"$tmp/o.ext"
+openssl x509 -req -in "$tmp/o.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" -CAcreateserial \
+	-days 2 -extfile "$tmp/o.ext" -out "$tmp/o.pem" 2>/dev/null
+chmod 644 "$tmp"/*
+head -c $((MB << 20)) /dev/zero >"$tmp/big"
+echo ok >"$tmp/small"
+P=$(port) M=$(port)
+cat >"$tmp/nginx.conf" <<NGINX
+worker_processes 1;
+pid $tmp/nginx.pid;
+error_log $tmp/nginx.err;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:$P ssl;
+    ssl_certificate $tmp/o.pem;
+    ssl_certificate_key $tmp/o.key;
+    root $tmp;
+  }
+}
+NGINX
+nginx -c "$tmp/nginx.conf" -g 'daemon off;' & pids+=($!)
+mkdir "$tmp/mitm"
+mitmdump -q --mode regular --listen-host 127.0.0.1 --listen-port "$M" --set confdir="$tmp/mitm" \
+	--set ssl_verify_upstream_trusted_ca="$tmp/ca.pem" >"$tmp/mitm.log" 2>&1 & pids+=($!)
+for _ in $(seq 1 100); do [ -s "$tmp/mitm/mitmproxy-ca-cert.pem" ] && (exec 3<>/dev/tcp/127.0.0.1/$M) 2>/dev/null && break; sleep 0.1; done
+
+# loops N CONNS URL [CURL ARGS...]: CONNS curls in parallel, N requests each, kept alive;
+# prints requests per second
+loops() {
+	local n=$1 conns=$2 url=$3
+	shift 3
+	python3 - "$n" "$conns" "$url" "$@" <<'PY'
+import subprocess, sys, time
+n, conns, url, extra = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+t0 = time.time()
+ps = [subprocess.Popen(["curl", "-s", "--fail", *extra, f"{url}?[1-{n}]"], stdout=subprocess.DEVNULL)
+      for _ in range(conns)]
+if any(p.wait() for p in ps):
+    sys.exit("bench: a curl failed")
+print(f"{n * conns / (time.time() - t0):.0f}")
+PY
+}
+# download URL [CURL ARGS...]: MB/s of one download
+download() {
+	curl -s --fail -o /dev/null -w '%{speed_download}' "$@" | awk '{printf "%.0f", $1 / 1048576}'
+}
+
+cat >"$tmp/policy.json" <<JSON
+{"name": "bench-sec", "allowed_hosts": ["api.bench.example:$P", "tun.bench.example:$P"],
+ "proxy": {"allow_private": ["127.0.0.1"], "upstream_ca": "$tmp/ca.pem", "transparent": false},
+ "secrets": {"BENCH_KEY": {"from": "env:BENCH_KEY", "hosts": ["api.bench.example:$P"]}}}
+JSON
+# the sandbox's side: the same client, the two paths, one line each
+cat >"$tmp/inside.sh" <<'SH'
+set -e
+. /b/funcs.sh
+echo "term1 $(loops $N1 1 https://api.bench.example:$P/small -H "Authorization: Bearer $BENCH_KEY")"
+echo "tun1 $(loops $N1 1 https://tun.bench.example:$P/small --cacert /b/ca.pem)"
+echo "term16 $(loops $N16 16 https://api.bench.example:$P/small -H "Authorization: Bearer $BENCH_KEY")"
+echo "tun16 $(loops $N16 16 https://tun.bench.example:$P/small --cacert /b/ca.pem)"
+echo "termdl $(download https://api.bench.example:$P/big)"
+echo "tundl $(download --cacert /b/ca.pem https://tun.bench.example:$P/big)"
+SH
+{ declare -f loops download; } >"$tmp/funcs.sh"
+BENCH_KEY=bench-real-value "$AGENTRUN" run --policy "$tmp/policy.json" --mount "$tmp:/b" \
+	--audit "$tmp/audit.jsonl" --proxy-log "$tmp/proxy.log" \
+	-- env N1="$N1" N16="$N16" P="$P" bash /b/inside.sh >"$tmp/in.out"
+val() { sed -n "s/^$1 //p" "$tmp/in.out"; }
+mc=(-x "http://127.0.0.1:$M" --cacert "$tmp/mitm/mitmproxy-ca-cert.pem")
+m1=$(loops "$NM" 1 "https://api.bench.example:$P/small" "${mc[@]}")
+m16=$(loops "$((NM / 4))" 16 "https://api.bench.example:$P/small" "${mc[@]}")
+
+echo "agentrun $($AGENTRUN --version 2>/dev/null | head -1), $(mitmdump --version 2>/dev/null | head -1), nginx $(nginx -v 2>&1 | cut -d/ -f2), load $(cut -d' ' -f1 /proc/loadavg)"
+ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
+printf 'kept-alive HTTPS GETs/s   terminated  tunnel  mitmproxy   term/mitm  term/tunnel\n'
+printf '  1 connection            %10s %7s %10s %11s %12s\n' "$(val term1)" "$(val tun1)" "$m1" \
+	"$(ratio "$(val term1)" "$m1")" "$(ratio "$(val term1)" "$(val tun1)")"
+printf ' 16 connections           %10s %7s %10s %11s %12s\n' "$(val term16)" "$(val tun16)" "$m16" \
+	"$(ratio "$(val term16)" "$m16")" "$(ratio "$(val term16)" "$(val tun16)")"
+printf 'one %d MiB download MB/s  terminated %s, tunnel %s: %s\n' "$MB" "$(val termdl)" "$(val tundl)" \
+	"$(ratio "$(val termdl)" "$(val tundl)")"
+grep -c '"secret":"BENCH_KEY","secret_action":"injected"' "$tmp/audit.jsonl" | sed 's/^/requests audited as injected: /'
+
+# what a start without secrets maps: agentrun links no TLS library (agentrun-tls.so is
+# dlopen()ed by the proxy only when a policy has secrets)
+echo "libssl/libcrypto linked into agentrun: $(ldd "$AGENTRUN" | grep -c -e libssl -e libcrypto || true)"
+if [ -n "$BEFORE" ]; then
+	python3 - "$RUNS" "$AGENTRUN" "$BEFORE" <<'PY'
+import os, sys
+sys.path.insert(0, os.path.join(os.getcwd(), "bench", "tools"))
+from interleave import medians
+runs, now, before = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+m = medians({"before": [before, "run", "--", "/bin/true"], "now": [now, "run", "--", "/bin/true"]}, runs, warmup=5)
+print(f"agentrun -- /bin/true, interleaved, {runs} rounds: before {m['before']:.2f} ms, now {m['now']:.2f} ms, now/before {m['now'] / m['before']:.2f}")
+PY
+fi
