@@ -120,7 +120,7 @@ static int check_sources(const struct check_opts *o)
 	if (n == 0)
 		return bad("%s", "give what to check: --name NAME or one of " SOURCES);
 	if (n > 1)
-		return bad("%s", "give only one of --name NAME, " SOURCES);
+		return bad("%s", "give exactly one of --name NAME, " SOURCES);
 	if (o->policy == NULL && o->name == NULL)
 		return bad("%s", "missing --policy FILE (only --name finds the policy itself)");
 	return 0;
