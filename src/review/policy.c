@@ -14,12 +14,32 @@
 #include "agentrun/review.h"
 #include "internal.h"
 
-/* The secrets helper adds a `secrets` policy key (the agent gets a placeholder, the
- * proxy the value); until a policy can name one, every credential-looking variable in
- * env is a finding. */
+/* A secret's value reaches every host its rules cover: a wildcard (or "*") hands it
+ * to names nobody reviewed. */
+static void secret_hosts(const struct ar_policy *p, struct ar_review *out)
+{
+	for (size_t i = 0; i < p->n_secrets; i++) {
+		const struct ar_secret_spec *s = &p->secrets[i];
+		for (size_t k = 0; k < s->n_hosts; k++) {
+			char key[AR_POLICY_SECRET_NAME_MAX + 48];
+			if (s->hosts[k][0] != '*')
+				continue;
+			snprintf(key, sizeof(key), "secrets.%s.hosts[%zu]", s->name, k);
+			review_add(out, "secret-wildcard-host", key,
+				   "bind the secret to the exact hosts that take it",
+				   "secret %s is added to requests to every host rule %s covers",
+				   s->name, s->hosts[k]);
+		}
+	}
+}
+
+/* Credentials belong in `secrets` (docs/secrets.md: the agent holds a placeholder, the
+ * proxy adds the value toward the secret's hosts); a credential-looking variable in
+ * env is one the agent holds. The policy refuses a name in both. */
 void review_secrets(const struct ar_review_input *in, struct ar_review *out)
 {
 	const struct ar_policy *p = in->p;
+	secret_hosts(p, out);
 	for (size_t i = 0; i < p->n_env; i++) {
 		const struct ar_env *e = &p->env[i];
 		char key[AR_POLICY_NAME_MAX + 256];
@@ -27,9 +47,10 @@ void review_secrets(const struct ar_review_input *in, struct ar_review *out)
 			continue;
 		snprintf(key, sizeof(key), "env.%.250s", e->key);
 		review_add(out, "secret-in-env", key,
-			   "pass it as a secret (the policy's `secrets`: the agent gets a "
-			   "placeholder, the proxy adds the value only on the way to the hosts "
-			   "named), or mount a short-lived credential read-only",
+			   "move it from env to the policy's `secrets` ({\"NAME\": {\"from\": "
+			   "\"env:NAME\", \"hosts\": [\"api.example.com\"]}}: the agent gets a "
+			   "placeholder, the proxy adds the value only toward those hosts; "
+			   "docs/secrets.md), or mount a short-lived credential read-only",
 			   "env %s %s: the agent, and anything that injects it, holds the "
 			   "credential (value not shown)",
 			   e->key,

@@ -23,6 +23,8 @@ const struct review_kind review_kinds[] = {
      "a host that received request bodies or more than the write threshold"},
     {"rule-unused", AR_SEV_LOW, "a rule that allowed nothing in the observed run"},
     {"secret-in-env", AR_SEV_HIGH, "a credential passed in env: the agent holds it"},
+    {"secret-wildcard-host", AR_SEV_MEDIUM,
+     "a secret bound to a wildcard: its value goes to every name under it"},
     {"kubeconfig-long-lived-token", AR_SEV_HIGH, "a kubeconfig token that lives over an hour"},
     {"kubeconfig-rbac", AR_SEV_LOW, "whether the kubeconfig's user may write: for a human"},
     {"kubeconfig-unreadable", AR_SEV_MEDIUM, "the kubeconfig could not be reviewed"},

@@ -153,7 +153,7 @@ expect_eq "enforce: one more host refused" 403 "$(val extra)"
 expect_eq "enforce: the work still passes" 200 "$(val w4)"
 read -r den _ _ <<<"$(denials "$AR_TMP/extra.jsonl")"
 expect_eq "enforce: exactly the one more host denied (w5 is under the wildcard)" 1 "$den"
-expect_eq "no sandbox state left" "" "$(ls -d /run/agentrun/"$NAME"-* 2>/dev/null)"
+expect_eq "no sandbox state left" "" "$(ls -d "$AR_STATE/$NAME"-* 2>/dev/null)"
 
 # bad input: exit 2, one line naming what
 expect_status "--propose with a missing policy" 2 "$AGENTRUN" audit "$AR_TMP/learn.jsonl" --propose --policy "$AR_TMP/nope.json"
@@ -164,7 +164,7 @@ expect_status "--policy without --propose" 2 "$AGENTRUN" audit "$AR_TMP/learn.js
 printf 'not an audit\n' >"$AR_TMP/junk.jsonl"
 expect_status "--propose of a file with no audit entry" 2 "$AGENTRUN" audit "$AR_TMP/junk.jsonl" --propose
 # run never loads libpsl: only the commands that propose or review open it
-expect_eq "agentrun does not link libpsl" 0 "$(ldd "$AGENTRUN" | grep -c libpsl || true)"
+expect_eq "agentrun does not link libpsl" 0 "$(ldd "${AR_AGENTRUN_BIN:-$AGENTRUN}" | grep -c libpsl || true)"
 "$AGENTRUN" run -- sleep 3 &
 RUN=$!
 sleep 1
