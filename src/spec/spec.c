@@ -36,7 +36,6 @@ static int build_env(struct ar_spec *s, const struct ar_spec_opts *o, ar_error_t
 	ar_spec_env_secrets(&s->container_env, o->secrets ? o->secrets : fresh,
 			    bundle ? target : NULL);
 	s->env = ar_spec_env_full(p, o->term, s->container_env);
-	s->ca_bundle_mount = -1;
 	if (bundle != NULL) {
 		s->ca_bundle_mount = (int)s->n_mounts;
 		add_mount(s, AR_SPEC_MNT_BIND, bundle, target, true,
@@ -126,7 +125,6 @@ static void build_mounts(struct ar_spec *s, const struct ar_spec_opts *o)
 	for (size_t i = 0; i < p->n_mounts; i++)
 		add_mount(s, AR_SPEC_MNT_BIND, p->mounts[i].source, p->mounts[i].target,
 			  p->mounts[i].readonly, ar_policy_mount_origin(p, i));
-	s->kubeconfig_mount = -1;
 	if (p->kubeconfig != NULL) {
 		s->kubeconfig_mount = (int)s->n_mounts;
 		/* the policy's (mode 600, its owner's): run binds a copy the sandbox's uid
@@ -179,6 +177,8 @@ int ar_spec_build(const struct ar_policy *p, const struct ar_spec_opts *o, struc
 	    .no_capabilities = true,
 	    .seccomp = p->seccomp != NULL ? p->seccomp : "default",
 	    .net = {.mode = p->network},
+	    .kubeconfig_mount = -1,
+	    .ca_bundle_mount = -1,
 	};
 	if (p->network == AR_NETWORK_PROXY)
 		s->net.proxy_url =
