@@ -31,15 +31,17 @@ static int clear_ambient(void)
 	return 0;
 }
 
+/* The spec's ids. */
 int sandbox_set_ids(const struct sandbox *sb, ar_error_t *err)
 {
+	const struct ar_spec *s = sb->spec;
 	/* setgroups is denied in a user namespace we mapped ourselves (and useless there) */
-	if (!sb->userns && setgroups(0, NULL) == -1)
+	if (!s->idmap.userns && setgroups(0, NULL) == -1)
 		return ar_error_make(err, errno, "setgroups []");
-	if (setresgid(sb->gid, sb->gid, sb->gid) == -1)
-		return ar_error_make(err, errno, "setresgid %u", (unsigned)sb->gid);
-	if (setresuid(sb->uid, sb->uid, sb->uid) == -1)
-		return ar_error_make(err, errno, "setresuid %u", (unsigned)sb->uid);
+	if (setresgid(s->gid, s->gid, s->gid) == -1)
+		return ar_error_make(err, errno, "setresgid %u", (unsigned)s->gid);
+	if (setresuid(s->uid, s->uid, s->uid) == -1)
+		return ar_error_make(err, errno, "setresuid %u", (unsigned)s->uid);
 	return 0;
 }
 

@@ -93,19 +93,21 @@ static int write_proc(pid_t pid, const char *file, const char *text, ar_error_t 
 	return 0;
 }
 
-/* An unprivileged caller can map exactly one id: its own, as the policy's user. */
+/* The spec's id map: an unprivileged caller can map exactly one id, its own, as the id
+ * the agent runs as. */
 int sandbox_write_id_maps(const struct sandbox *sb, ar_error_t *err)
 {
+	const struct ar_spec *s = sb->spec;
 	char map[64];
 
-	if (!sb->userns)
+	if (!s->idmap.userns)
 		return 0;
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)sb->uid, (unsigned)sb->outer_uid);
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)s->uid, (unsigned)s->idmap.outer_uid);
 	if (write_proc(sb->pid, "uid_map", map, err) == -1)
 		return -1;
 	if (write_proc(sb->pid, "setgroups", "deny", err) == -1)
 		return -1;
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)sb->gid, (unsigned)sb->outer_gid);
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)s->gid, (unsigned)s->idmap.outer_gid);
 	return write_proc(sb->pid, "gid_map", map, err);
 }
 
