@@ -110,6 +110,9 @@ struct ar_spec_limits {
 	int64_t cpus_milli;
 	int64_t cpu_period; /* µs */
 	int64_t cpu_quota;  /* µs per period */
+	/* the same limits as run's cgroup managers take them (agentrun/cgroup.h), with the
+	 * policy's words for messages ("256m") and whether they are required */
+	struct ar_limits cgroup;
 };
 
 struct ar_spec_net {

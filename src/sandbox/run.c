@@ -255,12 +255,13 @@ static int cgroup_plan(struct sandbox *sb, ar_error_t *err)
 	struct ar_cgroup_gap gap;
 
 	if (!sb->userns)
-		return ar_cgroup_plan(sb->p, sb->cgroup_name, &sb->cg, err);
-	if (ar_cgroup_plan_delegated(sb->p, sb->cgroup_name, &sb->cg, &gap, err) == -1)
+		return ar_cgroup_plan(&sb->spec->limits.cgroup, sb->cgroup_name, &sb->cg, err);
+	if (ar_cgroup_plan_delegated(&sb->spec->limits.cgroup, sb->cgroup_name, &sb->cg, &gap,
+				     err) == -1)
 		return -1;
 	if (gap.missing == 0)
 		return 0;
-	if (sb->p->limits.required)
+	if (sb->spec->limits.cgroup.required)
 		return ar_error_make(err, 0,
 				     "limits required (--require-limits or limits.required) but "
 				     "not enforced without root (%s): %s",
@@ -284,7 +285,7 @@ static int cgroup(struct sandbox *sb, ar_error_t *err)
 	if (sb->cg == NULL)
 		return 0; /* without root: nothing of the limits can be enforced here */
 	sb->child_enters_cgroup = ar_cgroup_self_entry(sb->cg);
-	if (!sb->child_enters_cgroup && ar_cgroup_make(sb->cg, sb->p, err) == -1)
+	if (!sb->child_enters_cgroup && ar_cgroup_make(sb->cg, &sb->spec->limits.cgroup, err) == -1)
 		return cgroup_failed(err);
 	return 0;
 }
@@ -295,7 +296,7 @@ static int cgroup_late(struct sandbox *sb, ar_error_t *err)
 {
 	if (sb->cg == NULL || !sb->child_enters_cgroup)
 		return 0;
-	if (ar_cgroup_make(sb->cg, sb->p, err) == -1)
+	if (ar_cgroup_make(sb->cg, &sb->spec->limits.cgroup, err) == -1)
 		return cgroup_failed(err);
 	int n = ar_cgroup_open_self(sb->cg, sb->cg_self, AR_ARRAY_SIZE(sb->cg_self), err);
 	if (n == -1)
@@ -473,7 +474,8 @@ static void teardown(struct sandbox *sb)
 		return;
 	if (ar_cgroup_oom_killed(sb->cg))
 		fprintf(stderr, "agentrun: killed by the memory limit (%s)\n",
-			sb->p->limits.memory_str ? sb->p->limits.memory_str : "?");
+			sb->spec->limits.cgroup.memory_str ? sb->spec->limits.cgroup.memory_str
+							   : "?");
 	if (ar_cgroup_destroy(sb->cg, &err) == -1)
 		ar_warn("%s", err->msg);
 	sb->cg = NULL;

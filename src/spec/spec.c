@@ -156,6 +156,7 @@ static void build_limits(struct ar_spec *s)
 	    .cpus_milli = l->cpus_milli,
 	    .cpu_period = AR_CGROUP_CPU_PERIOD,
 	    .cpu_quota = l->cpus_milli * AR_CGROUP_CPU_PERIOD / 1000,
+	    .cgroup = *l, /* its strings the policy's, which outlives the spec */
 	};
 }
 
