@@ -214,6 +214,9 @@ void ar_cleanup_specp(struct ar_spec **s);
 /* The value of KEY in the spec's environment, or NULL. */
 const char *ar_spec_getenv(const struct ar_spec *s, const char *key);
 
+/* The profile the spec of p names ("default", "unconfined" or a path): run compiles it
+ * before anything exists, ahead of the spec itself, so a bad profile fails first. */
+const char *ar_spec_seccomp_of(const struct ar_policy *p);
 /* The seccomp profile text: the embedded default, NULL for "unconfined", or the
  * policy's file (read into *owned). *origin names it in messages. */
 int ar_spec_seccomp_text(const struct ar_spec *s, char **owned, const char **text,

@@ -70,11 +70,11 @@ static void release_sandbox(struct sandbox *sb)
 	ar_state_uid_release(&sb->lease);
 }
 
-/* The seccomp filter, compiled here so a bad profile fails before anything exists
+/* The spec's seccomp filter, compiled here so a bad profile fails before anything exists
  * (`default` comes precompiled from the build). */
 static int prepare(struct sandbox *sb, ar_error_t *err)
 {
-	return ar_seccomp_prepare_program(sb->p->seccomp, &sb->seccomp, err);
+	return ar_seccomp_prepare_program(ar_spec_seccomp_of(sb->p), &sb->seccomp, err);
 }
 
 /* /etc/FILE can be covered: in a rootfs, nothing is created, so only a regular file

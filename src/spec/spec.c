@@ -176,7 +176,7 @@ int ar_spec_build(const struct ar_policy *p, const struct ar_spec_opts *o, struc
 	    .readonly_root = true,
 	    .no_new_privs = true,
 	    .no_capabilities = true,
-	    .seccomp = p->seccomp != NULL ? p->seccomp : "default",
+	    .seccomp = ar_spec_seccomp_of(p),
 	    .net = {.mode = p->network},
 	    .kubeconfig_mount = -1,
 	    .ca_bundle_mount = -1,
@@ -196,6 +196,11 @@ int ar_spec_build(const struct ar_policy *p, const struct ar_spec_opts *o, struc
 	build_limits(s);
 	*out = steal_pointer(&s);
 	return 0;
+}
+
+const char *ar_spec_seccomp_of(const struct ar_policy *p)
+{
+	return p->seccomp != NULL ? p->seccomp : "default";
 }
 
 int ar_spec_build_container(const struct ar_policy *p, struct ar_spec **out, ar_error_t *err)
