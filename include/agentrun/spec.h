@@ -153,6 +153,7 @@ struct ar_spec {
 	size_t n_mounts;
 	int kubeconfig_mount; /* its index in mounts, -1 without a kubeconfig */
 	int ca_bundle_mount;  /* the CA bundle's (secrets), -1 without */
+	const char *hostname; /* the policy's name */
 	char *hosts;	      /* the sandbox's own /etc/hosts: its network is never the host's */
 	struct ar_spec_limits limits;
 	const char *seccomp; /* "default", "unconfined" or a profile path */

@@ -216,7 +216,7 @@ static int network_attach(struct sandbox *sb, ar_error_t *err)
 	 * proxy child enters it for that alone (docs/rootless.md). Opened now, while the
 	 * init is still dumpable; it names the namespace, not the process. */
 	ar_autoclose int userns = -1;
-	if (sb->userns && sb->p->network == AR_NETWORK_PROXY) {
+	if (sb->userns && sb->spec->net.mode == AR_NETWORK_PROXY) {
 		char path[64];
 		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)sb->pid);
 		if ((userns = open(path, O_RDONLY | O_CLOEXEC)) == -1) {

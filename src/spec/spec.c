@@ -106,7 +106,7 @@ static void build_hosts(struct ar_spec *s)
 				"the host's)\n"
 				"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 				"127.0.1.1\t%s\n",
-				s->p->name);
+				s->hostname);
 }
 
 static int check_target(const char *field, const char *target, ar_error_t *err)
@@ -173,6 +173,7 @@ int ar_spec_build(const struct ar_policy *p, const struct ar_spec_opts *o, struc
 	    .gid = o->ids_set ? o->gid : p->gid,
 	    .idmap = o->idmap,
 	    .rootfs = p->rootfs,
+	    .hostname = p->name,
 	    .readonly_root = true,
 	    .no_new_privs = true,
 	    .no_capabilities = true,
