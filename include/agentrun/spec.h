@@ -212,6 +212,10 @@ void ar_spec_free(struct ar_spec *s);
 void ar_cleanup_specp(struct ar_spec **s);
 #define ar_autospec __attribute__((cleanup(ar_cleanup_specp)))
 
+/* Is mounts[i] one of the policy's own binds (`mounts`), not the kubeconfig's or the CA
+ * bundle's? The container back ends spell those apart. */
+bool ar_spec_policy_bind(const struct ar_spec *s, size_t i);
+
 /* The value of KEY in the spec's environment, or NULL. */
 const char *ar_spec_getenv(const struct ar_spec *s, const char *key);
 

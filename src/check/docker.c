@@ -494,19 +494,11 @@ static void check_kubeconfig(const struct ctx *c)
 	expect_mount(c, "kubeconfig mount", k->source, k->target, k->readonly);
 }
 
-/* The spec's binds but the kubeconfig's (check_kubeconfig) and the CA bundle's (secrets:
- * not rendered for docker). */
-static bool policy_bind(const struct ar_spec *sp, size_t i)
-{
-	return sp->mounts[i].kind == AR_SPEC_MNT_BIND && (int)i != sp->kubeconfig_mount &&
-	       (int)i != sp->ca_bundle_mount;
-}
-
 static void check_policy_mounts(const struct ctx *c)
 {
 	for (size_t i = 0; i < c->sp->n_mounts; i++) {
 		const struct ar_spec_mount *m = &c->sp->mounts[i];
-		if (!policy_bind(c->sp, i))
+		if (!ar_spec_policy_bind(c->sp, i))
 			continue;
 		ar_autofree char *what = ar_xasprintf("mount %s", m->target);
 		expect_mount(c, what, m->source, m->target, m->readonly);

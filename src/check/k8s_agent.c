@@ -143,8 +143,7 @@ static void check_mounts(struct kctx *c)
 		check_mount(c, "kubeconfig mount", sp->mounts[sp->kubeconfig_mount].target, true);
 	for (size_t i = 0; i < sp->n_mounts; i++) {
 		const struct ar_spec_mount *m = &sp->mounts[i];
-		if (m->kind != AR_SPEC_MNT_BIND || (int)i == sp->kubeconfig_mount ||
-		    (int)i == sp->ca_bundle_mount)
+		if (!ar_spec_policy_bind(sp, i))
 			continue;
 		ar_autofree char *what = ar_xasprintf("mount %s", m->target);
 		check_mount(c, what, m->target, m->readonly);

@@ -180,8 +180,7 @@ static void check_policy_mounts(const struct ctx *c)
 	}
 	for (size_t i = 0; i < sp->n_mounts; i++) {
 		const struct ar_spec_mount *m = &sp->mounts[i];
-		if (m->kind != AR_SPEC_MNT_BIND || (int)i == sp->kubeconfig_mount ||
-		    (int)i == sp->ca_bundle_mount)
+		if (!ar_spec_policy_bind(sp, i))
 			continue;
 		ar_autofree char *what = ar_xasprintf("mount %s", m->target);
 		ar_autofree char *fix = ar_xasprintf("policy \"mounts\": %s -> %s%s", m->source,

@@ -306,7 +306,7 @@ static void policy_mounts(struct k8s_ctx *c, struct kn *vols, struct kn *mounts)
 {
 	for (size_t j = 0, i = 0; j < c->sp->n_mounts; j++) {
 		const struct ar_spec_mount *m = &c->sp->mounts[j];
-		if (m->kind != AR_SPEC_MNT_BIND || (int)j == c->sp->kubeconfig_mount)
+		if (!ar_spec_policy_bind(c->sp, j))
 			continue;
 		char name[32];
 		snprintf(name, sizeof(name), "mount-%zu", i);

@@ -181,7 +181,7 @@ static void agent_mounts(const struct ar_spec *sp, struct ar_render_step *s)
 	}
 	for (size_t i = 0; i < sp->n_mounts; i++) {
 		const struct ar_spec_mount *m = &sp->mounts[i];
-		if (m->kind != AR_SPEC_MNT_BIND || (int)i == sp->kubeconfig_mount)
+		if (!ar_spec_policy_bind(sp, i))
 			continue;
 		arg(s, "-v");
 		argf(s, "%s:%s:%s", m->source, m->target, m->readonly ? "ro" : "rw");

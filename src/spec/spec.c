@@ -199,6 +199,12 @@ int ar_spec_build(const struct ar_policy *p, const struct ar_spec_opts *o, struc
 	return 0;
 }
 
+bool ar_spec_policy_bind(const struct ar_spec *s, size_t i)
+{
+	return s->mounts[i].kind == AR_SPEC_MNT_BIND && (int)i != s->kubeconfig_mount &&
+	       (int)i != s->ca_bundle_mount;
+}
+
 const char *ar_spec_seccomp_of(const struct ar_policy *p)
 {
 	return p->seccomp != NULL ? p->seccomp : "default";

@@ -65,6 +65,11 @@ char **ar_fuzz_lines(const uint8_t *data, size_t size, size_t max, size_t *n);
 /* The error contract: a failure filled *err with one line that starts with prefix.
  * Releases the error. */
 void ar_fuzz_check_error(ar_error_t *err, const char *prefix);
+/* The container spec of a target's fixed policy (ar_spec_build_container), built once
+ * into *cache: what check --inspect and --manifest compare with. */
+struct ar_policy;
+struct ar_spec;
+const struct ar_spec *ar_fuzz_container_spec(const struct ar_policy *p, struct ar_spec **cache);
 /* No byte below 0x20 other than tab, and no DEL: one printable line. Always true
  * with AR_FUZZ_LAX_TEXT=1 (to look for other bugs while such a finding is open). */
 bool ar_fuzz_is_one_line(const char *s);

@@ -45,16 +45,11 @@ static const struct ar_policy *policy(int which)
 	return p[which];
 }
 
-/* ... and its container spec, as `check --inspect` compares with it */
+/* ... and its container spec */
 static const struct ar_spec *spec(int which)
 {
 	static struct ar_spec *s[2];
-	ar_auto_error ar_error_t err = NULL;
-	if (s[which] != NULL)
-		return s[which];
-	int rc = ar_spec_build_container(policy(which), &s[which], &err);
-	AR_FUZZ_CHECK(rc == 0, "the spec of policy %d: %s", which, err ? err->msg : "?");
-	return s[which];
+	return ar_fuzz_container_spec(policy(which), &s[which]);
 }
 
 static size_t count_ci(const uint8_t *hay, size_t n, const char *needle)

@@ -30,16 +30,11 @@ static const char proxy_policy[] =
 /* Parsed once, kept for the life of the process (still reachable, not a leak). */
 static const struct ar_policy *policy(int which);
 
-/* ... and its container spec, as `check --manifest` compares with it */
+/* ... and its container spec */
 static const struct ar_spec *spec(int which)
 {
 	static struct ar_spec *s[2];
-	ar_auto_error ar_error_t err = NULL;
-	if (s[which] != NULL)
-		return s[which];
-	int rc = ar_spec_build_container(policy(which), &s[which], &err);
-	AR_FUZZ_CHECK(rc == 0, "the spec of policy %d: %s", which, err ? err->msg : "?");
-	return s[which];
+	return ar_fuzz_container_spec(policy(which), &s[which]);
 }
 
 static const struct ar_policy *policy(int which)

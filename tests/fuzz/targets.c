@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "agentrun/util.h"
+#include "agentrun/spec.h"
 #include "fuzz.h"
 
 const struct ar_fuzz_target ar_fuzz_targets[] = {
@@ -127,4 +128,13 @@ void ar_fuzz_check_error(ar_error_t *err, const char *prefix)
 		      "error message does not start with \"%s\": %s", prefix, msg);
 	AR_FUZZ_CHECK(ar_fuzz_is_one_line(msg), "error message is not one printable line: %s", msg);
 	ar_error_release(err);
+}
+
+const struct ar_spec *ar_fuzz_container_spec(const struct ar_policy *p, struct ar_spec **cache)
+{
+	ar_auto_error ar_error_t err = NULL;
+	if (*cache == NULL)
+		AR_FUZZ_CHECK(ar_spec_build_container(p, cache, &err) == 0,
+			      "the spec of a fixed policy: %s", err ? err->msg : "?");
+	return *cache;
 }
