@@ -428,7 +428,24 @@ enum cstate step_tls_accept(struct client *c)
 	term_reason(c, why);
 	c->status = 200;
 	client_audit(c);
-	c->term = true;
+	c->term = c->one_origin = true;
+	return next_request(c);
+}
+
+/* Captured plain HTTP while the policy has secrets: a proxy-unaware client (curl
+ * --noproxy, a library that ignores HTTP_PROXY) gets what an explicit proxy request
+ * gets: each request read for the captured name:port (origin-form, Host equal to it),
+ * decided, its placeholders put in for a bound host or refused anywhere else (the body's
+ * first 64 KiB too), and audited on its own. The connection has no record besides its
+ * requests'. The upstream leg is plain: a connection the tunnel already opened waits
+ * in the origin's pool for the first request. */
+enum cstate captured_requests(struct client *c)
+{
+	snprintf(c->term_host, sizeof(c->term_host), "%s", c->host);
+	c->term_port = c->port;
+	c->one_origin = true;
+	c->audited = true;
+	c->keepalive = true;
 	return next_request(c);
 }
 
@@ -441,8 +458,8 @@ static enum cstate handle_request(struct client *c, size_t head_end)
 	begin_request(c);
 	c->keepalive = false;
 	struct ar_h1_origin at = {c->term_host, c->term_port, strchr(c->term_host, ':') != NULL};
-	int rc = c->term ? ar_h1_parse_request_at(head, len, &at, &req, &e)
-			 : ar_h1_parse_request(head, len, &req, &e);
+	int rc = c->one_origin ? ar_h1_parse_request_at(head, len, &at, &req, &e)
+			       : ar_h1_parse_request(head, len, &req, &e);
 	if (req.method.len) {
 		copy_span(c->method, sizeof(c->method), head, req.method);
 		c->have_method = true;
