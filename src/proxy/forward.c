@@ -449,6 +449,42 @@ enum cstate captured_requests(struct client *c)
 	return next_request(c);
 }
 
+#define CA_PATH "/agentrun/ca-bundle.pem"
+
+/* Is this `GET /agentrun/ca-bundle.pem` asked of the proxy itself (origin-form, which
+ * no proxied request is)? */
+static bool asks_ca(const struct client *c, const char *head, size_t len)
+{
+	static const char want[] = "GET " CA_PATH " HTTP/1.";
+	return c->px->cfg.ca_bundle_pem != NULL && !c->one_origin && len > sizeof(want) &&
+	       memcmp(head, want, sizeof(want) - 1) == 0;
+}
+
+/* The roots and the sandbox CA, for an agent in another container or pod (a
+ * Kubernetes init container fetches them; docs/secrets.md). Certificates only: public. */
+static enum cstate serve_ca(struct client *c, size_t head_end)
+{
+	const char *pem = c->px->cfg.ca_bundle_pem;
+	ar_autobuf struct ar_buf b = {0};
+	c->in.off += (uint32_t)head_end;
+	memset(&c->scan, 0, sizeof(c->scan));
+	snprintf(c->method, sizeof(c->method), "GET");
+	c->have_method = c->allowed = c->close_after = true;
+	c->status = 200;
+	snprintf(c->reason, sizeof(c->reason), "%s: the roots and the sandbox CA", CA_PATH);
+	ar_buf_printf(&b,
+		      "HTTP/1.1 200 OK\r\nContent-Type: application/x-pem-file\r\n"
+		      "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+		      strlen(pem), pem);
+	c->out.off = c->out.len = 0;
+	iobuf_reserve(c->px, &c->out, (uint32_t)b.len, (uint32_t)b.len);
+	memcpy(c->out.p, b.data, b.len);
+	c->out.len = (uint32_t)b.len;
+	client_audit(c);
+	c->deadline = c->px->loop.now + LINGER_MS * 2;
+	return CS_REPLY;
+}
+
 static enum cstate handle_request(struct client *c, size_t head_end)
 {
 	struct ar_h1_request req;
@@ -457,6 +493,8 @@ static enum cstate handle_request(struct client *c, size_t head_end)
 	size_t len = head_end - c->scan.start;
 	begin_request(c);
 	c->keepalive = false;
+	if (asks_ca(c, head, len))
+		return serve_ca(c, head_end);
 	struct ar_h1_origin at = {c->term_host, c->term_port, strchr(c->term_host, ':') != NULL};
 	int rc = c->one_origin ? ar_h1_parse_request_at(head, len, &at, &req, &e)
 			       : ar_h1_parse_request(head, len, &req, &e);

@@ -247,7 +247,7 @@ expect_status "kubeconfig without a token: 125" 125 "$AGENTRUN" run --policy "$A
 expect_match "kubeconfig without a token: named" "kubeconfig $AR_TMP/kc-cert: the current context's user has no token" "$(cat "$AR_TMP/err")"
 expect_status "agentrun proxy --policy with secrets refuses (it holds no placeholders)" 2 \
 	"$AGENTRUN" proxy --listen 127.0.0.1:0 --policy "$POLICY"
-expect_match "agentrun proxy: says why" "secrets: only the proxy of .agentrun run. and of the OCI hook puts them in" "$(cat "$AR_TMP/err")"
+expect_match "agentrun proxy: says why" "secrets: a proxy of its own takes them as --secret flags" "$(cat "$AR_TMP/err")"
 # a run killed (kill -9) after its CA bundle was made, before its state: gc removes it
 true &
 dead=$!
