@@ -41,27 +41,34 @@ static int placeholder(struct ar_secret *x, ar_error_t *err)
 	return 0;
 }
 
-int ar_secrets_new(const struct ar_policy *p, struct ar_secrets **out, ar_error_t *err)
+int ar_secrets_new_specs(const struct ar_secret_spec *specs, size_t n, const char *origin,
+			 struct ar_secrets **out, ar_error_t *err)
 {
 	*out = NULL;
-	if (p->n_secrets == 0)
+	if (n == 0)
 		return 0;
 	ar_autosecrets struct ar_secrets *s = ar_xcalloc(1, sizeof(*s));
-	s->origin = ar_xstrdup(p->origin ? p->origin : "<policy>");
-	s->s = ar_xcalloc(p->n_secrets, sizeof(*s->s));
-	for (size_t i = 0; i < p->n_secrets; i++, s->n++) {
+	s->origin = ar_xstrdup(origin);
+	s->s = ar_xcalloc(n, sizeof(*s->s));
+	for (size_t i = 0; i < n; i++, s->n++) {
 		struct ar_secret *x = &s->s[i];
-		x->name = ar_xstrdup(p->secrets[i].name);
-		x->from = ar_xstrdup(p->secrets[i].from);
+		x->name = ar_xstrdup(specs[i].name);
+		x->from = ar_xstrdup(specs[i].from);
 		x->in_env = true;
 		ar_autofree char *what = ar_xasprintf("%s: secrets.%s.hosts", s->origin, x->name);
-		if (ar_rules_compile(p->secrets[i].hosts, p->secrets[i].n_hosts, what, &x->hosts,
-				     err) == -1 ||
+		if (ar_rules_compile(specs[i].hosts, specs[i].n_hosts, what, &x->hosts, err) ==
+			-1 ||
 		    placeholder(x, err) == -1)
 			return -1;
 	}
 	*out = steal_pointer(&s);
 	return 0;
+}
+
+int ar_secrets_new(const struct ar_policy *p, struct ar_secrets **out, ar_error_t *err)
+{
+	return ar_secrets_new_specs(p->secrets, p->n_secrets, p->origin ? p->origin : "<policy>",
+				    out, err);
 }
 
 int ar_secrets_add_kubeconfig(struct ar_secrets **sp, const struct ar_policy *p,
@@ -102,8 +109,7 @@ int ar_secrets_adopt(struct ar_secrets *s, char *const *env, const char *origin,
 		    strspn(v + AR_SECRET_PREFIX_LEN + n + 1, "0123456789abcdef") != AR_SECRET_HEX)
 			return ar_error_make(err, 0,
 					     "%s: secrets.%s: the environment holds no placeholder "
-					     "for it (render the bundle with agentrun render "
-					     "--format oci)",
+					     "for it (agentrun render writes one)",
 					     origin, x->name);
 		snprintf(x->placeholder, sizeof(x->placeholder), "%s", v);
 		x->plen = strlen(v);
