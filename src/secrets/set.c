@@ -91,6 +91,30 @@ int ar_secrets_add_kubeconfig(struct ar_secrets **sp, const struct ar_policy *p,
 	return placeholder(x, err);
 }
 
+int ar_secrets_kubeconfig(struct ar_secrets **sp, const struct ar_policy *p,
+			  struct ar_kubeconfig *k, ar_error_t *err)
+{
+	if (p->kubeconfig == NULL || p->network != AR_NETWORK_PROXY)
+		return 0;
+	if (ar_kubeconfig_load(p->kubeconfig, k, err) == -1)
+		return ar_error_wrap(err, "%s: kubeconfig", p->origin);
+	explicit_bzero(k->token, strlen(k->token)); /* the proxy reads it again itself */
+	ar_autorules struct ar_rules *allowed = NULL;
+	struct ar_host h;
+	struct ar_decision d;
+	if (ar_rules_compile(p->allowed_hosts, p->n_allowed_hosts, "allowed_hosts", &allowed,
+			     err) == -1 ||
+	    ar_host_canonicalize(k->host, &h, err) == -1)
+		return -1;
+	ar_rules_decide(allowed, &h, k->port, &d);
+	if (!d.allowed)
+		return ar_error_make(err, 0,
+				     "%s: kubeconfig: its server %s is not in allowed_hosts (add "
+				     "\"%s\")",
+				     p->origin, k->rule, k->rule);
+	return ar_secrets_add_kubeconfig(sp, p, k, err);
+}
+
 int ar_secrets_adopt(struct ar_secrets *s, char *const *env, const char *origin, ar_error_t *err)
 {
 	for (size_t i = 0; s != NULL && i < s->n; i++) {

@@ -92,7 +92,14 @@ static void test_oci_process(const cJSON *root)
 	    "http_proxy=http://10.254.0.1:3128",
 	    "https_proxy=http://10.254.0.1:3128",
 	    "NO_PROXY=localhost,127.0.0.1",
-	    "no_proxy=localhost,127.0.0.1"};
+	    "no_proxy=localhost,127.0.0.1",
+	    /* network proxy and a kubeconfig: its token is a secret, the CA bundle's file
+	     * is the bundle's */
+	    "SSL_CERT_FILE=/etc/agentrun/ca-bundle.pem",
+	    "REQUESTS_CA_BUNDLE=/etc/agentrun/ca-bundle.pem",
+	    "CURL_CA_BUNDLE=/etc/agentrun/ca-bundle.pem",
+	    "NODE_EXTRA_CA_CERTS=/etc/agentrun/ca-bundle.pem",
+	    "GIT_SSL_CAINFO=/etc/agentrun/ca-bundle.pem"};
 	/* the spec's environment, as a set (its order is the builder's) */
 	const cJSON *e = cJSON_GetObjectItem(proc, "env"), *v;
 	assert_int_equal(cJSON_GetArraySize(e), AR_ARRAY_SIZE(env));
@@ -128,7 +135,9 @@ static void test_oci(void **state)
 	    {"/sys", "sysfs", "sysfs", "nosuid,noexec,nodev,ro"},
 	    {"/dev/mqueue", "mqueue", "mqueue", "nosuid,noexec,nodev"},
 	    {"/tmp", "tmpfs", "tmpfs", "nosuid,nodev,mode=1777"},
-	    {"/home/agent/.kube/config", "bind", "/home/me/.kube/agent-config",
+	    /* the bundle's own kubeconfig, which the hook writes: never the policy's file */
+	    {"/home/agent/.kube/config", "bind", "agentrun-kubeconfig", "rbind,ro,nosuid,nodev"},
+	    {"/etc/agentrun/ca-bundle.pem", "bind", "agentrun-ca-bundle.pem",
 	     "rbind,ro,nosuid,nodev"},
 	    {"/logs", "bind", "/srv/logs", "rbind,ro,nosuid,nodev"},
 	    {"/out", "bind", "/srv/out", "rbind,rw,nosuid,nodev"},
