@@ -82,16 +82,11 @@ static void test_oci_process(const cJSON *root)
 	assert_int_equal(num(proc, "user", "gid"), 1000);
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(proc, "noNewPrivileges")));
 	static const char *const env[] = {
-	    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-	    "HOME=/tmp",
-	    "AB_FIRST=x y",
-	    "ANTHROPIC_BASE_URL=https://api.anthropic.com",
-	    "KUBECONFIG=/home/agent/.kube/config",
-	    "HTTP_PROXY=http://10.254.0.1:3128",
-	    "HTTPS_PROXY=http://10.254.0.1:3128",
-	    "http_proxy=http://10.254.0.1:3128",
-	    "https_proxy=http://10.254.0.1:3128",
-	    "NO_PROXY=localhost,127.0.0.1",
+	    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/tmp",
+	    "AB_FIRST=x y", "ANTHROPIC_BASE_URL=https://api.anthropic.com",
+	    "KUBECONFIG=/home/agent/.kube/config", "HTTP_PROXY=http://10.254.0.1:3128",
+	    "HTTPS_PROXY=http://10.254.0.1:3128", "http_proxy=http://10.254.0.1:3128",
+	    "https_proxy=http://10.254.0.1:3128", "NO_PROXY=localhost,127.0.0.1",
 	    "no_proxy=localhost,127.0.0.1",
 	    /* network proxy and a kubeconfig: its token is a secret, the CA bundle's file
 	     * is the bundle's */
