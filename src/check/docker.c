@@ -513,6 +513,9 @@ static bool policy_claims(const struct ar_policy *p, const struct ar_docker_moun
 {
 	if (p->kubeconfig && strcmp(m->target, p->kubeconfig_target) == 0)
 		return true;
+	/* secrets: the proxy's CA bundle, the volume render gives the agent read-only */
+	if (p->n_secrets > 0 && strcmp(m->target, AR_RENDER_AGENT_CA_DIR) == 0 && m->readonly)
+		return true;
 	for (size_t i = 0; i < p->n_mounts; i++)
 		if (strcmp(m->target, p->mounts[i].target) == 0)
 			return true;

@@ -228,14 +228,6 @@ static int render(struct render_args *a, const struct ar_policy *p, struct ar_bu
 {
 	if (a->format == AR_RENDER_OCI)
 		return render_oci(a, p, out, err);
-	/* docker and k8s would need the proxy container to hold the values and the agent
-	 * to trust its CA: not rendered yet, and a plan without them would drop the
-	 * secrets silently */
-	if (p->n_secrets > 0)
-		return ar_error_make(err, 0,
-				     "%s: secrets: only --format oci renders them yet (with the "
-				     "OCI hook's proxy; docs/secrets.md)",
-				     p->origin);
 	ar_autospec struct ar_spec *sp = NULL;
 	if (ar_spec_build_container(p, &sp, err) < 0)
 		return -1;
