@@ -15,9 +15,9 @@
 struct ar_cgroup;
 
 /* Create the sandbox cgroup(s) named `name` (unique, e.g. "agentrun-triage-1234")
- * and write the limits of p->limits (memory.max, memory.swap.max = 0, pids.max,
+ * and write the limits l (memory.max, memory.swap.max = 0, pids.max,
  * cpu.max, or the v1 equivalents). Fails closed, naming what is missing. */
-int ar_cgroup_create(const struct ar_policy *p, const char *name, struct ar_cgroup **out,
+int ar_cgroup_create(const struct ar_limits *l, const char *name, struct ar_cgroup **out,
 		     ar_error_t *err);
 /* ar_cgroup_create in two halves, so a caller can create the cgroups later (on v1,
  * while the sandbox builds its root on the other CPU). ar_cgroup_plan reads
@@ -25,7 +25,7 @@ int ar_cgroup_create(const struct ar_policy *p, const char *name, struct ar_cgro
  * creates, writes and moves nothing. ar_cgroup_make then creates them and writes the
  * limits (on failure nothing of it is left; the handle still needs
  * ar_cgroup_destroy). ar_cgroup_destroy on a handle never made only frees it. */
-int ar_cgroup_plan(const struct ar_policy *p, const char *name, struct ar_cgroup **out,
+int ar_cgroup_plan(const struct ar_limits *l, const char *name, struct ar_cgroup **out,
 		   ar_error_t *err);
 
 /* The limits, as bits of a mask (each is the controller it needs). */
@@ -41,9 +41,9 @@ struct ar_cgroup_gap {
  * (writable, with the controllers, room for a child) is used. What it lacks is left
  * out and said in *gap; *out is NULL when nothing is left (no cgroup at all). Fails
  * only as ar_cgroup_plan does for what it does use. */
-int ar_cgroup_plan_delegated(const struct ar_policy *p, const char *name, struct ar_cgroup **out,
+int ar_cgroup_plan_delegated(const struct ar_limits *l, const char *name, struct ar_cgroup **out,
 			     struct ar_cgroup_gap *gap, ar_error_t *err);
-int ar_cgroup_make(struct ar_cgroup *cg, const struct ar_policy *p, ar_error_t *err);
+int ar_cgroup_make(struct ar_cgroup *cg, const struct ar_limits *l, ar_error_t *err);
 /* Does the manager let the sandbox move itself in (ar_cgroup_open_self, v1)? Known
  * after ar_cgroup_plan. When false (v2) ar_cgroup_make may move this process itself
  * into a leaf cgroup, so it must run while no child shares this process's cgroup:

@@ -116,6 +116,9 @@ struct ar_spec_limits {
 	int64_t cpus_milli;
 	int64_t cpu_period; /* µs */
 	int64_t cpu_quota;  /* µs per period */
+	/* the same limits as run's cgroup managers take them (agentrun/cgroup.h), with the
+	 * policy's words for messages ("256m") and whether they are required */
+	struct ar_limits cgroup;
 };
 
 struct ar_spec_net {
@@ -156,6 +159,7 @@ struct ar_spec {
 	size_t n_mounts;
 	int kubeconfig_mount; /* its index in mounts, -1 without a kubeconfig */
 	int ca_bundle_mount;  /* the CA bundle's (secrets), -1 without */
+	const char *hostname; /* the policy's name */
 	char *hosts;	      /* the sandbox's own /etc/hosts: its network is never the host's */
 	struct ar_spec_limits limits;
 	const char *seccomp; /* "default", "unconfined" or a profile path */
@@ -217,6 +221,9 @@ void ar_cleanup_specp(struct ar_spec **s);
 /* The value of KEY in the spec's environment, or NULL. */
 const char *ar_spec_getenv(const struct ar_spec *s, const char *key);
 
+/* The profile the spec of p names ("default", "unconfined" or a path): run compiles it
+ * before anything exists, ahead of the spec itself, so a bad profile fails first. */
+const char *ar_spec_seccomp_of(const struct ar_policy *p);
 /* The seccomp profile text: the embedded default, NULL for "unconfined", or the
  * policy's file (read into *owned). *origin names it in messages. */
 int ar_spec_seccomp_text(const struct ar_spec *s, char **owned, const char **text,

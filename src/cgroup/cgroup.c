@@ -204,15 +204,15 @@ int cg_host_read(struct cg_host *h, ar_error_t *err)
 	return ar_read_file("/proc/self/cgroup", 0, &h->self, NULL, err);
 }
 
-static unsigned needed_controllers(const struct ar_policy *p)
+static unsigned needed_controllers(const struct ar_limits *l)
 {
 	unsigned m = 0;
 
-	if (p->limits.memory > 0)
+	if (l->memory > 0)
 		m |= 1u << CG_MEMORY;
-	if (p->limits.pids > 0)
+	if (l->pids > 0)
 		m |= 1u << CG_PIDS;
-	if (p->limits.cpus_milli > 0)
+	if (l->cpus_milli > 0)
 		m |= 1u << CG_CPU;
 	return m;
 }
@@ -273,7 +273,7 @@ struct ar_cgroup *cg_handle_new(const char *name, const struct cgroup_ops *ops, 
 	return cg;
 }
 
-int cg_host_plan(const struct ar_policy *p, const char *name, struct cg_host *h, ar_error_t *err)
+int cg_host_plan(const struct ar_limits *l, const char *name, struct cg_host *h, ar_error_t *err)
 {
 	if (check_name(name, err) == -1)
 		return -1;
@@ -281,17 +281,17 @@ int cg_host_plan(const struct ar_policy *p, const char *name, struct cg_host *h,
 		cg_host_release(h);
 		return ar_error_wrap(err, "cgroup");
 	}
-	h->needed = needed_controllers(p);
+	h->needed = needed_controllers(l);
 	return 0;
 }
 
-int ar_cgroup_plan(const struct ar_policy *p, const char *name, struct ar_cgroup **out,
+int ar_cgroup_plan(const struct ar_limits *l, const char *name, struct ar_cgroup **out,
 		   ar_error_t *err)
 {
 	struct cg_host h = {0};
 	struct ar_cgroup *cg;
 
-	if (cg_host_plan(p, name, &h, err) == -1)
+	if (cg_host_plan(l, name, &h, err) == -1)
 		return -1;
 	cg = cg_handle_new(name, pick_manager(&h), &h);
 	if (cg->ops->locate != NULL && cg->ops->locate(cg, &cg->host, err) == -1) {
@@ -302,9 +302,9 @@ int ar_cgroup_plan(const struct ar_policy *p, const char *name, struct ar_cgroup
 	return 0;
 }
 
-int ar_cgroup_make(struct ar_cgroup *cg, const struct ar_policy *p, ar_error_t *err)
+int ar_cgroup_make(struct ar_cgroup *cg, const struct ar_limits *l, ar_error_t *err)
 {
-	int r = cg->ops->create(cg, &cg->host, p, err);
+	int r = cg->ops->create(cg, &cg->host, l, err);
 
 	/* on failure create removed what it made itself: only the handle is left */
 	cg_host_release(&cg->host);
@@ -316,14 +316,14 @@ int ar_cgroup_make(struct ar_cgroup *cg, const struct ar_policy *p, ar_error_t *
 	return 0;
 }
 
-int ar_cgroup_create(const struct ar_policy *p, const char *name, struct ar_cgroup **out,
+int ar_cgroup_create(const struct ar_limits *l, const char *name, struct ar_cgroup **out,
 		     ar_error_t *err)
 {
 	struct ar_cgroup *cg = NULL;
 
-	if (ar_cgroup_plan(p, name, &cg, err) == -1)
+	if (ar_cgroup_plan(l, name, &cg, err) == -1)
 		return -1;
-	if (ar_cgroup_make(cg, p, err) == -1) {
+	if (ar_cgroup_make(cg, l, err) == -1) {
 		cgroup_free(cg);
 		return -1;
 	}

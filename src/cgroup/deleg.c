@@ -204,7 +204,7 @@ static void read_facts(const struct cg_host *h, struct ar_cgroup_facts *f, struc
 	f->is_root = !cg_exists(b->dir, "cgroup.type");
 }
 
-int ar_cgroup_plan_delegated(const struct ar_policy *p, const char *name, struct ar_cgroup **out,
+int ar_cgroup_plan_delegated(const struct ar_limits *l, const char *name, struct ar_cgroup **out,
 			     struct ar_cgroup_gap *gap, ar_error_t *err)
 {
 	__attribute__((cleanup(facts_release))) struct facts_buf b = {0};
@@ -214,11 +214,11 @@ int ar_cgroup_plan_delegated(const struct ar_policy *p, const char *name, struct
 
 	*out = NULL;
 	memset(gap, 0, sizeof(*gap));
-	if (cg_host_plan(p, name, &h, err) == -1)
+	if (cg_host_plan(l, name, &h, err) == -1)
 		return -1;
 	read_facts(&h, &f, &b);
 	enum ar_cgroup_deleg d = ar_cgroup_delegation(&f, &usable);
-	ar_cgroup_gap_explain(&f, d, usable, &p->limits, gap);
+	ar_cgroup_gap_explain(&f, d, usable, l, gap);
 	if (d != AR_CGROUP_DELEGATED && usable == 0) {
 		cg_host_release(&h);
 		return 0; /* nothing of ours to limit with: no cgroup */

@@ -24,7 +24,7 @@ struct cgroup_ops {
 	const char *kind;
 	/* optional, side-effect free: fill in the handle's directories (ar_cgroup_plan) */
 	int (*locate)(struct ar_cgroup *cg, const struct cg_host *h, ar_error_t *err);
-	int (*create)(struct ar_cgroup *cg, const struct cg_host *h, const struct ar_policy *p,
+	int (*create)(struct ar_cgroup *cg, const struct cg_host *h, const struct ar_limits *l,
 		      ar_error_t *err);
 	int (*enter)(const struct ar_cgroup *cg, pid_t pid, ar_error_t *err);
 	/* optional: files through which a process moves itself (ar_cgroup_open_self) */
@@ -77,7 +77,7 @@ char *cg_v2_leaf(void);
 int cg_host_read(struct cg_host *h, ar_error_t *err);
 void cg_host_release(struct cg_host *h);
 /* The start of a plan: the name checked, h read, h->needed set from p's limits. */
-int cg_host_plan(const struct ar_policy *p, const char *name, struct cg_host *h, ar_error_t *err);
+int cg_host_plan(const struct ar_limits *l, const char *name, struct cg_host *h, ar_error_t *err);
 /* A planned handle; takes over *h (left empty). */
 struct ar_cgroup *cg_handle_new(const char *name, const struct cgroup_ops *ops, struct cg_host *h);
 

@@ -95,7 +95,7 @@ static int v1_locate(struct ar_cgroup *cg, const struct cg_host *h, ar_error_t *
 }
 
 /* The directories come from v1_locate. */
-static int v1_create(struct ar_cgroup *cg, const struct cg_host *h, const struct ar_policy *p,
+static int v1_create(struct ar_cgroup *cg, const struct cg_host *h, const struct ar_limits *l,
 		     ar_error_t *err)
 {
 	(void)h;
@@ -110,12 +110,11 @@ static int v1_create(struct ar_cgroup *cg, const struct cg_host *h, const struct
 			goto fail;
 		}
 	}
-	if ((cg->dir[CG_MEMORY] && p->limits.memory > 0 &&
-	     write_memory(cg->dir[CG_MEMORY], p->limits.memory, err) == -1) ||
-	    (cg->dir[CG_PIDS] && p->limits.pids > 0 &&
-	     write_pids(cg->dir[CG_PIDS], p->limits.pids, err) == -1) ||
-	    (cg->dir[CG_CPU] && p->limits.cpus_milli > 0 &&
-	     write_cpu(cg->dir[CG_CPU], p->limits.cpus_milli, err) == -1))
+	if ((cg->dir[CG_MEMORY] && l->memory > 0 &&
+	     write_memory(cg->dir[CG_MEMORY], l->memory, err) == -1) ||
+	    (cg->dir[CG_PIDS] && l->pids > 0 && write_pids(cg->dir[CG_PIDS], l->pids, err) == -1) ||
+	    (cg->dir[CG_CPU] && l->cpus_milli > 0 &&
+	     write_cpu(cg->dir[CG_CPU], l->cpus_milli, err) == -1))
 		goto fail;
 	return 0;
 fail:

@@ -232,13 +232,13 @@ static void leave_room(void)
 	pthread_mutex_unlock(&room.lock);
 }
 
-static int write_limits(const char *dir, const struct ar_policy *p, unsigned needed,
+static int write_limits(const char *dir, const struct ar_limits *l, unsigned needed,
 			ar_error_t *err)
 {
 	char v[64];
 
 	if (needed & (1u << CG_MEMORY)) {
-		snprintf(v, sizeof(v), "%" PRId64, p->limits.memory);
+		snprintf(v, sizeof(v), "%" PRId64, l->memory);
 		if (cg_write(dir, "memory.max", v, err) == -1)
 			return -1;
 		/* Without swap accounting there is no memory.swap.max to set. */
@@ -247,19 +247,19 @@ static int write_limits(const char *dir, const struct ar_policy *p, unsigned nee
 			return -1;
 	}
 	if (needed & (1u << CG_PIDS)) {
-		snprintf(v, sizeof(v), "%" PRId64, p->limits.pids);
+		snprintf(v, sizeof(v), "%" PRId64, l->pids);
 		if (cg_write(dir, "pids.max", v, err) == -1)
 			return -1;
 	}
 	if (needed & (1u << CG_CPU)) {
-		ar_cgroup_format_cpu_max(p->limits.cpus_milli, v, sizeof(v));
+		ar_cgroup_format_cpu_max(l->cpus_milli, v, sizeof(v));
 		if (cg_write(dir, "cpu.max", v, err) == -1)
 			return -1;
 	}
 	return 0;
 }
 
-static int v2_create(struct ar_cgroup *cg, const struct cg_host *h, const struct ar_policy *p,
+static int v2_create(struct ar_cgroup *cg, const struct cg_host *h, const struct ar_limits *l,
 		     ar_error_t *err)
 {
 	int r;
@@ -282,7 +282,7 @@ static int v2_create(struct ar_cgroup *cg, const struct cg_host *h, const struct
 	cg->dir[0] = ar_xasprintf("%s/%s", cg->own, cg->name);
 	if (cg_mkdir(cg->dir[0], err) == -1)
 		goto fail;
-	if (write_limits(cg->dir[0], p, h->needed, err) == -1) {
+	if (write_limits(cg->dir[0], l, h->needed, err) == -1) {
 		rmdir(cg->dir[0]);
 		goto fail;
 	}

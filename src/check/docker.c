@@ -106,7 +106,7 @@ static bool has_unconfined(const struct ctx *c, const char *name)
 
 static void check_seccomp(const struct ctx *c)
 {
-	if (c->p->seccomp && strcmp(c->p->seccomp, "unconfined") == 0)
+	if (strcmp(c->sp->seccomp, "unconfined") == 0)
 		return; /* the policy asks for it */
 	if (has_unconfined(c, "seccomp"))
 		add(c, "seccomp", "confined", "unconfined",
@@ -197,7 +197,7 @@ static bool shares_netns(const char *mode)
 static void check_network(const struct ctx *c)
 {
 	const char *mode = c->d->network_mode[0] ? c->d->network_mode : "default";
-	if (c->p->network == AR_NETWORK_NONE) {
+	if (c->sp->net.mode == AR_NETWORK_NONE) {
 		if (strcmp(mode, "none") != 0)
 			add(c, "network mode", "none", mode, "--network none");
 		return;
@@ -230,7 +230,7 @@ static bool on_network(const struct ar_docker_facts *d, const char *name)
 static void check_agent_network(const struct ctx *c)
 {
 	const char *want = c->p->net_name;
-	if (c->p->network != AR_NETWORK_PROXY || !on_network(c->d, want))
+	if (c->sp->net.mode != AR_NETWORK_PROXY || !on_network(c->d, want))
 		return;
 	const struct ar_docker_network *n = ar_check_docker_network(c->d, want);
 	ar_autofree char *recreate = ar_xasprintf(
@@ -289,7 +289,7 @@ static void limit_text(int64_t v, bool cpus, char *buf, size_t size)
 
 static void check_limits(const struct ctx *c)
 {
-	const struct ar_limits *l = &c->p->limits;
+	const struct ar_limits *l = &c->sp->limits.cgroup;
 	char cpus[32];
 	const struct {
 		const char *what;
@@ -320,11 +320,11 @@ static void check_limits(const struct ctx *c)
  * unlimited swap. */
 static void check_swap(const struct ctx *c)
 {
-	const struct ar_limits *l = &c->p->limits;
+	const struct ar_limits *l = &c->sp->limits.cgroup;
 	char want[32], have[32];
-	if (l->memory <= 0 || c->d->memory_swap == l->memory)
+	if (l->memory <= 0 || c->d->memory_swap == c->sp->limits.memory_swap)
 		return;
-	snprintf(want, sizeof(want), "%" PRId64, l->memory);
+	snprintf(want, sizeof(want), "%" PRId64, c->sp->limits.memory_swap);
 	if (c->d->memory_swap == 0)
 		snprintf(have, sizeof(have), "unset");
 	else if (c->d->memory_swap < 0)
@@ -441,11 +441,12 @@ static bool tmpfs_present(const struct ar_docker_facts *d, const char *target)
 
 static void check_tmpfs(const struct ctx *c)
 {
-	for (size_t i = 0; i < c->p->n_tmpfs; i++) {
-		if (tmpfs_present(c->d, c->p->tmpfs[i]))
+	for (size_t i = 0; i < c->sp->n_mounts; i++) {
+		const char *t = c->sp->mounts[i].target;
+		if (c->sp->mounts[i].kind != AR_SPEC_MNT_TMPFS || tmpfs_present(c->d, t))
 			continue;
-		ar_autofree char *what = ar_xasprintf("tmpfs %s", c->p->tmpfs[i]);
-		ar_autofree char *fix = ar_xasprintf("--tmpfs %s", c->p->tmpfs[i]);
+		ar_autofree char *what = ar_xasprintf("tmpfs %s", t);
+		ar_autofree char *fix = ar_xasprintf("--tmpfs %s", t);
 		add(c, what, "mounted", "absent", fix);
 	}
 }
@@ -487,39 +488,51 @@ static void expect_mount(const struct ctx *c, const char *what, const char *src,
 
 static void check_kubeconfig(const struct ctx *c)
 {
-	if (c->p->kubeconfig)
-		expect_mount(c, "kubeconfig mount", c->p->kubeconfig, c->p->kubeconfig_target,
-			     true);
+	if (c->sp->kubeconfig_mount < 0)
+		return;
+	const struct ar_spec_mount *k = &c->sp->mounts[c->sp->kubeconfig_mount];
+	expect_mount(c, "kubeconfig mount", k->source, k->target, k->readonly);
+}
+
+/* The spec's binds but the kubeconfig's (check_kubeconfig) and the CA bundle's (secrets:
+ * not rendered for docker). */
+static bool policy_bind(const struct ar_spec *sp, size_t i)
+{
+	return sp->mounts[i].kind == AR_SPEC_MNT_BIND && (int)i != sp->kubeconfig_mount &&
+	       (int)i != sp->ca_bundle_mount;
 }
 
 static void check_policy_mounts(const struct ctx *c)
 {
-	for (size_t i = 0; i < c->p->n_mounts; i++) {
-		const struct ar_mount *m = &c->p->mounts[i];
+	for (size_t i = 0; i < c->sp->n_mounts; i++) {
+		const struct ar_spec_mount *m = &c->sp->mounts[i];
+		if (!policy_bind(c->sp, i))
+			continue;
 		ar_autofree char *what = ar_xasprintf("mount %s", m->target);
 		expect_mount(c, what, m->source, m->target, m->readonly);
 	}
 }
 
-static bool policy_has_tmpfs(const struct ar_policy *p, const char *target)
+static bool spec_has_tmpfs(const struct ar_spec *sp, const char *target)
 {
-	for (size_t i = 0; i < p->n_tmpfs; i++)
-		if (strcmp(target, p->tmpfs[i]) == 0)
+	for (size_t i = 0; i < sp->n_mounts; i++)
+		if (sp->mounts[i].kind == AR_SPEC_MNT_TMPFS &&
+		    strcmp(target, sp->mounts[i].target) == 0)
 			return true;
 	return false;
 }
 
-static bool policy_claims(const struct ar_policy *p, const struct ar_docker_mount *m)
+static bool spec_claims(const struct ar_spec *sp, const struct ar_docker_mount *m)
 {
-	if (p->kubeconfig && strcmp(m->target, p->kubeconfig_target) == 0)
-		return true;
 	/* secrets: the proxy's CA bundle, the volume render gives the agent read-only */
-	if (p->n_secrets > 0 && strcmp(m->target, AR_RENDER_AGENT_CA_DIR) == 0 && m->readonly)
+	if (sp->ca_bundle_mount >= 0 && strcmp(m->target, AR_RENDER_AGENT_CA_DIR) == 0 &&
+	    m->readonly)
 		return true;
-	for (size_t i = 0; i < p->n_mounts; i++)
-		if (strcmp(m->target, p->mounts[i].target) == 0)
+	for (size_t i = 0; i < sp->n_mounts; i++)
+		if (sp->mounts[i].kind == AR_SPEC_MNT_BIND && (int)i != sp->ca_bundle_mount &&
+		    strcmp(m->target, sp->mounts[i].target) == 0)
 			return true;
-	return strcmp(m->type, "tmpfs") == 0 && policy_has_tmpfs(p, m->target);
+	return strcmp(m->type, "tmpfs") == 0 && spec_has_tmpfs(sp, m->target);
 }
 
 static char *removal_fix(const struct ar_docker_mount *m)
@@ -538,9 +551,11 @@ static void check_other_mounts(const struct ctx *c)
 {
 	for (size_t i = 0; i < c->d->n_mounts; i++) {
 		const struct ar_docker_mount *m = &c->d->mounts[i];
-		if (policy_claims(c->p, m))
+		if (spec_claims(c->sp, m))
 			continue;
-		bool is_kubeconfig = c->p->kubeconfig && strcmp(m->source, c->p->kubeconfig) == 0;
+		bool is_kubeconfig =
+		    c->sp->kubeconfig_mount >= 0 &&
+		    strcmp(m->source, c->sp->mounts[c->sp->kubeconfig_mount].source) == 0;
 		bool sensitive = !is_kubeconfig && (ar_check_is_sensitive_path(m->source) ||
 						    ar_check_is_sensitive_path(m->target));
 		ar_autofree char *what =
@@ -551,7 +566,7 @@ static void check_other_mounts(const struct ctx *c)
 	}
 	for (size_t i = 0; c->d->tmpfs[i]; i++) {
 		const char *t = c->d->tmpfs[i];
-		if (policy_has_tmpfs(c->p, t))
+		if (spec_has_tmpfs(c->sp, t))
 			continue;
 		ar_autofree char *what = ar_xasprintf("extra mount %s", t);
 		ar_autofree char *have = ar_xasprintf("tmpfs:%s", t);

@@ -52,10 +52,10 @@ static void quantity_text(int64_t v, bool cpu, char *out, size_t size)
 static void check_limits(struct kctx *c)
 {
 	char mem[32], cpu[32];
-	quantity_text(c->p->limits.memory, false, mem, sizeof(mem));
-	quantity_text(c->p->limits.cpus_milli, true, cpu, sizeof(cpu));
-	check_limit(c, "memory", c->p->limits.memory, mem);
-	check_limit(c, "cpu", c->p->limits.cpus_milli, cpu);
+	quantity_text(c->sp->limits.memory, false, mem, sizeof(mem));
+	quantity_text(c->sp->limits.cpus_milli, true, cpu, sizeof(cpu));
+	check_limit(c, "memory", c->sp->limits.memory, mem);
+	check_limit(c, "cpu", c->sp->limits.cpus_milli, cpu);
 }
 
 /* The agent's volumeMount at path (the last one wins, as in the kernel) and its volume. */
@@ -91,13 +91,16 @@ static void check_tmpfs(struct kctx *c)
 {
 	char path[192];
 	ctr_path(c, path, sizeof(path));
-	for (size_t i = 0; i < c->p->n_tmpfs; i++) {
+	for (size_t i = 0; i < c->sp->n_mounts; i++) {
+		const char *t = c->sp->mounts[i].target;
+		if (c->sp->mounts[i].kind != AR_SPEC_MNT_TMPFS)
+			continue;
 		const cJSON *vol;
-		const cJSON *m = mount_at(c, c->p->tmpfs[i], &vol);
+		const cJSON *m = mount_at(c, t, &vol);
 		const char *medium = k8s_str(vol, "emptyDir.medium");
 		if (medium != NULL && strcmp(medium, "Memory") == 0 && k8s_bool(m, "readOnly") != 1)
 			continue;
-		ar_autofree char *what = ar_xasprintf("tmpfs %s", c->p->tmpfs[i]);
+		ar_autofree char *what = ar_xasprintf("tmpfs %s", t);
 		ar_autofree char *actual =
 		    m == NULL	  ? ar_xstrdup("absent")
 		    : vol == NULL ? ar_xstrdup("no such volume")
@@ -108,7 +111,7 @@ static void check_tmpfs(struct kctx *c)
 		k8s_add(c, what, "emptyDir Memory", actual,
 			"%s.volumes: {emptyDir: {medium: Memory}} mounted at %s.volumeMounts "
 			"mountPath %s",
-			c->path, path, c->p->tmpfs[i]);
+			c->path, path, t);
 	}
 }
 
@@ -131,13 +134,20 @@ static void check_mount(struct kctx *c, const char *what, const char *target, bo
 		ro ? "true" : "false");
 }
 
+/* The spec's kubeconfig first, then its binds (the CA bundle's is secrets': k8s renders
+ * no secrets). */
 static void check_mounts(struct kctx *c)
 {
-	if (c->p->kubeconfig != NULL)
-		check_mount(c, "kubeconfig mount", c->p->kubeconfig_target, true);
-	for (size_t i = 0; i < c->p->n_mounts; i++) {
-		ar_autofree char *what = ar_xasprintf("mount %s", c->p->mounts[i].target);
-		check_mount(c, what, c->p->mounts[i].target, c->p->mounts[i].readonly);
+	const struct ar_spec *sp = c->sp;
+	if (sp->kubeconfig_mount >= 0)
+		check_mount(c, "kubeconfig mount", sp->mounts[sp->kubeconfig_mount].target, true);
+	for (size_t i = 0; i < sp->n_mounts; i++) {
+		const struct ar_spec_mount *m = &sp->mounts[i];
+		if (m->kind != AR_SPEC_MNT_BIND || (int)i == sp->kubeconfig_mount ||
+		    (int)i == sp->ca_bundle_mount)
+			continue;
+		ar_autofree char *what = ar_xasprintf("mount %s", m->target);
+		check_mount(c, what, m->target, m->readonly);
 	}
 }
 

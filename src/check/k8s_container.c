@@ -112,13 +112,13 @@ static void check_id(const struct cctx *c, const char *field, int64_t want)
 
 static void check_ids(const struct cctx *c)
 {
-	check_id(c, "runAsUser", c->k->p->uid);
-	check_id(c, "runAsGroup", c->k->p->gid);
+	check_id(c, "runAsUser", c->k->sp->uid);
+	check_id(c, "runAsGroup", c->k->sp->gid);
 }
 
 static void check_seccomp(const struct cctx *c)
 {
-	const char *seccomp = c->k->p->seccomp;
+	const char *seccomp = c->k->sp->seccomp;
 	if (seccomp != NULL && strcmp(seccomp, "unconfined") == 0)
 		return;
 	const cJSON *prof = effective(c, "seccompProfile");

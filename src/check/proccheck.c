@@ -123,7 +123,7 @@ static void check_seccomp(const struct ctx *c)
 {
 	static const char *const modes[] = {"disabled", "strict", "filter"};
 	int v = c->f->status.seccomp;
-	if (c->p->seccomp && strcmp(c->p->seccomp, "unconfined") == 0)
+	if (strcmp(c->sp->seccomp, "unconfined") == 0)
 		return;
 	if (v == 2)
 		return;
@@ -142,8 +142,10 @@ static void check_rootfs(const struct ctx *c)
 /* Scratch space: a writable tmpfs (a read-only tmpfs is how places get hidden). */
 static void check_tmpfs(const struct ctx *c)
 {
-	for (size_t i = 0; i < c->p->n_tmpfs; i++) {
-		const char *t = c->p->tmpfs[i];
+	for (size_t i = 0; i < c->sp->n_mounts; i++) {
+		const char *t = c->sp->mounts[i].target;
+		if (c->sp->mounts[i].kind != AR_SPEC_MNT_TMPFS)
+			continue;
 		const struct ar_mountinfo *m = ar_check_mount_at(c->f->mounts, c->f->n_mounts, t);
 		if (m && strcmp(m->fstype, "tmpfs") == 0 && !m->readonly)
 			continue;
@@ -165,16 +167,22 @@ static void expect_mount(const struct ctx *c, const char *what, const char *targ
 	add(c, what, readonly ? "ro" : "rw", m ? (m->readonly ? "ro" : "rw") : "absent", fix);
 }
 
+/* The spec's kubeconfig, then its binds (not the CA bundle's: secrets, checked by shape). */
 static void check_policy_mounts(const struct ctx *c)
 {
-	if (c->p->kubeconfig) {
+	const struct ar_spec *sp = c->sp;
+	if (sp->kubeconfig_mount >= 0) {
+		const struct ar_spec_mount *k = &sp->mounts[sp->kubeconfig_mount];
 		ar_autofree char *fix =
 		    ar_xasprintf("policy \"kubeconfig\": \"%s\" (mounted read-only at %s)",
-				 c->p->kubeconfig, c->p->kubeconfig_target);
-		expect_mount(c, "kubeconfig mount", c->p->kubeconfig_target, true, fix);
+				 c->p->kubeconfig, k->target);
+		expect_mount(c, "kubeconfig mount", k->target, true, fix);
 	}
-	for (size_t i = 0; i < c->p->n_mounts; i++) {
-		const struct ar_mount *m = &c->p->mounts[i];
+	for (size_t i = 0; i < sp->n_mounts; i++) {
+		const struct ar_spec_mount *m = &sp->mounts[i];
+		if (m->kind != AR_SPEC_MNT_BIND || (int)i == sp->kubeconfig_mount ||
+		    (int)i == sp->ca_bundle_mount)
+			continue;
 		ar_autofree char *what = ar_xasprintf("mount %s", m->target);
 		ar_autofree char *fix = ar_xasprintf("policy \"mounts\": %s -> %s%s", m->source,
 						     m->target, m->readonly ? " read-only" : "");
@@ -249,7 +257,7 @@ static void limit_text(int64_t v, bool cpus, char *buf, size_t size)
 
 static void check_limits(const struct ctx *c)
 {
-	const struct ar_limits *l = &c->p->limits;
+	const struct ar_limits *l = &c->sp->limits.cgroup;
 	char cpus[32];
 	const struct {
 		const char *what;
@@ -281,7 +289,7 @@ static void check_limits(const struct ctx *c)
 static void check_network(const struct ctx *c)
 {
 	char *const *devs = c->f->netdevs;
-	if (c->p->network == AR_NETWORK_NONE &&
+	if (c->sp->net.mode == AR_NETWORK_NONE &&
 	    !(devs && devs[0] && strcmp(devs[0], "lo") == 0 && devs[1] == NULL)) {
 		ar_autobuf struct ar_buf b = {0};
 		for (size_t i = 0; devs && devs[i]; i++)
@@ -325,7 +333,7 @@ static void check_proxy_env(const struct ctx *c)
 		const char *key = ar_proxy_env_url_vars[i];
 		const char *have = ar_check_env_get(c->f->env, key);
 		ar_autofree char *what = ar_xasprintf("proxy variable %s", key);
-		if (c->p->network == AR_NETWORK_NONE) {
+		if (c->sp->net.mode == AR_NETWORK_NONE) {
 			if (have)
 				add(c, what, "unset", ar_check_shown_value(key, have),
 				    "policy \"network\": \"none\" (no proxy to point at)");

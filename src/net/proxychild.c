@@ -136,11 +136,8 @@ static int close_inherited(struct child *c, ar_error_t *err)
 
 /* Its own small limits: memory and pids (DESIGN §7); no cpu hierarchy, which would
  * cost a directory, two writes, a join and a removal on every start. */
-static void proxy_limits(struct ar_policy *lim)
-{
-	*lim = (struct ar_policy){.origin = "proxy", .name = "proxy"};
-	lim->limits = (struct ar_limits){.pids = 16, .memory = 64 << 20, .memory_str = "64m"};
-}
+static const struct ar_limits proxy_limits = {
+    .pids = 16, .memory = 64 << 20, .memory_str = (char *)"64m"};
 
 /* v1: made by agentrun beside its other start-up work (ar_net_proxy_cgroup), joined
  * here through the `tasks` files it sends (a move of ourselves takes no RCU grace
@@ -512,7 +509,7 @@ __attribute__((noreturn)) static void child_main(struct child *c)
 
 /* Without root, where the sandbox's went: a delegated v2 subtree, or none (run's line
  * said which limits are not enforced; the proxy's are required with the sandbox's). */
-static int proxy_cgroup_plan(const struct ar_net_proxy_opts *o, const struct ar_policy *lim,
+static int proxy_cgroup_plan(const struct ar_net_proxy_opts *o, const struct ar_limits *lim,
 			     struct ar_net_proxy *px, ar_error_t *err)
 {
 	struct ar_cgroup_gap gap;
@@ -533,18 +530,15 @@ static int proxy_cgroup_plan(const struct ar_net_proxy_opts *o, const struct ar_
 static int proxy_cgroup(const struct ar_net_proxy_opts *o, struct ar_net_proxy *px, struct child *c,
 			ar_error_t *err)
 {
-	struct ar_policy lim;
-
 	if (o->cgroup_name == NULL)
 		return 0;
-	proxy_limits(&lim);
-	if (proxy_cgroup_plan(o, &lim, px, err) == -1)
+	if (proxy_cgroup_plan(o, &proxy_limits, px, err) == -1)
 		return ar_error_wrap(err, "proxy cgroup");
 	if (px->cg == NULL)
 		return 0;
 	c->cg = px->cg;
 	px->cg_by_child = c->cg_by_child = ar_cgroup_self_entry(px->cg);
-	if (!px->cg_by_child && ar_cgroup_make(px->cg, &lim, err) == -1)
+	if (!px->cg_by_child && ar_cgroup_make(px->cg, &proxy_limits, err) == -1)
 		return ar_error_wrap(err, "proxy cgroup");
 	return 0;
 }
@@ -618,13 +612,11 @@ fail:
 
 int ar_net_proxy_cgroup(struct ar_net_proxy *px, ar_error_t *err)
 {
-	struct ar_policy lim;
 	int fds[CG_SELF_MAX];
 	if (px->cgchan < 0)
 		return 0;
-	proxy_limits(&lim);
 	int n = -1;
-	if (ar_cgroup_make(px->cg, &lim, err) == 0)
+	if (ar_cgroup_make(px->cg, &proxy_limits, err) == 0)
 		n = ar_cgroup_open_self(px->cg, fds, AR_ARRAY_SIZE(fds), err);
 	if (n == -1) {
 		close(px->cgchan); /* the child exits */

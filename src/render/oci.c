@@ -217,7 +217,7 @@ int ar_render_oci(const struct ar_spec *sp, const struct ar_render_options *o,
 	ar_jw_str(&w, "path", rootfs != NULL ? rootfs : "rootfs");
 	ar_jw_bool(&w, "readonly", sp->readonly_root);
 	ar_jw_close(&w, '}');
-	ar_jw_str(&w, "hostname", sp->p->name);
+	ar_jw_str(&w, "hostname", sp->hostname);
 	mounts(sp, &w);
 	hooks(o, &w);
 	if (o->policy_path != NULL) {

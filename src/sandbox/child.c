@@ -136,7 +136,7 @@ static int change_dir(const struct sandbox *sb, ar_error_t *err)
 static int install_seccomp(const struct sandbox *sb, ar_error_t *err)
 {
 	if (ar_seccomp_install(sb->seccomp, err) == -1)
-		return ar_error_wrap(err, "seccomp profile `%s`", sb->p->seccomp);
+		return ar_error_wrap(err, "seccomp profile `%s`", sb->spec->seccomp);
 	return 0;
 }
 

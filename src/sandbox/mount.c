@@ -49,7 +49,7 @@ struct tmpfs_opts {
 
 static void tmpfs_opts_init(struct tmpfs_opts *t, const struct sandbox *sb)
 {
-	long long mem = (long long)sb->p->limits.memory, shm = mem;
+	long long mem = (long long)sb->spec->limits.memory, shm = mem;
 	if (sb->cg == NULL && shm > 64LL << 20)
 		shm = 64LL << 20;
 	snprintf(t->tmp, sizeof(t->tmp), "mode=1777,size=%lld", mem);

@@ -69,7 +69,7 @@ int sandbox_unshare_net(const struct sandbox *sb, ar_error_t *err)
 {
 	if (ar_net_unshare("the sandbox's network namespace", err) == -1)
 		return -1;
-	if (sb->p->network != AR_NETWORK_PROXY)
+	if (sb->spec->net.mode != AR_NETWORK_PROXY)
 		return 0;
 	ar_autoclose int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (fd == -1)
@@ -113,8 +113,9 @@ int sandbox_write_id_maps(const struct sandbox *sb, ar_error_t *err)
 
 int sandbox_set_hostname(const struct sandbox *sb, ar_error_t *err)
 {
-	if (sethostname(sb->p->name, strlen(sb->p->name)) == -1)
-		return ar_error_make(err, errno, "sethostname `%s`", sb->p->name);
+	const char *name = sb->spec->hostname;
+	if (sethostname(name, strlen(name)) == -1)
+		return ar_error_make(err, errno, "sethostname `%s`", name);
 	return 0;
 }
 

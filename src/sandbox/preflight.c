@@ -97,7 +97,7 @@ static int need_kernel(const struct sandbox *sb, ar_error_t *err)
 			return -1;
 	if (sb->userns && need_userns(err) == -1)
 		return -1;
-	if (strcmp(sb->p->seccomp, "unconfined") != 0 &&
+	if (strcmp(ar_spec_seccomp_of(sb->p), "unconfined") != 0 &&
 	    (prctl(PR_GET_SECCOMP) == -1 ||
 	     access("/proc/sys/kernel/seccomp/actions_avail", F_OK) == -1))
 		return ar_error_make(err, 0,

@@ -70,11 +70,11 @@ static void release_sandbox(struct sandbox *sb)
 	ar_state_uid_release(&sb->lease);
 }
 
-/* The seccomp filter, compiled here so a bad profile fails before anything exists
+/* The spec's seccomp filter, compiled here so a bad profile fails before anything exists
  * (`default` comes precompiled from the build). */
 static int prepare(struct sandbox *sb, ar_error_t *err)
 {
-	return ar_seccomp_prepare_program(sb->p->seccomp, &sb->seccomp, err);
+	return ar_seccomp_prepare_program(ar_spec_seccomp_of(sb->p), &sb->seccomp, err);
 }
 
 /* /etc/FILE can be covered: in a rootfs, nothing is created, so only a regular file
@@ -216,7 +216,7 @@ static int network_attach(struct sandbox *sb, ar_error_t *err)
 	 * proxy child enters it for that alone (docs/rootless.md). Opened now, while the
 	 * init is still dumpable; it names the namespace, not the process. */
 	ar_autoclose int userns = -1;
-	if (sb->userns && sb->p->network == AR_NETWORK_PROXY) {
+	if (sb->userns && sb->spec->net.mode == AR_NETWORK_PROXY) {
 		char path[64];
 		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)sb->pid);
 		if ((userns = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
@@ -255,12 +255,13 @@ static int cgroup_plan(struct sandbox *sb, ar_error_t *err)
 	struct ar_cgroup_gap gap;
 
 	if (!sb->userns)
-		return ar_cgroup_plan(sb->p, sb->cgroup_name, &sb->cg, err);
-	if (ar_cgroup_plan_delegated(sb->p, sb->cgroup_name, &sb->cg, &gap, err) == -1)
+		return ar_cgroup_plan(&sb->spec->limits.cgroup, sb->cgroup_name, &sb->cg, err);
+	if (ar_cgroup_plan_delegated(&sb->spec->limits.cgroup, sb->cgroup_name, &sb->cg, &gap,
+				     err) == -1)
 		return -1;
 	if (gap.missing == 0)
 		return 0;
-	if (sb->p->limits.required)
+	if (sb->spec->limits.cgroup.required)
 		return ar_error_make(err, 0,
 				     "limits required (--require-limits or limits.required) but "
 				     "not enforced without root (%s): %s",
@@ -284,7 +285,7 @@ static int cgroup(struct sandbox *sb, ar_error_t *err)
 	if (sb->cg == NULL)
 		return 0; /* without root: nothing of the limits can be enforced here */
 	sb->child_enters_cgroup = ar_cgroup_self_entry(sb->cg);
-	if (!sb->child_enters_cgroup && ar_cgroup_make(sb->cg, sb->p, err) == -1)
+	if (!sb->child_enters_cgroup && ar_cgroup_make(sb->cg, &sb->spec->limits.cgroup, err) == -1)
 		return cgroup_failed(err);
 	return 0;
 }
@@ -295,7 +296,7 @@ static int cgroup_late(struct sandbox *sb, ar_error_t *err)
 {
 	if (sb->cg == NULL || !sb->child_enters_cgroup)
 		return 0;
-	if (ar_cgroup_make(sb->cg, sb->p, err) == -1)
+	if (ar_cgroup_make(sb->cg, &sb->spec->limits.cgroup, err) == -1)
 		return cgroup_failed(err);
 	int n = ar_cgroup_open_self(sb->cg, sb->cg_self, AR_ARRAY_SIZE(sb->cg_self), err);
 	if (n == -1)
@@ -473,7 +474,8 @@ static void teardown(struct sandbox *sb)
 		return;
 	if (ar_cgroup_oom_killed(sb->cg))
 		fprintf(stderr, "agentrun: killed by the memory limit (%s)\n",
-			sb->p->limits.memory_str ? sb->p->limits.memory_str : "?");
+			sb->spec->limits.cgroup.memory_str ? sb->spec->limits.cgroup.memory_str
+							   : "?");
 	if (ar_cgroup_destroy(sb->cg, &err) == -1)
 		ar_warn("%s", err->msg);
 	sb->cg = NULL;

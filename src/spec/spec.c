@@ -114,7 +114,7 @@ static void build_hosts(struct ar_spec *s)
 				"the host's)\n"
 				"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 				"127.0.1.1\t%s\n",
-				s->p->name);
+				s->hostname);
 }
 
 static int check_target(const char *field, const char *target, ar_error_t *err)
@@ -169,6 +169,7 @@ static void build_limits(struct ar_spec *s)
 	    .cpus_milli = l->cpus_milli,
 	    .cpu_period = AR_CGROUP_CPU_PERIOD,
 	    .cpu_quota = l->cpus_milli * AR_CGROUP_CPU_PERIOD / 1000,
+	    .cgroup = *l, /* its strings the policy's, which outlives the spec */
 	};
 }
 
@@ -186,10 +187,11 @@ int ar_spec_build(const struct ar_policy *p, const struct ar_spec_opts *o, struc
 	    .gid = o->ids_set ? o->gid : p->gid,
 	    .idmap = o->idmap,
 	    .rootfs = p->rootfs,
+	    .hostname = p->name,
 	    .readonly_root = true,
 	    .no_new_privs = true,
 	    .no_capabilities = true,
-	    .seccomp = p->seccomp != NULL ? p->seccomp : "default",
+	    .seccomp = ar_spec_seccomp_of(p),
 	    .net = {.mode = p->network},
 	    .kubeconfig_mount = -1,
 	    .ca_bundle_mount = -1,
@@ -209,6 +211,11 @@ int ar_spec_build(const struct ar_policy *p, const struct ar_spec_opts *o, struc
 	build_limits(s);
 	*out = steal_pointer(&s);
 	return 0;
+}
+
+const char *ar_spec_seccomp_of(const struct ar_policy *p)
+{
+	return p->seccomp != NULL ? p->seccomp : "default";
 }
 
 int ar_spec_build_container(const struct ar_policy *p, struct ar_spec **out, ar_error_t *err)

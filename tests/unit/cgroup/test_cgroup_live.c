@@ -71,7 +71,7 @@ static struct ar_cgroup *create(const struct ar_policy *p)
 	ar_auto_error ar_error_t err = NULL;
 
 	assert_null(cur);
-	if (ar_cgroup_create(p, cg_name, &cur, &err) == -1)
+	if (ar_cgroup_create(&p->limits, cg_name, &cur, &err) == -1)
 		fail_msg("ar_cgroup_create: %s", err->msg);
 	return cur;
 }
@@ -474,7 +474,7 @@ static void test_two_cgroups(void **state)
 	ar_autofree char *parent = ar_xstrdup(ar_cgroup_path(create(&p)));
 	*strrchr(parent, '/') = '\0';
 	snprintf(name2, sizeof(name2), "%s-proxy", cg_name);
-	if (ar_cgroup_create(&q, name2, &cur2, &err) == -1)
+	if (ar_cgroup_create(&q.limits, name2, &cur2, &err) == -1)
 		fail_msg("the second cgroup: %s", err->msg);
 	ar_autofree char *want = ar_xasprintf("%s/%s", parent, name2);
 	assert_string_equal(ar_cgroup_path(cur2), want);
@@ -508,7 +508,7 @@ static void test_bad_names(void **state)
 	for (size_t i = 0; i < AR_ARRAY_SIZE(bad); i++) {
 		struct ar_cgroup *cg = NULL;
 		ar_auto_error ar_error_t err = NULL;
-		assert_int_equal(ar_cgroup_create(&p, bad[i], &cg, &err), -1);
+		assert_int_equal(ar_cgroup_create(&p.limits, bad[i], &cg, &err), -1);
 		assert_null(cg);
 		assert_non_null(strstr(err->msg, "invalid cgroup name"));
 	}
@@ -547,7 +547,7 @@ static void test_fail_closed(void **state)
 	ar_autofree char *own = own_dir(NULL);
 
 	need_root();
-	assert_int_equal(ar_cgroup_create(&p, cg_name, &cg, &err), -1);
+	assert_int_equal(ar_cgroup_create(&p.limits, cg_name, &cg, &err), -1);
 	assert_null(cg);
 	print_message("fail-closed message: %s\n", err->msg);
 	if (!strstr(err->msg, want))

@@ -57,7 +57,7 @@ static void plan(const struct ar_policy *p)
 {
 	ar_auto_error ar_error_t err = NULL;
 
-	if (ar_cgroup_plan(p, cg_name, &cur, &err) == -1)
+	if (ar_cgroup_plan(&p->limits, cg_name, &cur, &err) == -1)
 		fail_msg("ar_cgroup_plan: %s", err->msg);
 }
 
@@ -121,7 +121,7 @@ static void test_make_enter_destroy(void **state)
 	if (!ar_cgroup_self_entry(cur))
 		skip(); /* v2: the parent moves the sandbox (test_cgroup_live): not a lack */
 	ar_autofree char *path = ar_xstrdup(ar_cgroup_path(cur));
-	if (ar_cgroup_make(cur, &p, &err) == -1)
+	if (ar_cgroup_make(cur, &p.limits, &err) == -1)
 		fail_msg("ar_cgroup_make: %s", err->msg);
 	assert_true(exists(path));
 	int n = ar_cgroup_open_self(cur, fds, AR_ARRAY_SIZE(fds), &err);

@@ -168,6 +168,30 @@ static void test_run_opts(void **state)
 	assert_int_equal(r->n_hidden, ar_spec_n_hidden_paths);
 }
 
+/* A container runtime's part of the environment is run's without PATH, HOME and TERM: the
+ * same entries, in the same order, with the same values. */
+static void test_container_env(void **state)
+{
+	ar_autopolicy struct ar_policy *p = ar_test_policy(AR_TEST_SPEC_JSON);
+	ar_autospec struct ar_spec *s = ar_test_spec(p, &(struct ar_spec_opts){.term = "xterm"});
+	size_t n = ar_strv_len(s->container_env);
+	assert_int_equal(ar_strv_len(s->env), n + 3);
+	assert_string_equal(s->env[0], "PATH=" AR_SPEC_PATH);
+	assert_string_equal(s->env[1], "HOME=/tmp");
+	assert_string_equal(s->env[2], "TERM=xterm");
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(s->env[i + 3], s->container_env[i]);
+	assert_string_equal(s->container_env[0], "HTTP_PROXY=http://10.254.0.1:8080");
+	for (size_t i = 0; i < n; i++)
+		assert_true(strncmp(s->container_env[i], "PATH=", 5) != 0);
+	/* the container spec: the proxy by its container name */
+	ar_autospec struct ar_spec *c = NULL;
+	ar_auto_error ar_error_t err = NULL;
+	assert_int_equal(ar_spec_build_container(p, &c, &err), 0);
+	assert_string_equal(c->container_env[0], "HTTP_PROXY=http://triage-proxy:8080");
+	assert_string_equal(c->hostname, "triage");
+}
+
 static void test_tables(void **state)
 {
 	/* the three masks that used to differ between run and render */
@@ -190,9 +214,9 @@ static void test_tables(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_triage),	 cmocka_unit_test(test_proxy_url_and_none),
-	    cmocka_unit_test(test_seccomp_text), cmocka_unit_test(test_run_opts),
-	    cmocka_unit_test(test_tables),
+	    cmocka_unit_test(test_triage),	  cmocka_unit_test(test_proxy_url_and_none),
+	    cmocka_unit_test(test_seccomp_text),  cmocka_unit_test(test_run_opts),
+	    cmocka_unit_test(test_container_env), cmocka_unit_test(test_tables),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
