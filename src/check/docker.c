@@ -495,7 +495,7 @@ static void check_kubeconfig(const struct ctx *c)
 }
 
 /* The spec's binds but the kubeconfig's (check_kubeconfig) and the CA bundle's (secrets:
- * not rendered for docker). */
+ * for docker a volume of the proxy's, spec_claims). */
 static bool policy_bind(const struct ar_spec *sp, size_t i)
 {
 	return sp->mounts[i].kind == AR_SPEC_MNT_BIND && (int)i != sp->kubeconfig_mount &&
