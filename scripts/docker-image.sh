@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the agentrun:VERSION image that `agentrun render` runs the proxy from, without a
 # registry or a base image: a tree made from the build (agentrun and the libraries it
-# loads, a passwd naming 65534, the audit directory owned by 65534) imported with
+# loads, the TLS module with OpenSSL and the host's roots for secrets, a passwd naming
+# 65534, the audit and CA directories owned by 65534) imported with
 # `docker import`, the way a CI without a registry would. The image runs as 65534 with
 # agentrun as its entrypoint and on PATH (`docker exec PROXY agentrun audit FILE`).
 #   scripts/docker-image.sh              build/agentrun -> agentrun:VERSION
@@ -36,7 +37,16 @@ make_tree() {
 	mkdir -p "$dir/usr/local/bin" "$dir/etc" "$dir/tmp" "$dir/var/log/agentrun"
 	cp "$bin" "$dir/usr/local/bin/agentrun"
 	strip "$dir/usr/local/bin/agentrun" 2>/dev/null || true
-	for lib in $(ldd "$bin" | grep -o '/[^ ]*'); do
+	# the TLS module for secrets (dlopen()ed only then: ldd of agentrun does not name it)
+	# in ../lib/agentrun, with OpenSSL, and the roots the proxy trusts and hands the agent
+	local tls=$build/agentrun-tls.so
+	if [ -f "$tls" ]; then
+		mkdir -p "$dir/usr/local/lib/agentrun" "$dir/etc/ssl/certs"
+		cp "$tls" "$dir/usr/local/lib/agentrun/"
+		[ ! -f /etc/ssl/certs/ca-certificates.crt ] ||
+			cp -L /etc/ssl/certs/ca-certificates.crt "$dir/etc/ssl/certs/"
+	fi
+	for lib in $(ldd "$bin" | grep -o '/[^ ]*') $([ ! -f "$tls" ] || ldd "$tls" | grep -o '/[^ ]*'); do
 		mkdir -p "$dir$(dirname "$lib")"
 		cp -L "$lib" "$dir$lib"
 	done
@@ -44,7 +54,9 @@ make_tree() {
 	printf 'root:x:0:\nnogroup:x:65534:\n' >"$dir/etc/group"
 	chmod 1777 "$dir/tmp"
 	# a fresh named volume copies this directory, owner included: the proxy writes there
-	chown 65534:65534 "$dir/var/log/agentrun"
+	# (its audit; with secrets, the CA bundle the agent mounts)
+	mkdir -p "$dir/run/agentrun/ca"
+	chown 65534:65534 "$dir/var/log/agentrun" "$dir/run/agentrun/ca"
 }
 
 if [ -n "$tree_only" ]; then

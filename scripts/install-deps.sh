@@ -20,6 +20,7 @@ command -v node >/dev/null && command -v npm >/dev/null || test_pkgs+=(nodejs np
 # the live docker lane (tests/docker/): dockerd runs only inside namespaces the test makes;
 # nftables for comparing the host's ruleset before and after
 test_pkgs+=(docker.io nftables)
+test_pkgs+=(socat) # tests/docker/lane.sh: the TLS origin of the secrets case
 # learn_propose.sh applies the diff `audit --propose --policy` prints
 test_pkgs+=(patch)
 bench_pkgs=(hyperfine bubblewrap tinyproxy squid nginx-light wrk firejail)

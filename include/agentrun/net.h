@@ -320,6 +320,10 @@ struct ar_net_detached_opts {
 	 * the container binds as its CA bundle, which gets the sandbox CA appended */
 	struct ar_secrets *secrets;
 	const char *ca_bundle;
+	/* with a kubeconfig (its token the set's last secret): the file the container binds
+	 * as its kubeconfig, written with the placeholder and the sandbox CA; NULL: none */
+	const char *kubeconfig;
+	const struct ar_kubeconfig *kube;
 };
 
 /* Wire the netns behind ns_fd (empty but lo) to a fresh proxy netns served by a

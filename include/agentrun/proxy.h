@@ -113,6 +113,10 @@ struct ar_proxy_config {
 	 * substitution; every CONNECT a tunnel). */
 	const struct ar_secrets *secrets;
 	struct ar_proxy_tls *tls;
+	/* The roots and the sandbox CA (PEM), served to `GET /agentrun/ca-bundle.pem` asked
+	 * of the proxy itself: how an agent in another pod learns what to trust (agentrun
+	 * proxy --secret; docs/secrets.md). Borrowed; NULL: not served. */
+	const char *ca_bundle_pem;
 };
 
 struct ar_proxy_stats {

@@ -13,6 +13,15 @@
 
 #define AR_RENDER_AUDIT_DIR  "/var/log/agentrun"
 #define AR_RENDER_AUDIT_FILE AR_RENDER_AUDIT_DIR "/audit.jsonl"
+/* Secrets in the docker and Kubernetes proxies (docs/secrets.md): file sources (docker)
+ * or the Secret's keys (Kubernetes) under AR_RENDER_SECRETS_DIR, proxy.upstream_ca at
+ * AR_RENDER_UPSTREAM_CA, and the CA bundle the proxy writes into AR_RENDER_PROXY_CA_DIR,
+ * a volume the agent mounts read-only at AR_RENDER_AGENT_CA_DIR (the directory of
+ * AR_SPEC_CA_BUNDLE, which the CA variables name). */
+#define AR_RENDER_SECRETS_DIR  "/run/agentrun/secrets"
+#define AR_RENDER_UPSTREAM_CA  "/run/agentrun/upstream-ca.pem"
+#define AR_RENDER_PROXY_CA_DIR "/run/agentrun/ca"
+#define AR_RENDER_AGENT_CA_DIR "/etc/agentrun"
 /* The bridge option that leaves the host without an address on a network: with it an
  * --internal network has no path to the host's services (moby/libnetwork#1151). */
 #define AR_DOCKER_INHIBIT_IPV4 "com.docker.network.bridge.inhibit_ipv4"

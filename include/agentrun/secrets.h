@@ -50,10 +50,19 @@ struct ar_secrets {
 
 /* The policy's secrets with fresh placeholders; NULL (and 0) when it has none. */
 int ar_secrets_new(const struct ar_policy *p, struct ar_secrets **out, ar_error_t *err);
+/* The same from secrets given another way (agentrun proxy's --secret flags); origin
+ * names them in messages. */
+int ar_secrets_new_specs(const struct ar_secret_spec *specs, size_t n, const char *origin,
+			 struct ar_secrets **out, ar_error_t *err);
 /* The kubeconfig's token as one more secret (AR_KUBECONFIG_SECRET, from
  * "kubeconfig:PATH", for k->rule only); *s may be NULL (a set is made). */
 int ar_secrets_add_kubeconfig(struct ar_secrets **s, const struct ar_policy *p,
 			      const struct ar_kubeconfig *k, ar_error_t *err);
+/* With network proxy, the policy's kubeconfig (read into *k, its token wiped there: the
+ * proxy reads it again) becomes that secret; its server must be allowed (an error
+ * naming the rule to add). 0 and nothing done otherwise. */
+int ar_secrets_kubeconfig(struct ar_secrets **s, const struct ar_policy *p, struct ar_kubeconfig *k,
+			  ar_error_t *err);
 /* The placeholders of a sandbox made elsewhere (an OCI bundle's process.env, "K=V"
  * entries): each secret's variable there must hold a placeholder of its name, which the
  * set takes instead of its own. Errors name the secret and `origin`. */

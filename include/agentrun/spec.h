@@ -82,6 +82,12 @@ int ar_spec_clone_flags(void);
  * appends the sandbox CA), bound read-only at AR_SPEC_CA_BUNDLE in the container. */
 #define AR_SPEC_CA_BUNDLE_FILE "agentrun-ca-bundle.pem"
 #define AR_SPEC_CA_BUNDLE      "/etc/agentrun/ca-bundle.pem"
+/* With network proxy and a kubeconfig, the bundle's own kubeconfig file, bound at the
+ * kubeconfig target: render --bundle makes it, the hook writes it (the server and context,
+ * the token's placeholder, the sandbox CA) before the container runs. */
+#define AR_SPEC_KUBECONFIG_FILE "agentrun-kubeconfig"
+/* With network proxy the kubeconfig's token is a secret too (docs/secrets.md). */
+bool ar_spec_kubeconfig_secret(const struct ar_policy *p);
 
 /* ---- the spec ---- */
 

@@ -516,6 +516,10 @@ static bool spec_has_tmpfs(const struct ar_spec *sp, const char *target)
 
 static bool spec_claims(const struct ar_spec *sp, const struct ar_docker_mount *m)
 {
+	/* secrets: the proxy's CA bundle, the volume render gives the agent read-only */
+	if (sp->ca_bundle_mount >= 0 && strcmp(m->target, AR_RENDER_AGENT_CA_DIR) == 0 &&
+	    m->readonly)
+		return true;
 	for (size_t i = 0; i < sp->n_mounts; i++)
 		if (sp->mounts[i].kind == AR_SPEC_MNT_BIND && (int)i != sp->ca_bundle_mount &&
 		    strcmp(m->target, sp->mounts[i].target) == 0)

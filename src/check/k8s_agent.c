@@ -209,11 +209,16 @@ static void check_secrets(struct kctx *c)
 	const cJSON *e;
 	cJSON_ArrayForEach(e, k8s_get(c->agent, "env"))
 	{
-		const char *name = k8s_str(e, "name");
-		if (name == NULL || k8s_str(e, "value") == NULL)
+		const char *name = k8s_str(e, "name"), *value = k8s_str(e, "value");
+		if (name == NULL || value == NULL)
 			continue;
+		/* a policy secret's value is looked at (a placeholder, or a real value: drift,
+		 * never shown); others by name alone */
+		bool secret = false;
+		for (size_t i = 0; i < c->p->n_secrets && !secret; i++)
+			secret = strcmp(c->p->secrets[i].name, name) == 0;
 		env = ar_xrealloc(env, (n + 2) * sizeof(char *));
-		env[n++] = ar_xasprintf("%s=", name);
+		env[n++] = ar_xasprintf("%s=%s", name, secret ? value : "");
 		env[n] = NULL;
 	}
 	char path[192], fmt[320];

@@ -1,15 +1,20 @@
 /* agentrun proxy: the egress proxy on its own (DESIGN §5). The work is in src/proxy;
  * this file turns flags into a struct ar_proxy_config and runs the loop. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include "agentrun/cli.h"
 #include "agentrun/policy.h"
 #include "agentrun/proxy.h"
+#include "agentrun/secrets.h"
 #include "agentrun/util.h"
 
 struct cli_state {
@@ -22,6 +27,17 @@ struct cli_state {
 	size_t n_budgets;
 	bool have_sni;
 	enum ar_sni_mode sni;
+	/* --secret, --secret-host, --secret-placeholder (NAME=PLACEHOLDER entries),
+	 * --upstream-ca, --ca-bundle: a rendered docker or Kubernetes proxy's secrets */
+	struct ar_secret_spec *secrets;
+	size_t n_secrets;
+	char **placeholders;
+	size_t n_placeholders;
+	const char *upstream_ca;
+	const char *ca_bundle;
+	struct ar_secrets *set;
+	struct ar_proxy_tls *tls;
+	char *bundle_pem;
 };
 
 static const struct {
@@ -133,12 +149,18 @@ static int add_listen_fd(void *ctx, const struct ar_opt *opt, const char *arg, a
 	return 0;
 }
 
+/* Append a copy of s to the NULL-terminated vector *v of *n strings. */
+static void strv_push(char ***v, size_t *n, const char *s)
+{
+	*v = ar_xrealloc(*v, (*n + 2) * sizeof(char *));
+	(*v)[(*n)++] = ar_xstrdup(s);
+	(*v)[*n] = NULL;
+}
+
 static int add_allow(void *ctx, const struct ar_opt *opt, const char *arg, ar_error_t *err)
 {
 	struct cli_state *st = ctx;
-	st->allow = ar_xrealloc(st->allow, (st->n_allow + 2) * sizeof(char *));
-	st->allow[st->n_allow++] = ar_xstrdup(arg);
-	st->allow[st->n_allow] = NULL;
+	strv_push(&st->allow, &st->n_allow, arg);
 	return 0;
 }
 
@@ -166,7 +188,97 @@ static int set_max_conns(void *ctx, const struct ar_opt *opt, const char *arg, a
 	return 0;
 }
 
+/* ---- secrets (docs/secrets.md, "Under docker and Kubernetes") ---- */
+
+static bool var_name(const char *s, size_t n)
+{
+	if (n == 0 || n > AR_POLICY_SECRET_NAME_MAX || (s[0] >= '0' && s[0] <= '9'))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= '0' && s[i] <= '9')))
+			return false;
+	return true;
+}
+
+/* NAME=VALUE with NAME a variable name: *name_len and the value. */
+static const char *named(const struct ar_opt *opt, const char *arg, size_t *name_len,
+			 ar_error_t *err)
+{
+	const char *eq = strchr(arg, '=');
+	if (eq == NULL || eq[1] == '\0' || !var_name(arg, (size_t)(eq - arg))) {
+		ar_error_make(err, 0,
+			      "%s `%s`: expected %s, NAME a variable name of at most %d "
+			      "characters",
+			      opt->flag, arg, opt->value, AR_POLICY_SECRET_NAME_MAX);
+		return NULL;
+	}
+	*name_len = (size_t)(eq - arg);
+	return eq + 1;
+}
+
+static struct ar_secret_spec *find_secret(struct cli_state *st, const char *name, size_t n)
+{
+	for (size_t i = 0; i < st->n_secrets; i++)
+		if (strlen(st->secrets[i].name) == n && strncmp(st->secrets[i].name, name, n) == 0)
+			return &st->secrets[i];
+	return NULL;
+}
+
+/* --secret NAME=env:VAR|file:PATH: a secret whose value the proxy reads itself. */
+static int add_secret(void *ctx, const struct ar_opt *opt, const char *arg, ar_error_t *err)
+{
+	struct cli_state *st = ctx;
+	size_t n;
+	const char *from = named(opt, arg, &n, err);
+	if (from == NULL)
+		return -1;
+	if (find_secret(st, arg, n) != NULL)
+		return ar_error_make(err, 0, "--secret `%s`: %.*s is given twice", arg, (int)n,
+				     arg);
+	if (!(strncmp(from, "env:", 4) == 0 && var_name(from + 4, strlen(from + 4))) &&
+	    !(strncmp(from, "file:/", 6) == 0))
+		return ar_error_make(err, 0,
+				     "--secret `%s`: the source must be env:VARIABLE or "
+				     "file:/absolute/path",
+				     arg);
+	if (st->n_secrets == AR_POLICY_SECRETS_MAX)
+		return ar_error_make(err, 0, "--secret: at most %d", AR_POLICY_SECRETS_MAX);
+	st->secrets = ar_xrealloc(st->secrets, (st->n_secrets + 1) * sizeof(*st->secrets));
+	st->secrets[st->n_secrets++] =
+	    (struct ar_secret_spec){.name = ar_xstrndup(arg, n), .from = ar_xstrdup(from)};
+	return 0;
+}
+
+/* --secret-host NAME=RULE: a host the secret may go to (one of the --allow rules). */
+static int add_secret_host(void *ctx, const struct ar_opt *opt, const char *arg, ar_error_t *err)
+{
+	struct cli_state *st = ctx;
+	size_t n;
+	const char *rule = named(opt, arg, &n, err);
+	if (rule == NULL)
+		return -1;
+	struct ar_secret_spec *x = find_secret(st, arg, n);
+	if (x == NULL)
+		return ar_error_make(err, 0, "--secret-host `%s`: no --secret %.*s before it", arg,
+				     (int)n, arg);
+	strv_push(&x->hosts, &x->n_hosts, rule);
+	return 0;
+}
+
+/* --secret-placeholder NAME=PLACEHOLDER: what the agent's environment holds. */
+static int add_placeholder(void *ctx, const struct ar_opt *opt, const char *arg, ar_error_t *err)
+{
+	struct cli_state *st = ctx;
+	size_t n;
+	if (named(opt, arg, &n, err) == NULL)
+		return -1;
+	strv_push(&st->placeholders, &st->n_placeholders, arg);
+	return 0;
+}
+
 #define CFG(field) offsetof(struct cli_state, cfg.field)
+#define ST(field)  offsetof(struct cli_state, field)
 
 static const struct ar_opt opts[] = {
     {"--listen", 0, "ADDR:PORT", "listen here (repeatable; 127.0.0.1:3128, [::1]:3128)", add_listen,
@@ -210,6 +322,24 @@ static const struct ar_opt opts[] = {
      ar_opt_true, CFG(learn)},
     {"--dns-files-only", 0, NULL, "resolve from /etc/hosts only, never query DNS", ar_opt_true,
      CFG(dns_files_only)},
+    {"--secret", 0, "NAME=SOURCE",
+     "a secret the agent holds only a placeholder of; its\nvalue from env:VARIABLE or "
+     "file:/PATH, read here\n(repeatable; docs/secrets.md; not with --policy)",
+     add_secret, 0},
+    {"--secret-host", 0, "NAME=RULE",
+     "a host the secret's value may go to, one of the\n--allow rules (repeatable; HTTPS "
+     "to it is\nterminated with a sandbox CA made at start)",
+     add_secret_host, 0},
+    {"--secret-placeholder", 0, "NAME=PLACEHOLDER",
+     "the placeholder the agent's environment holds for\nthe secret "
+     "(agentrun-secret-NAME-<32 hex>, what\nagentrun render wrote)",
+     add_placeholder, 0},
+    {"--upstream-ca", 0, "FILE", "PEM CAs also trusted for a secret's hosts (proxy.upstream_ca)",
+     ar_opt_str, ST(upstream_ca)},
+    {"--ca-bundle", 0, "FILE",
+     "write the trusted roots and the sandbox CA to FILE\nbefore serving (a volume the agent "
+     "reads); they are\nalso served at GET /agentrun/ca-bundle.pem",
+     ar_opt_str, ST(ca_bundle)},
     {NULL},
 };
 
@@ -240,6 +370,91 @@ static int listen_from_policy(struct cli_state *st, char *buf, size_t size)
 	}
 	snprintf(buf, size, "127.0.0.1:%d", p->proxy.port);
 	st->cfg.listen[st->cfg.n_listen++] = buf;
+	return 0;
+}
+
+/* Every secret complete: hosts among --allow, a placeholder; no stray placeholder. */
+static int check_secrets(struct cli_state *st, ar_error_t *err)
+{
+	if (st->n_secrets > 0 && st->cfg.policy_path != NULL)
+		return ar_error_make(err, 0,
+				     "--secret: not with --policy (give the rules as --allow)");
+	if (st->n_secrets == 0 && (st->n_placeholders || st->upstream_ca || st->ca_bundle))
+		return ar_error_make(err, 0,
+				     "--secret-placeholder, --upstream-ca and --ca-bundle "
+				     "need --secret");
+	for (size_t i = 0; i < st->n_secrets; i++) {
+		const struct ar_secret_spec *x = &st->secrets[i];
+		if (x->n_hosts == 0)
+			return ar_error_make(err, 0, "--secret %s: no --secret-host %s=RULE",
+					     x->name, x->name);
+		for (size_t k = 0; k < x->n_hosts; k++) {
+			size_t a = 0;
+			while (a < st->n_allow && strcasecmp(st->allow[a], x->hosts[k]) != 0)
+				a++;
+			if (a == st->n_allow)
+				return ar_error_make(
+				    err, 0,
+				    "--secret-host %s=%s: not one of the --allow "
+				    "rules (a secret goes only where the agent may "
+				    "talk)",
+				    x->name, x->hosts[k]);
+		}
+	}
+	for (size_t i = 0; i < st->n_placeholders; i++)
+		if (find_secret(st, st->placeholders[i], strcspn(st->placeholders[i], "=")) == NULL)
+			return ar_error_make(err, 0,
+					     "--secret-placeholder `%s`: no --secret of that "
+					     "name",
+					     st->placeholders[i]);
+	return 0;
+}
+
+/* The roots this proxy trusts and the sandbox CA after them: what the agent trusts. */
+static int make_bundle(struct cli_state *st, ar_error_t *err)
+{
+	char ca[8192];
+	ar_autofree char *roots = NULL;
+	size_t len = 0;
+	const char *path = ar_proxy_tls_host_bundle("/");
+	if (path != NULL && ar_read_file(path, 16 << 20, &roots, &len, err) == -1)
+		return -1;
+	int n = ar_proxy_tls_ca_pem(st->tls, ca, sizeof(ca));
+	if (n <= 0)
+		return ar_error_make(err, 0, "secrets: the sandbox CA has no PEM");
+	st->bundle_pem = ar_xasprintf("%.*s%s%.*s", (int)len, roots ? roots : "",
+				      len && roots[len - 1] != '\n' ? "\n" : "", n, ca);
+	if (st->ca_bundle != NULL &&
+	    ar_write_file(st->ca_bundle, st->bundle_pem, strlen(st->bundle_pem), err) == -1)
+		return ar_error_wrap(err, "--ca-bundle");
+	return 0;
+}
+
+/* The flags' secrets: the placeholders the agent holds, the values read here into the
+ * vault (not dumpable from here on), the TLS module and a sandbox CA of this process's
+ * own, and the bundle the agent is to trust. */
+static int prepare_secrets(struct cli_state *st, ar_error_t *err)
+{
+	char ca_name[64];
+	if (check_secrets(st, err) == -1)
+		return -1;
+	if (st->n_secrets == 0)
+		return 0;
+	snprintf(ca_name, sizeof(ca_name), "agentrun sandbox CA proxy-%d", (int)getpid());
+	if (ar_secrets_new_specs(st->secrets, st->n_secrets, "agentrun proxy", &st->set, err) ==
+		-1 ||
+	    ar_secrets_adopt(st->set, st->placeholders, "agentrun proxy --secret-placeholder",
+			     err) == -1)
+		return -1;
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
+		return ar_error_make(err, errno, "secrets: not dumpable");
+	if (ar_secrets_load(st->set, err) == -1 ||
+	    ar_proxy_tls_prepare(st->upstream_ca, NULL, ca_name, &st->tls, err) == -1 ||
+	    make_bundle(st, err) == -1)
+		return -1;
+	st->cfg.secrets = st->set;
+	st->cfg.tls = st->tls;
+	st->cfg.ca_bundle_pem = st->bundle_pem;
 	return 0;
 }
 
@@ -280,6 +495,14 @@ int ar_cmd_proxy(int argc, char **argv)
 	if (rc == 0)
 		rc = build_egress(&st);
 	if (rc == 0) {
+		ar_auto_error ar_error_t err = NULL;
+		if (prepare_secrets(&st, &err) == -1) {
+			ar_error_wrap(&err, "proxy");
+			ar_error_print(&err);
+			rc = AR_EXIT_USAGE;
+		}
+	}
+	if (rc == 0) {
 		st.cfg.allow = st.allow;
 		st.cfg.n_allow = st.n_allow;
 		st.cfg.allow_private = st.cidrs;
@@ -288,6 +511,16 @@ int ar_cmd_proxy(int argc, char **argv)
 		rc = serve(&st);
 	}
 out:
+	ar_secrets_free(st.set); /* the values wiped */
+	ar_proxy_tls_free(st.tls);
+	free(st.bundle_pem);
+	for (size_t i = 0; i < st.n_secrets; i++) {
+		free(st.secrets[i].name);
+		free(st.secrets[i].from);
+		ar_strv_free(st.secrets[i].hosts);
+	}
+	free(st.secrets);
+	ar_strv_free(st.placeholders);
 	ar_strv_free(st.allow);
 	for (size_t i = 0; i < st.n_budgets; i++)
 		free(st.budgets[i].host);

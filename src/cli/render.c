@@ -171,6 +171,18 @@ static int write_ca_bundle(const char *dir, ar_error_t *err)
 	return 0;
 }
 
+/* DIR/agentrun-kubeconfig: bound at the kubeconfig target, written by the hook before
+ * the container runs (a placeholder token, the sandbox CA); never the policy's own. */
+static int write_kubeconfig_stub(const char *dir, ar_error_t *err)
+{
+	static const char stub[] = "# agentrun hook create-runtime writes this container's "
+				   "kubeconfig here (docs/secrets.md)\n";
+	ar_autofree char *path = ar_xasprintf("%s/" AR_SPEC_KUBECONFIG_FILE, dir);
+	if (ar_write_file(path, stub, sizeof(stub) - 1, err) < 0 || chmod(path, 0644) == -1)
+		return ar_error_wrap(err, "--bundle");
+	return 0;
+}
+
 /* Write DIR/config.json: DIR made if missing (not its parents), the file replaced by
  * rename, so a failure leaves the old one or none. */
 static int write_bundle(const struct ar_policy *p, const char *dir, const struct ar_buf *out,
@@ -181,7 +193,10 @@ static int write_bundle(const struct ar_policy *p, const char *dir, const struct
 	ar_autofree char *path = ar_xasprintf("%s/config.json", dir);
 	if (ar_write_file(path, out->data, out->len, err) < 0)
 		return ar_error_wrap(err, "--bundle");
-	return p->n_secrets > 0 ? write_ca_bundle(dir, err) : 0;
+	bool kube = ar_spec_kubeconfig_secret(p);
+	if ((p->n_secrets > 0 || kube) && write_ca_bundle(dir, err) < 0)
+		return -1;
+	return kube ? write_kubeconfig_stub(dir, err) : 0;
 }
 
 static int render_oci(struct render_args *a, const struct ar_policy *p, struct ar_buf *out,
@@ -213,14 +228,6 @@ static int render(struct render_args *a, const struct ar_policy *p, struct ar_bu
 {
 	if (a->format == AR_RENDER_OCI)
 		return render_oci(a, p, out, err);
-	/* docker and k8s would need the proxy container to hold the values and the agent
-	 * to trust its CA: not rendered yet, and a plan without them would drop the
-	 * secrets silently */
-	if (p->n_secrets > 0)
-		return ar_error_make(err, 0,
-				     "%s: secrets: only --format oci renders them yet (with the "
-				     "OCI hook's proxy; docs/secrets.md)",
-				     p->origin);
 	ar_autospec struct ar_spec *sp = NULL;
 	if (ar_spec_build_container(p, &sp, err) < 0)
 		return -1;

@@ -43,15 +43,18 @@ static void free_json(cJSON **j)
 
 /* Secrets (docs/secrets.md): the placeholders are the ones render put into the bundle's
  * config.json; the proxy reads the values, and its CA goes into the spec's CA bundle
- * file, which the bundle holds (a source relative to it). */
+ * file, which the bundle holds (a source relative to it). With a kubeconfig its token is
+ * one more secret, with a placeholder of the hook's, and the bundle's own kubeconfig
+ * file (*kubeconfig) is written once the CA exists. */
 static int hook_secrets(const struct ar_spec *sp, const struct ar_oci_state *s,
-			struct ar_secrets **out, char **ca_bundle, ar_error_t *err)
+			struct ar_secrets **out, char **ca_bundle, struct ar_kubeconfig *k,
+			char **kubeconfig, ar_error_t *err)
 {
 	const struct ar_policy *p = sp->p;
 	ar_autofree char *path = ar_xasprintf("%s/config.json", s->bundle);
 	ar_autofree char *text = NULL;
 	size_t len = 0;
-	if (p->n_secrets == 0 || sp->ca_bundle_mount < 0)
+	if (sp->ca_bundle_mount < 0)
 		return 0;
 	if (ar_read_file(path, 16u << 20, &text, &len, err) == -1)
 		return ar_error_wrap(err, "secrets");
@@ -63,9 +66,13 @@ static int hook_secrets(const struct ar_spec *sp, const struct ar_oci_state *s,
 	const cJSON *e;
 	cJSON_ArrayForEach(e, env) if (cJSON_IsString(e)) v[n++] = ar_xstrdup(e->valuestring);
 	if (ar_secrets_new(p, out, err) == -1 || ar_secrets_adopt(*out, v, path, err) == -1 ||
+	    ar_secrets_kubeconfig(out, p, k, err) == -1 ||
 	    ar_secrets_check_sources(*out, err) == -1)
 		return -1;
 	*ca_bundle = ar_xasprintf("%s/%s", s->bundle, sp->mounts[sp->ca_bundle_mount].source);
+	if (ar_spec_kubeconfig_secret(p) && sp->kubeconfig_mount >= 0)
+		*kubeconfig =
+		    ar_xasprintf("%s/%s", s->bundle, sp->mounts[sp->kubeconfig_mount].source);
 	return 0;
 }
 
@@ -74,7 +81,8 @@ int hook_wire_network(const struct ar_spec *sp, const struct ar_oci_state *s,
 {
 	const struct ar_policy *p = sp->p;
 	ar_autosecrets struct ar_secrets *secrets = NULL;
-	ar_autofree char *ca_bundle = NULL;
+	ar_autofree char *ca_bundle = NULL, *kubeconfig = NULL;
+	__attribute__((cleanup(ar_kubeconfig_free))) struct ar_kubeconfig k = {0};
 	char path[64], name[AR_POLICY_NAME_MAX + 16];
 	struct ar_net_plan plan;
 	struct ar_net_state st;
@@ -85,7 +93,7 @@ int hook_wire_network(const struct ar_spec *sp, const struct ar_oci_state *s,
 	ar_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd == -1)
 		return ar_error_make(err, errno, "network: open `%s`", path);
-	if (hook_secrets(sp, s, &secrets, &ca_bundle, err) == -1)
+	if (hook_secrets(sp, s, &secrets, &ca_bundle, &k, &kubeconfig, err) == -1)
 		return -1;
 	ar_hook_plan(p->proxy.port, &plan);
 	ar_hook_state_name(p->name, s->pid, name, sizeof(name));
@@ -96,7 +104,9 @@ int hook_wire_network(const struct ar_spec *sp, const struct ar_oci_state *s,
 					 .pid = s->pid,
 					 .plan = &plan,
 					 .secrets = secrets,
-					 .ca_bundle = ca_bundle};
+					 .ca_bundle = ca_bundle,
+					 .kubeconfig = kubeconfig,
+					 .kube = &k};
 	return ar_net_wire_detached(&o, fd, &st, err);
 }
 

@@ -20,6 +20,7 @@
 
 #include "agentrun/cgroup.h"
 #include "agentrun/net.h"
+#include "agentrun/secrets.h"
 #include "agentrun/util.h"
 #include "internal.h"
 
@@ -70,6 +71,19 @@ static int append_ca(const char *path, const char *pem, ar_error_t *err)
 	return 0;
 }
 
+/* The container's own kubeconfig, in place (the bind sees the same file): its server
+ * and context, the token's placeholder, the sandbox CA as the cluster's. */
+static int write_kubeconfig(const struct ar_net_detached_opts *o, const char *pem, ar_error_t *err)
+{
+	ar_autobuf struct ar_buf kc = {0};
+	const struct ar_secret *x = &o->secrets->s[o->secrets->n - 1]; /* the kubeconfig's */
+	ar_kubeconfig_render(o->kube, x->placeholder, pem, &kc);
+	ar_autoclose int fd = open(o->kubeconfig, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+	if (fd == -1 || ar_write_all(fd, kc.data, kc.len) == -1)
+		return ar_error_make(err, errno, "secrets: the kubeconfig `%s`", o->kubeconfig);
+	return 0;
+}
+
 static int start(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_state *s,
 		 struct ar_net_proxy *px, struct ar_net_topology *t, ar_error_t *err)
 {
@@ -106,6 +120,8 @@ static int start(const struct ar_net_detached_opts *o, int ns_fd, struct ar_net_
 	if (ar_net_proxy_ready(px, err) == -1)
 		return ar_error_wrap(err, "proxy");
 	if (o->secrets != NULL && append_ca(o->ca_bundle, px->ca_pem, err) == -1)
+		return -1;
+	if (o->kubeconfig != NULL && write_kubeconfig(o, px->ca_pem, err) == -1)
 		return -1;
 	if (px->cg != NULL) /* they exist now (v1: the child made them) */
 		ar_cgroup_dirs(px->cg, s->proxy_cgroup, sizeof(s->proxy_cgroup));

@@ -44,38 +44,12 @@ static int write_roots(struct ar_net *n, ar_error_t *err)
 	return 0;
 }
 
-/* The kubeconfig of a `network: proxy` sandbox: its token becomes a secret for its
- * server, which the policy must allow. agentrun keeps the server and context only. */
-static int kubeconfig_secret(struct ar_net *n, ar_error_t *err)
-{
-	const struct ar_policy *p = n->p;
-	if (p->kubeconfig == NULL || p->network != AR_NETWORK_PROXY)
-		return 0;
-	if (ar_kubeconfig_load(p->kubeconfig, &n->kube, err) == -1)
-		return ar_error_wrap(err, "%s: kubeconfig", p->origin);
-	explicit_bzero(n->kube.token, strlen(n->kube.token));
-	ar_autorules struct ar_rules *allowed = NULL;
-	struct ar_host h;
-	struct ar_decision d;
-	if (ar_rules_compile(p->allowed_hosts, p->n_allowed_hosts, "allowed_hosts", &allowed,
-			     err) == -1 ||
-	    ar_host_canonicalize(n->kube.host, &h, err) == -1)
-		return -1;
-	ar_rules_decide(allowed, &h, n->kube.port, &d);
-	if (!d.allowed)
-		return ar_error_make(err, 0,
-				     "%s: kubeconfig: its server %s is not in allowed_hosts (add "
-				     "\"%s\")",
-				     p->origin, n->kube.rule, n->kube.rule);
-	return ar_secrets_add_kubeconfig(&n->secrets, p, &n->kube, err);
-}
-
 /* Before the network: a missing source fails before anything exists. */
 int net_secrets_check(struct ar_net *n, ar_error_t *err)
 {
 	if (n->p->n_secrets > 0 && ar_secrets_new(n->p, &n->secrets, err) == -1)
 		return -1;
-	if (kubeconfig_secret(n, err) == -1)
+	if (ar_secrets_kubeconfig(&n->secrets, n->p, &n->kube, err) == -1)
 		return -1;
 	return ar_secrets_check_sources(n->secrets, err);
 }

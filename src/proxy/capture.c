@@ -7,6 +7,9 @@
  * name (421 otherwise, tunnel.c), and a plain HTTP request head, read whole, must
  * carry exactly one Host equal to it. A connection to any other address is decided by
  * the SNI or Host it carries, and dialled only if that name resolves to that address.
+ * With secrets in the policy (docs/secrets.md), plain HTTP is parsed request by request
+ * by forward.c (placeholders put in or refused), and a secret's host:port is sniffed
+ * before anything is dialled: TLS terminated, HTTP parsed, the rest tunnelled.
  * A reload cannot add captured ports (capture_rules_changed says which stay out). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -72,17 +75,54 @@ static enum cstate literal_start(struct client *c, const struct sockaddr_in *dst
 	return CS_SNIFF;
 }
 
-/* A secret's host, on a port other than plain HTTP's: the connection is TLS to be
- * terminated (docs/secrets.md), not a tunnel. */
+/* Is the connection's name:port one a secret is for (docs/secrets.md)? */
 static bool captured_secrets(struct client *c, const char *name)
 {
 	struct ar_host h;
 	ar_auto_error ar_error_t err = NULL;
-	if (c->px->cfg.tls == NULL || !secret_any(c) || c->port == 80 ||
-	    ar_host_canonicalize(name, &h, &err) == -1)
+	if (!secret_any(c) || ar_host_canonicalize(name, &h, &err) == -1)
 		return false;
 	secret_begin(c, &h, c->port);
 	return c->secrets_bound != 0;
+}
+
+static bool looks_http(const char *p, size_t n);
+static bool maybe_http(const char *p, size_t n);
+
+/* Neither TLS nor HTTP to a secret's host: an opaque tunnel, as to any other. */
+static enum cstate captured_tunnel(struct client *c)
+{
+	budget_attach(c);
+	if (budget_spent(c))
+		return spent(c);
+	return search_start(c, captured_upstream);
+}
+
+/* CS_SNIFF for a secret's host: what the client speaks first decides, read with
+ * MSG_PEEK so that the TLS handshake still finds its ClientHello in the socket. TLS is
+ * terminated (on any port: a rule host:8443 as host:443), HTTP goes through the
+ * plain-HTTP path (the value put in, other secrets refused), anything else is a
+ * tunnel. Nothing is dialled before: a secret's host is never spoken to first. */
+static enum cstate sniff_bound(struct client *c)
+{
+	char p[16];
+	ssize_t n;
+	do
+		n = recv(c->fd, p, sizeof(p), MSG_PEEK);
+	while (n == -1 && errno == EINTR);
+	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return CS_WAIT;
+	if (n <= 0)
+		return CS_CLOSE;
+	if (p[0] == 0x16 && c->px->cfg.tls != NULL) /* a TLS handshake record */
+		return term_captured(c);
+	if (looks_http(p, (size_t)n)) {
+		snprintf(c->method, sizeof(c->method), "HTTP");
+		return captured_requests(c);
+	}
+	if (maybe_http(p, (size_t)n) && (size_t)n < sizeof(p))
+		return CS_WAIT; /* a method still arriving; its next bytes wake us */
+	return captured_tunnel(c);
 }
 
 /* Decide the connection on the name behind the address it was made to. */
@@ -119,12 +159,12 @@ static enum cstate captured_start(struct client *c, const struct sockaddr_in *ds
 	if (!c->allowed)
 		return refuse(c, t.decision.reason);
 	snprintf(c->reason, sizeof(c->reason), "%s (captured at %s)", t.decision.reason, addr);
-	if (captured_secrets(c, t.name))
-		return term_captured(c);
-	budget_attach(c);
-	if (budget_spent(c))
-		return spent(c);
-	return search_start(c, captured_upstream);
+	if (captured_secrets(c, t.name)) {
+		c->sniff = sniff_bound;
+		c->deadline = px->loop.now + px->egress->header_timeout_ms;
+		return CS_SNIFF;
+	}
+	return captured_tunnel(c);
 }
 
 static void captured_accept(void *arg, uint32_t events)
@@ -385,10 +425,24 @@ static bool captured_wants_more(const struct client *c)
 	return looks_http(p, n) && head_name(p, n, c->port, &h, why, sizeof(why)) == 0;
 }
 
+/* The tunnel found plain HTTP while the policy has secrets: its connection to the
+ * origin (nothing of the client's went through it) waits in the origin's pool for the
+ * first request, unless the origin spoke first; the requests are parsed from here. */
+static enum cstate captured_handover(struct client *c)
+{
+	bool clean =
+	    c->tn.dir[0].bytes == 0 && c->tn.dir[1].bytes == 0 && c->tn.dir[1].in_pipe == 0;
+	tunnel_release(c);
+	upstream_release(c, clean);
+	return captured_requests(c);
+}
+
 /* The first bytes of a captured connection (r: what the ClientHello parser made of
  * them) name the audit's method (TLS, HTTP, TCP); plain HTTP must carry Host == the
- * connection's name. 0, -1 with c->reason set (421), or 1: not TLS and an HTTP head
- * still arriving (read more, for its Host). Called by tunnel.c through c->first_bytes. */
+ * connection's name. 0, -1 with c->reason set (421), 1: not TLS and an HTTP head
+ * still arriving (read more, for its Host), or 2: HTTP to be parsed request by request
+ * (the policy has secrets: placeholders are looked for), c->sniff set. Called by
+ * tunnel.c through c->first_bytes. */
 static int captured_check(struct client *c, int r)
 {
 	const char *p = c->in.p ? c->in.p + c->in.off : "";
@@ -409,8 +463,12 @@ static int captured_check(struct client *c, int r)
 	}
 	snprintf(c->method, sizeof(c->method), "HTTP");
 	int k = head_name(p, n, c->port, &h, why, sizeof(why));
-	if (k == 1 && ar_dns_same_name(h.name, c->host) && h.port == c->port)
-		return 0;
+	if (k == 1 && ar_dns_same_name(h.name, c->host) && h.port == c->port) {
+		if (!secret_any(c))
+			return 0;
+		c->sniff = captured_handover;
+		return 2;
+	}
 	if (k == 1)
 		snprintf(c->reason, sizeof(c->reason), "Host %.180s:%d does not match %.180s:%d",
 			 h.name, h.port, c->host, c->port);
@@ -471,6 +529,8 @@ static enum cstate literal_decide(struct client *c, const char *name, const char
 	if (!d.allowed)
 		return refuse(c, d.reason);
 	snprintf(c->reason, sizeof(c->reason), "%s (captured at %s)", d.reason, addr);
+	if (secret_any(c) && strcmp(c->method, "HTTP") == 0)
+		return captured_requests(c); /* the head read is the first request's */
 	budget_attach(c);
 	if (budget_spent(c))
 		return spent(c);

@@ -428,8 +428,61 @@ enum cstate step_tls_accept(struct client *c)
 	term_reason(c, why);
 	c->status = 200;
 	client_audit(c);
-	c->term = true;
+	c->term = c->one_origin = true;
 	return next_request(c);
+}
+
+/* Captured plain HTTP while the policy has secrets: a proxy-unaware client (curl
+ * --noproxy, a library that ignores HTTP_PROXY) gets what an explicit proxy request
+ * gets: each request read for the captured name:port (origin-form, Host equal to it),
+ * decided, its placeholders put in for a bound host or refused anywhere else (the body's
+ * first 64 KiB too), and audited on its own. The connection has no record besides its
+ * requests'. The upstream leg is plain: a connection the tunnel already opened waits
+ * in the origin's pool for the first request. */
+enum cstate captured_requests(struct client *c)
+{
+	snprintf(c->term_host, sizeof(c->term_host), "%s", c->host);
+	c->term_port = c->port;
+	c->one_origin = true;
+	c->audited = true;
+	c->keepalive = true;
+	return next_request(c);
+}
+
+#define CA_PATH "/agentrun/ca-bundle.pem"
+
+/* Is this `GET /agentrun/ca-bundle.pem` asked of the proxy itself (origin-form, which
+ * no proxied request is)? */
+static bool asks_ca(const struct client *c, const char *head, size_t len)
+{
+	static const char want[] = "GET " CA_PATH " HTTP/1.";
+	return c->px->cfg.ca_bundle_pem != NULL && !c->one_origin && len > sizeof(want) &&
+	       memcmp(head, want, sizeof(want) - 1) == 0;
+}
+
+/* The roots and the sandbox CA, for an agent in another container or pod (a
+ * Kubernetes init container fetches them; docs/secrets.md). Certificates only: public. */
+static enum cstate serve_ca(struct client *c, size_t head_end)
+{
+	const char *pem = c->px->cfg.ca_bundle_pem;
+	ar_autobuf struct ar_buf b = {0};
+	c->in.off += (uint32_t)head_end;
+	memset(&c->scan, 0, sizeof(c->scan));
+	snprintf(c->method, sizeof(c->method), "GET");
+	c->have_method = c->allowed = c->close_after = true;
+	c->status = 200;
+	snprintf(c->reason, sizeof(c->reason), "%s: the roots and the sandbox CA", CA_PATH);
+	ar_buf_printf(&b,
+		      "HTTP/1.1 200 OK\r\nContent-Type: application/x-pem-file\r\n"
+		      "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+		      strlen(pem), pem);
+	c->out.off = c->out.len = 0;
+	iobuf_reserve(c->px, &c->out, (uint32_t)b.len, (uint32_t)b.len);
+	memcpy(c->out.p, b.data, b.len);
+	c->out.len = (uint32_t)b.len;
+	client_audit(c);
+	c->deadline = c->px->loop.now + LINGER_MS * 2;
+	return CS_REPLY;
 }
 
 static enum cstate handle_request(struct client *c, size_t head_end)
@@ -440,9 +493,11 @@ static enum cstate handle_request(struct client *c, size_t head_end)
 	size_t len = head_end - c->scan.start;
 	begin_request(c);
 	c->keepalive = false;
+	if (asks_ca(c, head, len))
+		return serve_ca(c, head_end);
 	struct ar_h1_origin at = {c->term_host, c->term_port, strchr(c->term_host, ':') != NULL};
-	int rc = c->term ? ar_h1_parse_request_at(head, len, &at, &req, &e)
-			 : ar_h1_parse_request(head, len, &req, &e);
+	int rc = c->one_origin ? ar_h1_parse_request_at(head, len, &at, &req, &e)
+			       : ar_h1_parse_request(head, len, &req, &e);
 	if (req.method.len) {
 		copy_span(c->method, sizeof(c->method), head, req.method);
 		c->have_method = true;

@@ -468,17 +468,19 @@ static int parse_fields(const char *buf, size_t len, size_t p, struct ar_h1_requ
 	}
 }
 
-/* origin-form /path?query inside a terminated connection: the target is the CONNECT's */
+/* origin-form /path?query on a connection to one origin (a terminated CONNECT, captured
+ * plain HTTP): the target is that origin */
 static int parse_origin(const char *buf, const struct ar_h1_origin *o, struct ar_h1_request *req,
 			struct ar_h1_error *e)
 {
 	const char *t = buf + req->target.off;
 	if (req->is_connect)
-		return fail(e, 400, "CONNECT inside a terminated connection");
+		return fail(e, 400,
+			    "CONNECT on a connection to one origin (terminated or captured)");
 	if (req->target.len == 0 || t[0] != '/')
 		return fail(e, 400,
-			    "a request inside a terminated connection needs an origin-form "
-			    "target (/path)");
+			    "a request on a connection to one origin (terminated or "
+			    "captured) needs an origin-form target (/path)");
 	if (memchr(t, '#', req->target.len) != NULL)
 		return fail(e, 400, "fragment in URL");
 	snprintf(req->host, sizeof(req->host), "%s", o->host);

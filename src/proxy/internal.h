@@ -181,7 +181,8 @@ struct client {
 	uint8_t state;	       /* enum cstate; set by the driver (conn.c) only */
 	step_fn *sniff;	       /* CS_SNIFF's step (capture.c, for a literal address) */
 	uint32_t events;       /* epoll events since the last tunnel step (tunnel.c clears) */
-	/* captured: what the first bytes are, before the SNI check (capture.c) */
+	/* captured: what the first bytes are, before the SNI check (capture.c); 2 hands
+	 * the connection to c->sniff (plain HTTP to be parsed) */
 	int (*first_bytes)(struct client *c, int r);
 	bool keepalive;	    /* the client connection may carry another request */
 	bool close_after;   /* close once the current reply is flushed */
@@ -191,6 +192,8 @@ struct client {
 	bool host_is_ip;    /* the request names an IP literal */
 	bool captured;	    /* transparent capture: no request head, decided by name */
 	bool term;	    /* a terminated CONNECT: requests arrive decrypted (c->tls) */
+	bool one_origin;    /* requests arrive in origin-form for term_host:term_port (a
+			       terminated connection, or captured plain HTTP with secrets) */
 	int fd;
 	struct ar_tlsmod_conn *tls;	/* the sandbox's leg of a terminated connection */
 	char term_host[AR_H1_HOST_MAX]; /* the CONNECT target of a terminated connection */
@@ -366,6 +369,9 @@ enum cstate step_linger(struct client *c);
 enum cstate step_tls_accept(struct client *c);
 /* A captured connection to a secret's host:port: terminated (CS_TLSACCEPT). */
 enum cstate term_captured(struct client *c);
+/* A captured connection that speaks HTTP/1 while the policy has secrets: its requests
+ * are read (from c->in first) and forwarded one by one like an explicit proxy's. */
+enum cstate captured_requests(struct client *c);
 enum cstate timeout_head(struct client *c);
 enum cstate timeout_forward(struct client *c);
 /* Answer the request ourselves (403, 400, 502, ...) and audit it: returns CS_REPLY. */
@@ -443,6 +449,7 @@ enum tunnel_end {
 	TUNNEL_SNI,	    /* the ClientHello was refused: 421 */
 	TUNNEL_SNI_TIMEOUT, /* no whole ClientHello in time: 421 */
 	TUNNEL_MORE,	    /* tunnel.c only: a captured HTTP head is still arriving */
+	TUNNEL_HTTP,	    /* a captured HTTP head to be parsed: handed to c->sniff */
 };
 
 #endif

@@ -164,8 +164,9 @@ static int load_egress(struct ar_proxy *px, struct ar_egress **out, ar_error_t *
 	 * they are, and the operator would think the values went in */
 	if (p->n_secrets > 0 && px->cfg.secrets == NULL)
 		return ar_error_make(err, 0,
-				     "%s: secrets: only the proxy of `agentrun run` and of the OCI "
-				     "hook puts them in (docs/secrets.md)",
+				     "%s: secrets: a proxy of its own takes them as --secret flags "
+				     "(what agentrun render writes), not from a policy "
+				     "(docs/secrets.md)",
 				     px->policy_path);
 	return ar_egress_from_policy(p, &px->base, out, err);
 }

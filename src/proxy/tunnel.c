@@ -237,6 +237,8 @@ static enum tunnel_end sni_verdict(struct client *c, int r, const char *name, co
 		if (f == 1)
 			return TUNNEL_MORE; /* the whole HTTP head, for its Host (capture.c) */
 		c->tn.sni_wait = false;
+		if (f == 2)
+			return TUNNEL_HTTP; /* its requests are parsed from here (c->sniff) */
 		if (f != 0)
 			return TUNNEL_SNI;
 		if (mode == AR_SNI_OFF) /* a captured connection has no CONNECT to trust */
@@ -316,10 +318,13 @@ static enum tunnel_end sni_step(struct client *c)
 	}
 }
 
-/* The tunnel ends: a spent budget is audited as 413, an SNI refusal as 421. */
+/* The tunnel ends: a spent budget is audited as 413, an SNI refusal as 421; a
+ * captured HTTP connection goes on in its sniff step (capture.c). */
 static enum cstate tunnel_close(struct client *c, enum tunnel_end why)
 {
 	switch (why) {
+	case TUNNEL_HTTP:
+		return CS_SNIFF;
 	case TUNNEL_BUDGET:
 		c->status = 413;
 		budget_reason(c);

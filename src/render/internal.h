@@ -9,6 +9,11 @@
 #define K8S_PROXY_MEMORY "128Mi"
 #define K8S_PROXY_CPU	 "500m"
 #define K8S_PROXY_UID	 65534
+/* The audit's tail beside the proxy, and the agent's init container that fetches the
+ * proxy's CA bundle (secrets) */
+#define K8S_BUSYBOX_IMAGE "busybox:1.36"
+/* A file's mode in a Secret volume (0440: the proxy's fsGroup reads it) */
+#define K8S_SECRET_MODE 0440
 
 struct k8s_ctx {
 	const struct ar_policy *p;

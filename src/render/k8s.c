@@ -324,8 +324,47 @@ static void policy_mounts(struct k8s_ctx *c, struct kn *vols, struct kn *mounts)
 	}
 }
 
+/* Secrets: the proxy's CA bundle (the roots it trusts and the CA it made) in an
+ * emptyDir the agent reads at the CA variables' directory, fetched from the proxy by an
+ * init container before the agent starts (docs/secrets.md). */
+static void ca_init_container(struct k8s_ctx *c, struct kn *spec)
+{
+	struct kn *ctr = kn_map(kn_list(spec, "initContainers"), NULL);
+	kn_note(kn_str(ctr, "name", "ca"),
+		"secrets: the proxy's CA bundle, which the agent trusts (the CA variables)");
+	kn_str(ctr, "image", K8S_BUSYBOX_IMAGE);
+	struct kn *cmd = kn_list(ctr, "command");
+	kn_str(cmd, NULL, "sh");
+	kn_str(cmd, NULL, "-c");
+	kn_strf(cmd, NULL,
+		"until wget -q -T 5 -O /ca/ca-bundle.pem.tmp http://%s:%d/agentrun/ca-bundle.pem; "
+		"do sleep 1; done; mv /ca/ca-bundle.pem.tmp /ca/ca-bundle.pem",
+		c->p->proxy_name, c->p->proxy.port);
+	struct kn *res = kn_map(ctr, "resources");
+	static const char *const kinds[] = {"limits", "requests"};
+	for (size_t i = 0; i < AR_ARRAY_SIZE(kinds); i++) {
+		struct kn *m = kn_map(res, kinds[i]);
+		kn_str(m, "cpu", "100m");
+		kn_str(m, "memory", "32Mi");
+	}
+	k8s_container_security(ctr, c->p);
+	volume_mount(kn_list(ctr, "volumeMounts"), "ca", "/ca", false, NULL);
+}
+
+static void ca_volume(struct kn *vols, struct kn *mounts)
+{
+	struct kn *v = kn_map(vols, NULL);
+	kn_str(v, "name", "ca");
+	struct kn *ed = kn_map(v, "emptyDir");
+	kn_str(ed, "medium", "Memory");
+	kn_str(ed, "sizeLimit", "4Mi");
+	volume_mount(mounts, "ca", AR_RENDER_AGENT_CA_DIR, true, NULL);
+}
+
 static void agent_container(struct k8s_ctx *c, struct kn *spec)
 {
+	if (c->sp->ca_bundle_mount >= 0)
+		ca_init_container(c, spec);
 	struct kn *ctr = kn_map(kn_list(spec, "containers"), NULL);
 	kn_str(ctr, "name", AR_K8S_AGENT_CONTAINER);
 	kn_note(kn_str(ctr, "image", c->image), "image (or --image)");
@@ -344,6 +383,8 @@ static void agent_container(struct k8s_ctx *c, struct kn *spec)
 	if (c->sp->kubeconfig_mount >= 0)
 		credential_volume(c, vols, mounts);
 	policy_mounts(c, vols, mounts);
+	if (c->sp->ca_bundle_mount >= 0)
+		ca_volume(vols, mounts);
 }
 
 static void agent_job(struct k8s_ctx *c)

@@ -11,8 +11,6 @@
 
 #include "internal.h"
 
-#define AUDIT_TAIL_IMAGE "busybox:1.36"
-
 /* Where a pod may not go by address: private, shared, loopback, link-local (the cloud
  * metadata service 169.254.169.254 is in it) and their IPv6 counterparts. */
 static const char *const private4[] = {"10.0.0.0/8",	 "100.64.0.0/10", "127.0.0.0/8",
@@ -26,6 +24,48 @@ static void cidr_item(struct kn *parent, const char *key, const char *range)
 		kn_str(parent, key, range);
 	else
 		kn_strf(parent, key, "%s/%d", range, strchr(range, ':') != NULL ? 128 : 32);
+}
+
+/* Secrets (docs/secrets.md): every value is a key of the Secret NAME-secrets, mounted
+ * into the proxy alone; the agent holds the placeholders (the spec's, fresh per
+ * rendering) and fetches the CA bundle from the proxy (its init container). */
+static void proxy_secret_args(struct k8s_ctx *c, struct kn *args)
+{
+	const struct ar_policy *p = c->p;
+	for (size_t i = 0; i < p->n_secrets; i++) {
+		const struct ar_secret_spec *x = &p->secrets[i];
+		kn_str(args, NULL, "--secret");
+		kn_strf(args, NULL, "%s=file:%s/%s", x->name, AR_RENDER_SECRETS_DIR, x->name);
+		for (size_t k = 0; k < x->n_hosts; k++) {
+			kn_str(args, NULL, "--secret-host");
+			kn_strf(args, NULL, "%s=%s", x->name, x->hosts[k]);
+		}
+		kn_str(args, NULL, "--secret-placeholder");
+		kn_strf(args, NULL, "%s=%s", x->name, ar_spec_getenv(c->sp, x->name));
+	}
+	if (p->n_secrets > 0 && p->proxy.upstream_ca != NULL) {
+		kn_str(args, NULL, "--upstream-ca");
+		kn_str(args, NULL, AR_RENDER_SECRETS_DIR "/upstream-ca.pem");
+	}
+}
+
+/* The Secret the operator makes (render never holds a value): one key per secret. */
+static void secret_volume(struct k8s_ctx *c, struct kn *vols)
+{
+	const struct ar_policy *p = c->p;
+	ar_autobuf struct ar_buf keys = {0};
+	for (size_t i = 0; i < p->n_secrets; i++)
+		ar_buf_printf(&keys, " --from-file=%s=FILE", p->secrets[i].name);
+	if (p->proxy.upstream_ca != NULL)
+		ar_buf_printf(&keys, " --from-file=upstream-ca.pem=%s", p->proxy.upstream_ca);
+	struct kn *v = kn_map(vols, NULL);
+	kn_note(kn_str(v, "name", "secrets"),
+		"secrets: the values, for the proxy alone; create the Secret first: kubectl -n "
+		"%s create secret generic %s-secrets%s",
+		c->ns, p->name, keys.data);
+	struct kn *sv = kn_map(v, "secret");
+	kn_strf(sv, "secretName", "%s-secrets", p->name);
+	kn_int(sv, "defaultMode", K8S_SECRET_MODE);
 }
 
 static void proxy_args(struct k8s_ctx *c, struct kn *ctr)
@@ -51,6 +91,7 @@ static void proxy_args(struct k8s_ctx *c, struct kn *ctr)
 		kn_str(args, NULL, "--allow-private");
 		kn_str(args, NULL, p->proxy.allow_private[i]);
 	}
+	proxy_secret_args(c, args);
 	kn_str(args, NULL, "--audit");
 	kn_str(args, NULL, AR_RENDER_AUDIT_FILE);
 }
@@ -94,10 +135,12 @@ static void proxy_containers(struct k8s_ctx *c, struct kn *ps)
 	k8s_container_security(ctr, c->p);
 	mount(ctr, "audit", AR_RENDER_AUDIT_DIR, false);
 	mount(ctr, "tmp", "/tmp", false);
+	if (c->p->n_secrets > 0)
+		mount(ctr, "secrets", AR_RENDER_SECRETS_DIR, true);
 
 	struct kn *tail = kn_map(ctrs, NULL);
 	kn_note(kn_str(tail, "name", "audit"), "the audit log to stdout: kubectl logs -c audit");
-	kn_str(tail, "image", AUDIT_TAIL_IMAGE);
+	kn_str(tail, "image", K8S_BUSYBOX_IMAGE);
 	struct kn *cmd = kn_list(tail, "command");
 	static const char *const argv[] = {"tail", "-n", "+1", "-F", AR_RENDER_AUDIT_FILE};
 	for (size_t i = 0; i < AR_ARRAY_SIZE(argv); i++)
@@ -116,6 +159,8 @@ static void proxy_containers(struct k8s_ctx *c, struct kn *ps)
 			kn_str(ed, "medium", "Memory");
 		kn_str(ed, "sizeLimit", i == 0 ? "256Mi" : "16Mi");
 	}
+	if (c->p->n_secrets > 0)
+		secret_volume(c, vols);
 }
 
 static void proxy_deployment(struct k8s_ctx *c)

@@ -130,9 +130,60 @@ static void hardening(struct ar_render_step *s, const char *pids, const char *me
 	args(s, "--memory-swap", memory, NULL);
 }
 
-static void proxy_step(const struct ar_policy *p, const char *proxy_image,
+/* Secrets (docs/secrets.md): the values reach the proxy container only: an env:
+ * source by name (`-e VAR`: docker takes the value from the environment `docker run`
+ * runs in, never from its argv), a file: source as a read-only bind; the volume the
+ * proxy writes its CA bundle into, which the agent mounts read-only. */
+static void proxy_secret_mounts(const struct ar_policy *p, struct ar_render_step *s)
+{
+	if (p->n_secrets == 0)
+		return;
+	arg(s, "-v");
+	argf(s, "%s-ca:%s", p->name, AR_RENDER_PROXY_CA_DIR);
+	for (size_t i = 0; i < p->n_secrets; i++) {
+		const struct ar_secret_spec *x = &p->secrets[i];
+		if (strncmp(x->from, "env:", 4) == 0) {
+			args(s, "-e", x->from + 4, NULL);
+			continue;
+		}
+		arg(s, "-v");
+		argf(s, "%s:%s/%s:ro", x->from + 5, AR_RENDER_SECRETS_DIR, x->name);
+	}
+	if (p->proxy.upstream_ca != NULL) {
+		arg(s, "-v");
+		argf(s, "%s:%s:ro", p->proxy.upstream_ca, AR_RENDER_UPSTREAM_CA);
+	}
+}
+
+/* The proxy's flags for them: each secret, its hosts, the agent's placeholder (the
+ * spec's, fresh per rendering), and where the CA bundle goes. */
+static void proxy_secret_args(const struct ar_spec *sp, struct ar_render_step *s)
+{
+	const struct ar_policy *p = sp->p;
+	for (size_t i = 0; i < p->n_secrets; i++) {
+		const struct ar_secret_spec *x = &p->secrets[i];
+		arg(s, "--secret");
+		if (strncmp(x->from, "env:", 4) == 0)
+			argf(s, "%s=%s", x->name, x->from);
+		else
+			argf(s, "%s=file:%s/%s", x->name, AR_RENDER_SECRETS_DIR, x->name);
+		for (size_t k = 0; k < x->n_hosts; k++) {
+			arg(s, "--secret-host");
+			argf(s, "%s=%s", x->name, x->hosts[k]);
+		}
+		arg(s, "--secret-placeholder");
+		argf(s, "%s=%s", x->name, ar_spec_getenv(sp, x->name));
+	}
+	if (p->n_secrets > 0 && p->proxy.upstream_ca != NULL)
+		args(s, "--upstream-ca", AR_RENDER_UPSTREAM_CA, NULL);
+	if (p->n_secrets > 0)
+		args(s, "--ca-bundle", AR_RENDER_PROXY_CA_DIR "/ca-bundle.pem", NULL);
+}
+
+static void proxy_step(const struct ar_spec *sp, const char *proxy_image,
 		       struct ar_render_plan *plan)
 {
+	const struct ar_policy *p = sp->p;
 	struct ar_render_step *s = add_step(plan, AR_RENDER_UP, "proxy");
 	args(s, "docker", "run", "-d", "--name", p->proxy_name, "--network", p->egress_name, NULL);
 	hardening(s, PROXY_PIDS, PROXY_MEMORY);
@@ -140,6 +191,7 @@ static void proxy_step(const struct ar_policy *p, const char *proxy_image,
 	arg(s, "-v");
 	argf(s, "%s-audit:%s", p->name, AR_RENDER_AUDIT_DIR);
 	args(s, "--tmpfs", "/tmp", NULL);
+	proxy_secret_mounts(p, s);
 	args(s, proxy_image, "proxy", "--listen", NULL);
 	argf(s, "0.0.0.0:%d", p->proxy.port);
 	for (size_t i = 0; i < p->n_allowed_hosts; i++)
@@ -154,6 +206,7 @@ static void proxy_step(const struct ar_policy *p, const char *proxy_image,
 		args(s, "--allow-private", p->proxy.allow_private[i], NULL);
 	/* always spelled out: a proxy image of another version may default otherwise */
 	args(s, "--sni", ar_policy_sni_word(p->proxy.sni), NULL);
+	proxy_secret_args(sp, s);
 	args(s, "--audit", AR_RENDER_AUDIT_FILE, NULL);
 	finish_step(s);
 }
@@ -185,6 +238,11 @@ static void agent_mounts(const struct ar_spec *sp, struct ar_render_step *s)
 			continue;
 		arg(s, "-v");
 		argf(s, "%s:%s:%s", m->source, m->target, m->readonly ? "ro" : "rw");
+	}
+	/* secrets: the CA bundle is the proxy's, in the volume it writes */
+	if (sp->ca_bundle_mount >= 0) {
+		arg(s, "-v");
+		argf(s, "%s-ca:%s:ro", sp->p->name, AR_RENDER_AGENT_CA_DIR);
 	}
 }
 
@@ -251,6 +309,13 @@ static void teardown_steps(const struct ar_policy *p, struct ar_render_plan *pla
 	s = add_step(plan, AR_RENDER_DOWN, "remove egress network");
 	args(s, "docker", "network", "rm", p->egress_name, NULL);
 	finish_step(s);
+	if (p->n_secrets > 0) { /* the proxy's CA bundle: made again at each start */
+		s = add_step(plan, AR_RENDER_DOWN, "remove CA volume");
+		arg(s, "docker");
+		args(s, "volume", "rm", NULL);
+		argf(s, "%s-ca", p->name);
+		finish_step(s);
+	}
 
 	s = add_step(plan, AR_RENDER_AUDIT, "audit");
 	args(s, "docker", "exec", p->proxy_name, "agentrun", "audit", AR_RENDER_AUDIT_FILE, NULL);
@@ -303,7 +368,7 @@ int ar_render_plan_build(const struct ar_spec *sp, const struct ar_render_option
 	struct ar_render_plan *plan = ar_xcalloc(1, sizeof(*plan));
 	if (p->network == AR_NETWORK_PROXY) {
 		network_steps(p, plan);
-		proxy_step(p, proxy_image, plan);
+		proxy_step(sp, proxy_image, plan);
 		struct ar_render_step *s = add_step(plan, AR_RENDER_UP, "connect proxy");
 		args(s, "docker", "network", "connect", p->net_name, p->proxy_name, NULL);
 		finish_step(s);

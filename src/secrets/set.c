@@ -41,27 +41,34 @@ static int placeholder(struct ar_secret *x, ar_error_t *err)
 	return 0;
 }
 
-int ar_secrets_new(const struct ar_policy *p, struct ar_secrets **out, ar_error_t *err)
+int ar_secrets_new_specs(const struct ar_secret_spec *specs, size_t n, const char *origin,
+			 struct ar_secrets **out, ar_error_t *err)
 {
 	*out = NULL;
-	if (p->n_secrets == 0)
+	if (n == 0)
 		return 0;
 	ar_autosecrets struct ar_secrets *s = ar_xcalloc(1, sizeof(*s));
-	s->origin = ar_xstrdup(p->origin ? p->origin : "<policy>");
-	s->s = ar_xcalloc(p->n_secrets, sizeof(*s->s));
-	for (size_t i = 0; i < p->n_secrets; i++, s->n++) {
+	s->origin = ar_xstrdup(origin);
+	s->s = ar_xcalloc(n, sizeof(*s->s));
+	for (size_t i = 0; i < n; i++, s->n++) {
 		struct ar_secret *x = &s->s[i];
-		x->name = ar_xstrdup(p->secrets[i].name);
-		x->from = ar_xstrdup(p->secrets[i].from);
+		x->name = ar_xstrdup(specs[i].name);
+		x->from = ar_xstrdup(specs[i].from);
 		x->in_env = true;
 		ar_autofree char *what = ar_xasprintf("%s: secrets.%s.hosts", s->origin, x->name);
-		if (ar_rules_compile(p->secrets[i].hosts, p->secrets[i].n_hosts, what, &x->hosts,
-				     err) == -1 ||
+		if (ar_rules_compile(specs[i].hosts, specs[i].n_hosts, what, &x->hosts, err) ==
+			-1 ||
 		    placeholder(x, err) == -1)
 			return -1;
 	}
 	*out = steal_pointer(&s);
 	return 0;
+}
+
+int ar_secrets_new(const struct ar_policy *p, struct ar_secrets **out, ar_error_t *err)
+{
+	return ar_secrets_new_specs(p->secrets, p->n_secrets, p->origin ? p->origin : "<policy>",
+				    out, err);
 }
 
 int ar_secrets_add_kubeconfig(struct ar_secrets **sp, const struct ar_policy *p,
@@ -84,6 +91,30 @@ int ar_secrets_add_kubeconfig(struct ar_secrets **sp, const struct ar_policy *p,
 	return placeholder(x, err);
 }
 
+int ar_secrets_kubeconfig(struct ar_secrets **sp, const struct ar_policy *p,
+			  struct ar_kubeconfig *k, ar_error_t *err)
+{
+	if (p->kubeconfig == NULL || p->network != AR_NETWORK_PROXY)
+		return 0;
+	if (ar_kubeconfig_load(p->kubeconfig, k, err) == -1)
+		return ar_error_wrap(err, "%s: kubeconfig", p->origin);
+	explicit_bzero(k->token, strlen(k->token)); /* the proxy reads it again itself */
+	ar_autorules struct ar_rules *allowed = NULL;
+	struct ar_host h;
+	struct ar_decision d;
+	if (ar_rules_compile(p->allowed_hosts, p->n_allowed_hosts, "allowed_hosts", &allowed,
+			     err) == -1 ||
+	    ar_host_canonicalize(k->host, &h, err) == -1)
+		return -1;
+	ar_rules_decide(allowed, &h, k->port, &d);
+	if (!d.allowed)
+		return ar_error_make(err, 0,
+				     "%s: kubeconfig: its server %s is not in allowed_hosts (add "
+				     "\"%s\")",
+				     p->origin, k->rule, k->rule);
+	return ar_secrets_add_kubeconfig(sp, p, k, err);
+}
+
 int ar_secrets_adopt(struct ar_secrets *s, char *const *env, const char *origin, ar_error_t *err)
 {
 	for (size_t i = 0; s != NULL && i < s->n; i++) {
@@ -102,8 +133,7 @@ int ar_secrets_adopt(struct ar_secrets *s, char *const *env, const char *origin,
 		    strspn(v + AR_SECRET_PREFIX_LEN + n + 1, "0123456789abcdef") != AR_SECRET_HEX)
 			return ar_error_make(err, 0,
 					     "%s: secrets.%s: the environment holds no placeholder "
-					     "for it (render the bundle with agentrun render "
-					     "--format oci)",
+					     "for it (agentrun render writes one)",
 					     origin, x->name);
 		snprintf(x->placeholder, sizeof(x->placeholder), "%s", v);
 		x->plen = strlen(v);

@@ -75,11 +75,11 @@ char **ar_spec_env(const struct ar_policy *p, const char *term, const char *prox
 void ar_spec_env_secrets(char ***env, const struct ar_secrets *s, const char *bundle)
 {
 	size_t n = 0;
-	if (s == NULL)
+	if (s == NULL && bundle == NULL)
 		return;
 	while ((*env)[n] != NULL)
 		n++;
-	for (size_t i = 0; i < s->n; i++)
+	for (size_t i = 0; s != NULL && i < s->n; i++)
 		if (s->s[i].in_env)
 			put(env, &n, s->s[i].name, s->s[i].placeholder);
 	for (size_t i = 0; bundle != NULL && i < AR_POLICY_CA_ENV_N; i++)
@@ -91,7 +91,8 @@ bool ar_spec_env_from_secrets(const struct ar_policy *p, const char *key)
 	for (size_t i = 0; i < p->n_secrets; i++)
 		if (strcmp(key, p->secrets[i].name) == 0)
 			return true;
-	for (size_t i = 0; p->n_secrets > 0 && i < AR_POLICY_CA_ENV_N; i++)
+	bool ca = p->n_secrets > 0 || ar_spec_kubeconfig_secret(p);
+	for (size_t i = 0; ca && i < AR_POLICY_CA_ENV_N; i++)
 		if (strcmp(key, ar_policy_ca_env_vars[i]) == 0)
 			return true;
 	return false;

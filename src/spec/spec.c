@@ -16,10 +16,17 @@
 static void add_mount(struct ar_spec *s, enum ar_spec_mount_kind kind, const char *source,
 		      const char *target, bool readonly, char *field);
 
+bool ar_spec_kubeconfig_secret(const struct ar_policy *p)
+{
+	return p->kubeconfig != NULL && p->network == AR_NETWORK_PROXY;
+}
+
 /* The environment, and with secrets the placeholders and the CA bundle that goes with
  * them: the back end's (run: the proxy holds them), else fresh placeholders (the OCI
- * hook's proxy adopts them from config.json) and the bundle's own CA file. */
-static int build_env(struct ar_spec *s, const struct ar_spec_opts *o, ar_error_t *err)
+ * hook's proxy adopts them from config.json) and the bundle's own CA file, which an OCI
+ * bundle (in_bundle) also has for its kubeconfig's server alone. */
+static int build_env(struct ar_spec *s, const struct ar_spec_opts *o, bool in_bundle,
+		     ar_error_t *err)
 {
 	const struct ar_policy *p = s->p;
 	ar_autosecrets struct ar_secrets *fresh = NULL;
@@ -29,7 +36,8 @@ static int build_env(struct ar_spec *s, const struct ar_spec_opts *o, ar_error_t
 	    ar_spec_container_env(p, s->net.mode == AR_NETWORK_PROXY ? s->net.proxy_url : NULL);
 	if (o->secrets == NULL && ar_secrets_new(p, &fresh, err) < 0)
 		return -1;
-	if (fresh != NULL) { /* relative: the runtime finds it in the bundle */
+	if (fresh != NULL ||
+	    (in_bundle && ar_spec_kubeconfig_secret(p))) { /* relative: in the bundle */
 		bundle = AR_SPEC_CA_BUNDLE_FILE;
 		target = AR_SPEC_CA_BUNDLE;
 	}
@@ -116,7 +124,7 @@ static int check_target(const char *field, const char *target, ar_error_t *err)
 	return 0;
 }
 
-static void build_mounts(struct ar_spec *s, const struct ar_spec_opts *o)
+static void build_mounts(struct ar_spec *s, const struct ar_spec_opts *o, bool in_bundle)
 {
 	const struct ar_policy *p = s->p;
 	for (size_t i = 0; i < p->n_tmpfs; i++)
@@ -129,11 +137,16 @@ static void build_mounts(struct ar_spec *s, const struct ar_spec_opts *o)
 		s->kubeconfig_mount = (int)s->n_mounts;
 		/* the policy's (mode 600, its owner's): run binds a copy the sandbox's uid
 		 * reads; the sandbox's own (secrets: a placeholder token) is made for it */
-		add_mount(s, AR_SPEC_MNT_BIND, o->kubeconfig ? o->kubeconfig : p->kubeconfig,
+		/* an OCI bundle's is its own file, which the hook fills like run's */
+		const char *own =
+		    in_bundle && ar_spec_kubeconfig_secret(p) ? AR_SPEC_KUBECONFIG_FILE : NULL;
+		if (o->kubeconfig != NULL)
+			own = o->kubeconfig;
+		add_mount(s, AR_SPEC_MNT_BIND, own ? own : p->kubeconfig,
 			  p->kubeconfig_target ? p->kubeconfig_target
 					       : AR_DEFAULT_KUBECONFIG_TARGET,
 			  true, ar_xasprintf("%s: kubeconfig", p->origin));
-		s->mounts[s->n_mounts - 1].copy = o->kubeconfig == NULL;
+		s->mounts[s->n_mounts - 1].copy = own == NULL;
 	}
 }
 
@@ -164,6 +177,7 @@ int ar_spec_build(const struct ar_policy *p, const struct ar_spec_opts *o, struc
 		  ar_error_t *err)
 {
 	static const struct ar_spec_opts none = {0};
+	bool in_bundle = o == NULL; /* render and check of an OCI bundle, the hook */
 	if (o == NULL)
 		o = &none;
 	ar_autospec struct ar_spec *s = ar_xcalloc(1, sizeof(*s));
@@ -188,8 +202,8 @@ int ar_spec_build(const struct ar_policy *p, const struct ar_spec_opts *o, struc
 			? ar_xstrdup(o->proxy_url)
 			: ar_xasprintf("http://%s:%d", AR_SPEC_PROXY_ADDR, p->proxy.port);
 	build_hidden(s, o);
-	build_mounts(s, o);
-	if (build_env(s, o, err) < 0) /* and the CA bundle's mount */
+	build_mounts(s, o, in_bundle);
+	if (build_env(s, o, in_bundle, err) < 0) /* and the CA bundle's mount */
 		return -1;
 	if (check_mounts(s, err) < 0)
 		return -1;

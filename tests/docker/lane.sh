@@ -6,14 +6,17 @@
 # (200), a denied host (403 with its reason), no way around the proxy, no way to the
 # host's services. Then `check --container` on the rendered container (0 findings) and on
 # drifted ones (exactly the expected finding each, no secret value printed), and
-# `check --pid` on the container's init agreeing with it. The host's network must be
+# `check --pid` on the container's init agreeing with it. A policy with secrets: the
+# values in the proxy container only, the agent's placeholders replaced on the way to a
+# TLS origin (the proxy terminates with the CA it hands the agent through a volume),
+# check clean, a real value drift. The host's network must be
 # exactly as found: links, routes, iptables, nft and forwarding compared before and after.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/docker/dockerd.sh
 . "$(dirname "$0")/dockerd.sh"
 need_root
-for c in unshare nsenter ip iptables-save ip6tables-save nft busybox curl python3; do need_cmd "$c"; done
+for c in unshare nsenter ip iptables-save ip6tables-save nft busybox curl python3 socat; do need_cmd "$c"; done
 [ -x "$AR_DOCKER" ] && [ -x "$AR_DOCKERD" ] || skip "needs Debian's docker.io ($AR_DOCKER, $AR_DOCKERD)"
 started=$(date +%s)
 
@@ -234,6 +237,69 @@ docker network create triage-net >/dev/null
 drift plain-net "host services reachable through triage-net;network triage-net internal" 'pass'
 docker network rm triage-net >/dev/null
 expect_eq "down left no container" "" "$(docker ps -aq)"
+
+# --- secrets: the values in the proxy container only, placeholders in the agent ---------
+# A TLS origin `lane-tls` (socat, its certificate from a test CA the proxy trusts through
+# proxy.upstream_ca) writes down the request head it gets, then answers; the agent sends
+# its placeholders, the proxy terminates and puts the real values in.
+mkdir -p "$AR_TMP/tls"
+bash "$AR_SOURCE_DIR/tests/integration/secrets/mkca.sh" "$AR_TMP/tls" lane-tls || fail "mkca"
+chmod 644 "$AR_TMP/tls/ca.pem"
+lane_image ar-lane-tls:1 "$(command -v socat)"
+cat >"$AR_TMP/tls/handler.sh" <<'EOF'
+#!/bin/sh
+# one request: its head to stderr (the container's log), then the answer
+while IFS= read -r l; do
+	echo "$l" >&2
+	[ "$l" = "$(printf '\r')" ] && break
+done
+printf 'HTTP/1.0 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n'
+EOF
+chmod 755 "$AR_TMP/tls/handler.sh"
+K_REAL="pwlane-K-$$-$RANDOM" T_REAL="pwlane-T-$$-$RANDOM"
+printf '%s\n' "$T_REAL" >"$AR_TMP/t-token"
+chmod 644 "$AR_TMP/t-token" # the proxy reads it as 65534
+P=$AR_TMP/lsec.json
+printf '{"name": "lsec", "image": "ar-lane:1", "allowed_hosts": ["lane-tls:443"],
+ "proxy": {"allow_private": ["172.16.0.0/12"], "upstream_ca": "%s"},
+ "secrets": {"K": {"from": "env:LANE_K", "hosts": ["lane-tls:443"]},
+             "T": {"from": "file:%s", "hosts": ["lane-tls:443"]}}}' "$AR_TMP/tls/ca.pem" "$AR_TMP/t-token" >"$P"
+# shellcheck disable=SC2016 # expanded in the agent
+"$AGENTRUN" render --policy "$P" --format sh -- sh -c 'echo "K=$K"; echo "T=$T"
+echo "ca=$(grep -c "BEGIN CERTIFICATE" "$SSL_CERT_FILE")"
+echo "tls=$(curl -sS -m 10 -H "Authorization: Bearer $K" -H "X-T: $T" https://lane-tls/s 2>&1)"' >"$AR_TMP/lsec.sh" ||
+	fail "render lsec"
+expect_eq "secrets: no value in the rendered plan" 0 "$(grep -c -e "$K_REAL" -e "$T_REAL" "$AR_TMP/lsec.sh" || true)"
+expect_status "secrets: up (the env: value from the caller's environment)" 0 env LANE_K="$K_REAL" sh "$AR_TMP/lsec.sh" up
+docker run -d --name lane-tls --network lsec-egress -v "$AR_TMP/tls:/tls:ro" ar-lane-tls:1 socat \
+	OPENSSL-LISTEN:443,reuseaddr,cert=/tls/lane-tls.pem,key=/tls/lane-tls.key,verify=0 SYSTEM:/tls/handler.sh >/dev/null
+expect_status "secrets: run" 0 sh "$AR_TMP/lsec.sh" run
+out=$(cat "$AR_TMP/out")
+expect_match "secrets: the agent's K is a placeholder" '^K=agentrun-secret-K-[0-9a-f]{32}$' "$out"
+expect_match "secrets: the agent's T is a placeholder" '^T=agentrun-secret-T-[0-9a-f]{32}$' "$out"
+expect_match "secrets: the agent trusts the proxy's roots and CA" '^ca=[1-9][0-9]*$' "$out"
+expect_match "secrets: the TLS origin answered through the terminating proxy" '^tls=ok$' "$out"
+timeout 20 docker wait lane-tls >/dev/null 2>&1 || true # one connection, then it exits
+docker logs lane-tls >"$AR_TMP/lane-tls.log" 2>&1
+expect_eq "secrets: the origin got K's real value (env: source)" 1 "$(grep -c "^Authorization: Bearer $K_REAL" "$AR_TMP/lane-tls.log")"
+expect_eq "secrets: the origin got T's real value (file: source)" 1 "$(grep -c "^X-T: $T_REAL" "$AR_TMP/lane-tls.log")"
+[ "$(grep -c "^X-T" "$AR_TMP/lane-tls.log")" = 1 ] || echo "lane-tls log: $(head -c 2000 "$AR_TMP/lane-tls.log")"
+docker rm -f lane-tls >/dev/null
+expect_status "secrets: audit" 0 sh "$AR_TMP/lsec.sh" audit
+expect_match "secrets: the audit counts the origin" '^lane-tls +' "$(cat "$AR_TMP/out")"
+docker cp lsec-proxy:/var/log/agentrun/audit.jsonl "$AR_TMP/lsec-audit" >/dev/null 2>&1 || fail "docker cp the audit"
+expect_match "secrets: the audit says what was put in" '"secret":"K,T","secret_action":"injected"' "$(cat "$AR_TMP/lsec-audit")"
+expect_eq "secrets: no value in the audit" 0 "$(grep -c -e "$K_REAL" -e "$T_REAL" "$AR_TMP/lsec-audit" || true)"
+run_sleeping lsec
+docker inspect lsec-agent >"$AR_TMP/lsec-inspect.json"
+expect_eq "secrets: no value in the agent container" 0 "$(grep -c -e "$K_REAL" -e "$T_REAL" "$AR_TMP/lsec-inspect.json" || true)"
+expect_status "secrets: check --container on the rendered agent" 0 "$AGENTRUN" check -p "$P" -c lsec-agent
+docker rm -f lsec-agent >/dev/null
+"$AGENTRUN" render --policy "$P" --format json -- sleep 120 >"$AR_TMP/plan.json"
+drift lsec-real "secret K" 'a[[i for i, x in enumerate(a) if x.startswith("K=")][0]] = "K=pwlane-real-value"'
+expect_status "secrets: down" 0 sh "$AR_TMP/lsec.sh" down
+expect_eq "secrets: down removed the CA volume" "" "$(docker volume ls -q -f name=lsec-ca)"
+docker volume rm lsec-audit >/dev/null 2>&1 || true
 
 # --- offline: network none -----------------------------------------------------------
 P=$AR_TMP/offline.json

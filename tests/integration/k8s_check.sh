@@ -7,7 +7,7 @@
 cd "$AR_SOURCE_DIR" || exit 1
 DATA=tests/unit/check/data/k8s
 
-for f in profiles/*.json tests/integration/k8s/full.json; do
+for f in profiles/*.json tests/integration/k8s/full.json tests/integration/k8s/secrets.json; do
 	for fmt in k8s k8s-json; do
 		for extra in "" --cilium; do
 			# shellcheck disable=SC2086 # $extra is one flag or none
@@ -34,6 +34,21 @@ drift() {
 	expect_eq "$what: one finding" "1" "$(grep -c '^DRIFT' "$AR_TMP/out")"
 	expect_match "$what: the finding" "^DRIFT $want" "$(cat "$AR_TMP/out")"
 }
+# secrets: the rendered placeholders are no drift (above); a real value in their place,
+# or the init container made privileged, is (never printed)
+"$AGENTRUN" render --policy tests/integration/k8s/secrets.json --format k8s >"$AR_TMP/s.yaml"
+sed 's/value: agentrun-secret-GITHUB_TOKEN-[0-9a-f]*/value: ghp_REALVALUE1234/' "$AR_TMP/s.yaml" >"$AR_TMP/sd.yaml"
+expect_eq "secrets: the sed replaced the placeholder" 1 "$(grep -c ghp_REALVALUE1234 "$AR_TMP/sd.yaml")"
+expect_status "secrets: a real value where the placeholder was: drift" 1 \
+	"$AGENTRUN" check --policy tests/integration/k8s/secrets.json --manifest "$AR_TMP/sd.yaml"
+expect_eq "secrets: one finding, naming the secret" "DRIFT secret GITHUB_TOKEN expected a placeholder (agentrun-secret-NAME-...) actual a real value (not shown)" \
+	"$(grep '^DRIFT' "$AR_TMP/out")"
+expect_eq "secrets: the value is not printed" 0 "$(grep -c ghp_REALVALUE1234 "$AR_TMP/out" || true)"
+awk '/- name: ca$/ {init = 1} init && /privileged: false/ {sub(/false/, "true"); init = 0} {print}' "$AR_TMP/s.yaml" >"$AR_TMP/sd.yaml"
+expect_status "secrets: a privileged CA init container: drift" 1 \
+	"$AGENTRUN" check --policy tests/integration/k8s/secrets.json --manifest "$AR_TMP/sd.yaml"
+expect_match "secrets: the init container is named" "^DRIFT init container ca privileged" "$(cat "$AR_TMP/out")"
+
 drift "hostPID" 's/hostPID: false/hostPID: true/' "hostPID expected false actual true"
 drift "privileged" 's/privileged: false/privileged: true/' "container agent privileged"
 drift "memory" '0,/memory: "256Mi"/s//memory: "1Gi"/' "memory limit expected 256Mi actual 1Gi"

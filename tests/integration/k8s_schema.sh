@@ -33,6 +33,9 @@ validate() {
 		fail "$name: render failed: $(cat "$AR_TMP/err")"
 		return
 	fi
+	# placeholders are fresh per rendering (secrets): the same in both for the comparison
+	sed -i 's/agentrun-secret-\([A-Za-z0-9_]*\)-[0-9a-f]\{32\}/agentrun-secret-\1-00000000000000000000000000000000/g' \
+		"$AR_TMP/$name.json" "$AR_TMP/$name.yaml"
 	if node "$NODE_DIR/validate.mjs" "$AR_TMP/$name.json" "$AR_TMP/$name.yaml" >"$AR_TMP/v" 2>&1; then
 		pass "$name: $(grep -c '^ok schema' "$AR_TMP/v") objects valid, YAML = List"
 	else
@@ -48,6 +51,8 @@ for f in profiles/*.json; do
 done
 validate full --policy "$K8S_DIR/full.json" --cilium --namespace agents --no-namespace -- a
 validate full-nocilium --policy "$K8S_DIR/full.json"
+# secrets: the proxy's Secret volume and flags, the agent's init container and CA volume
+validate secrets --policy "$K8S_DIR/secrets.json" --cilium -- a
 
 # The validator can fail: a wrong type, an unknown field, YAML that differs.
 sed 's/"runAsUser": 1000/"runAsUser": "1000"/' "$AR_TMP/full.json" >"$AR_TMP/bad1.json"

@@ -15,7 +15,13 @@ need_cmd ip
 HOOKS="$AR_TMP/hooks"
 export AGENTRUN_HOOK_DIR="$HOOKS"
 offline="$AR_SOURCE_DIR/profiles/offline.json"
-triage="$AR_SOURCE_DIR/profiles/triage.json"
+# the triage profile without its kubeconfig (with one, the hook needs the bundle's own
+# kubeconfig file and the real one: secrets_oci.sh)
+triage="$AR_TMP/triage.json"
+/usr/bin/python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+del d["kubeconfig"]
+json.dump(d, open(sys.argv[2], "w"))' "$AR_SOURCE_DIR/profiles/triage.json" "$triage"
 
 # state ID PID [EXTRA]: the OCI state JSON a runtime writes.
 state() { printf '{"ociVersion": "1.0.2", "id": "%s", "status": "creating", "pid": %s, "bundle": "/srv/b"%s}' "$1" "$2" "${3:-}"; }

@@ -4,8 +4,9 @@
 # runc runs it with agentrun's hook, whose detached proxy adopts those placeholders,
 # reads the value (file:), appends the sandbox CA to the bundle's CA file before the
 # container runs and puts the real value into the container's request to the secret's
-# host. `check --bundle` accepts the placeholders; render for docker/k8s refuses a policy
-# with secrets rather than drop them; nothing is left after delete.
+# host. `check --bundle` accepts the placeholders; render for docker/k8s gives the agent
+# placeholders and never the value; nothing is left after delete. With a kubeconfig, the
+# container's is the bundle's own, written by the hook with a placeholder token.
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/integration/oci/lib.sh
@@ -49,9 +50,10 @@ expect_match "render: the host's roots in the bundle's CA file" '^[1-9][0-9]*$' 
 expect_match "render: a placeholder in config.json" '"API_KEY=agentrun-secret-API_KEY-[0-9a-f]{32}"' "$(cat "$b/config.json")"
 expect_eq "render: the value is not in the bundle" 0 "$(grep -rc "$REAL" "$b" | grep -vc ':0$' || true)"
 expect_status "check --bundle: placeholders are no drift" 0 "$AGENTRUN" check --policy "$AR_TMP/p.json" --bundle "$b"
-for f in text k8s; do
-	expect_status "render --format $f refuses secrets" 2 "$AGENTRUN" render --policy "$AR_TMP/p.json" --format "$f" -- true
-	expect_match "render --format $f: says why" "secrets: only --format oci renders them yet" "$(cat "$AR_TMP/err")"
+for f in text k8s; do # docker and Kubernetes: placeholders for the agent, never the value
+	expect_status "render --format $f with secrets" 0 "$AGENTRUN" render --policy "$AR_TMP/p.json" --image alpine:3.20 --format "$f" -- true
+	expect_match "render --format $f: the agent's placeholder" 'API_KEY=agentrun-secret-API_KEY-[0-9a-f]{32}|value: agentrun-secret-API_KEY-[0-9a-f]{32}' "$(cat "$AR_TMP/out")"
+	expect_eq "render --format $f: the value is not in it" 0 "$(grep -c "$REAL" "$AR_TMP/out" || true)"
 done
 
 id="secrets-$AR_TAG"
@@ -92,4 +94,68 @@ on_exit "${RT[*]}" delete -f "$id2"
 expect_match "no placeholder: the hook says which" "secrets.API_KEY: the environment holds no placeholder for it" "$(cat "$AR_TMP/create2.err")"
 "${RT[@]}" delete -f "$id2" 2>/dev/null || true
 expect_eq "no placeholder: nothing left" "" "$(ls -d "/run/agentrun/$pol-"* 2>/dev/null)"
+
+# --- a kubeconfig with network proxy: the bundle's own copy, a placeholder token ---
+K=$(free_port)
+python3 "$AR_SOURCE_DIR/tests/integration/secrets/origin.py" "$K" "$AR_TMP/rec.kube" >"$AR_TMP/kube.log" 2>&1 &
+on_exit "kill $!"
+wait_file_has "$AR_TMP/kube.log" ready
+KREAL="kube-REAL-$$-$RANDOM$RANDOM"
+cat >"$AR_TMP/kubeconfig" <<KUBE
+apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster: {server: "https://other.test.example:$K", certificate-authority-data: "$(base64 -w0 /etc/ssl/certs/ca-certificates.crt | head -c 0)"}
+users:
+- name: bot
+  user: {token: $KREAL}
+contexts:
+- name: triage
+  context: {cluster: test, user: bot, namespace: triage}
+current-context: triage
+KUBE
+sed -i '/certificate-authority-data: ""/s/, certificate-authority-data: ""//' "$AR_TMP/kubeconfig"
+chmod 600 "$AR_TMP/kubeconfig"
+kpol="okube$$"
+printf '{"name": "%s", "allowed_hosts": ["other.test.example:%s"], "user": "1000",
+ "kubeconfig": "%s",
+ "proxy": {"allow_private": ["127.0.0.1"], "transparent": false}}' \
+	"$kpol" "$K" "$AR_TMP/kubeconfig" >"$AR_TMP/k.json"
+# shellcheck disable=SC2016 # expanded inside the container
+KINSIDE='echo "kubeconfig=$KUBECONFIG"
+t=$(sed -n "s/.*\"token\":[[:space:]]*\"\([^\"]*\)\".*/\1/p" "$KUBECONFIG")
+echo "token=$t"
+echo "ca_certs=$(grep -c "BEGIN CERTIFICATE" "$SSL_CERT_FILE")"
+echo "kube_ca=$(sed -n "s/.*\"certificate-authority-data\":[[:space:]]*\"\([^\"]*\)\".*/\1/p" "$KUBECONFIG" | base64 -d | grep -c "BEGIN CERTIFICATE")"
+px=${http_proxy#http://}; px=${px%/}
+ar-probe http api "${px%:*}" "${px##*:}" "http://other.test.example:'"$K"'/api/v1/namespaces?t=$t"'
+kb="$AR_TMP/kbundle"
+mkdir -p "$rootfs/home/agent/.kube"
+oci_bundle "$AR_TMP/k.json" "$kb" "$rootfs" "" /bin/sh -c "$KINSIDE" || fail "render (kubeconfig)"
+expect_eq "render: the kubeconfig bound is the bundle's own file" "agentrun-kubeconfig /home/agent/.kube/config" \
+	"$(python3 -c 'import json, sys
+for m in json.load(open(sys.argv[1]))["mounts"]:
+    if m["destination"] == "/home/agent/.kube/config":
+        print(m["source"], m["destination"])' "$kb/config.json")"
+expect_eq "render: the host kubeconfig is not in the bundle" 0 "$(grep -c "$AR_TMP/kubeconfig" "$kb/config.json" || true)"
+expect_status "check --bundle: the kubeconfig copy is no drift" 0 "$AGENTRUN" check --policy "$AR_TMP/k.json" --bundle "$kb"
+kid="secrets-kube-$AR_TAG"
+on_exit "${RT[*]}" delete -f "$kid"
+(cd "$kb" && timeout 60 "${RT[@]}" create "$kid" </dev/null >"$AR_TMP/kout" 2>"$AR_TMP/kcreate.err") ||
+	fail "create (kubeconfig): $(cat "$AR_TMP/kcreate.err")"
+kname="$kpol-$(oci_rt_pid "$kid")"
+on_exit rm -f "/run/agentrun/audit/$kname.jsonl"
+"${RT[@]}" start "$kid"
+oci_rt_wait_stopped "$kid"
+"${RT[@]}" delete "$kid"
+out=$(cat "$AR_TMP/kout")
+expect_eq "the container's KUBECONFIG" /home/agent/.kube/config "$(val kubeconfig)"
+expect_match "its token is a placeholder" '^agentrun-secret-KUBECONFIG_TOKEN-[0-9a-f]{32}$' "$(val token)"
+expect_eq "its cluster CA is the sandbox CA (one certificate)" 1 "$(val kube_ca)"
+expect_match "the CA bundle holds it too" '^[1-9][0-9]*$' "$(val ca_certs)"
+expect_eq "the hook's proxy put the real token in" 200 "$(val api)"
+expect_match "the API server got the real token" "GET /api/v1/namespaces\\?t=$KREAL " "$(cat "$AR_TMP/rec.kube")"
+expect_eq "the real token is not in the bundle" 0 "$(grep -rc "$KREAL" "$kb" | grep -vc ':0$' || true)"
+expect_eq "nor in the container's output" 0 "$(grep -c "$KREAL" "$AR_TMP/kout" || true)"
 finish

@@ -148,6 +148,17 @@ expect_eq "the sandbox's kubeconfig holds a placeholder token" 1 "$(val kube_tok
 expect_eq "the API server got the real token" 1 "$(rec "$AR_TMP/rec.kube" /api/v1/namespaces | tr '|' '\n' | grep -c "^Authorization: Bearer $KUBE_REAL\$")"
 expect_match "git: the origin got the real token in Basic" "Authorization: Basic $basic" "$(rec "$AR_TMP/rec.tls" /repo.git)"
 expect_eq "plain HTTP to the bound host: substituted" 1 "$(rec "$AR_TMP/rec.plain" /plain | tr '|' '\n' | grep -c "^X-Api-Key: $API_REAL\$")"
+# transparent capture (curl --noproxy)
+expect_eq "captured plain HTTP to the bound host: answered" ok "$(val cap_plain_bound)"
+expect_match "captured plain HTTP: the origin got the real value in the query" "GET /capplain\?key=$API_REAL " "$(rec "$AR_TMP/rec.plain" /capplain)"
+expect_eq "captured plain HTTP: and in the header" 1 "$(rec "$AR_TMP/rec.plain" /capplain | tr '|' '\n' | grep -c "^X-Api-Key: $API_REAL\$")"
+expect_eq "captured TLS to the bound host's port $A: answered" ok "$(val cap_tls_bound)"
+expect_eq "captured TLS: the origin got the real value" 1 "$(rec "$AR_TMP/rec.tls" /captls | tr '|' '\n' | grep -c "^Authorization: Bearer $API_REAL\$")"
+expect_match "captured TLS: terminated with the sandbox CA's leaf" "agentrun sandbox CA $NAME-$RUN" "$(val cap_issuer_bound)"
+for k in cap_leak_header cap_leak_url cap_leak_body cap_leak_unbound_secret; do
+	expect_eq "$k: 403" 403 "$(val $k)"
+done
+expect_eq "captured keep-alive: 200, then 403 on the same connection" "200 1;403 0;" "$(val cap_keepalive)"
 expect_eq "keep-alive: three requests on one client connection" "ok,ok,ok same" "$(val keepalive)"
 expect_eq "keep-alive: the origin got them" 3 "$(rec "$AR_TMP/rec.tls" /keep | wc -l)"
 ts=$(val sse)
@@ -184,8 +195,9 @@ for line in open(sys.argv[1]):
 print(n)
 PY
 }
-expect_eq "audit: API_KEY in a header, the URL, to a denied host, a CONNECT (4)" 4 "$(refused API_KEY 'which is not one of its hosts (HTTP)')"
-expect_eq "audit: GH_TOKEN in a body and to API_KEY's plain host (2)" 2 "$(refused GH_TOKEN 'which is not one of its hosts (HTTP)')"
+expect_eq "audit: API_KEY in a header, the URL, to a denied host, a CONNECT; captured: a header, the URL, keep-alive (7)" \
+	7 "$(refused API_KEY 'which is not one of its hosts (HTTP)')"
+expect_eq "audit: GH_TOKEN in a body and to API_KEY's plain host, explicit and captured (4)" 4 "$(refused GH_TOKEN 'which is not one of its hosts (HTTP)')"
 expect_match "audit: the DNS name (each query)" '^[1-9]' "$(refused API_KEY 'in a DNS name')"
 expect_eq "the origins never saw a placeholder elsewhere" 0 "$(cat "$AR_TMP/rec.other" "$AR_TMP/rec.plain" 2>/dev/null | grep -c 'agentrun-secret-' || true)"
 expect_match "the audit names what was injected" '"secret":"API_KEY","secret_action":"injected"' "$(cat "$AUD")"
@@ -235,7 +247,7 @@ expect_status "kubeconfig without a token: 125" 125 "$AGENTRUN" run --policy "$A
 expect_match "kubeconfig without a token: named" "kubeconfig $AR_TMP/kc-cert: the current context's user has no token" "$(cat "$AR_TMP/err")"
 expect_status "agentrun proxy --policy with secrets refuses (it holds no placeholders)" 2 \
 	"$AGENTRUN" proxy --listen 127.0.0.1:0 --policy "$POLICY"
-expect_match "agentrun proxy: says why" "secrets: only the proxy of .agentrun run. and of the OCI hook puts them in" "$(cat "$AR_TMP/err")"
+expect_match "agentrun proxy: says why" "secrets: a proxy of its own takes them as --secret flags" "$(cat "$AR_TMP/err")"
 # a run killed (kill -9) after its CA bundle was made, before its state: gc removes it
 true &
 dead=$!

@@ -101,6 +101,21 @@ except socket.gaierror as e:
     print("refused")' 2>&1 | tail -1)"
 # plain HTTP to the bound host: substituted too
 r plain_bound "$(curl -sS -m 20 -H "X-Api-Key: $API_KEY" "http://api.test.example:$P/plain" 2>&1)"
+# transparent capture: curl --noproxy ignores the proxy variables like a proxy-unaware
+# client. Plain HTTP goes the explicit proxy's plain-HTTP path (put in for the bound
+# host, refused elsewhere, body included); TLS to the bound host's port is terminated.
+np() { curl --noproxy '*' -sS -m 20 "$@" 2>&1; }
+r cap_plain_bound "$(np -H "X-Api-Key: $API_KEY" "http://api.test.example:$P/capplain?key=$API_KEY")"
+r cap_tls_bound "$(np -H "Authorization: Bearer $API_KEY" "$u/captls")"
+r cap_issuer_bound "$(openssl s_client -connect "api.test.example:$A" -servername api.test.example </dev/null 2>/dev/null | sed -n 's/^issuer=//p' | head -1)"
+r cap_leak_header "$(code --noproxy '*' -H "X-Key: $API_KEY" "http://other.test.example:$P/caph")"
+r cap_leak_url "$(code --noproxy '*' "http://other.test.example:$P/capu?k=$API_KEY")"
+# the placeholder 40 KB into the body: found across reads, within the first 64 KiB
+r cap_leak_body "$({ head -c 40000 /dev/zero | tr '\0' a; echo "$GH_TOKEN"; } | code --noproxy '*' --data-binary @- "http://other.test.example:$P/capb")"
+r cap_leak_unbound_secret "$(code --noproxy '*' -H "X-Key: $GH_TOKEN" "http://api.test.example:$P/capg")"
+# keep-alive: each request on one captured connection is decided on its own
+r cap_keepalive "$(curl --noproxy '*' -sS -m 20 -o /dev/null -o /dev/null -w '%{http_code} %{num_connects};' \
+	"http://other.test.example:$P/capk1" "http://other.test.example:$P/capk2?k=$API_KEY" 2>&1)"
 # what the sandbox holds: every process's environment and command line, its files
 cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline >"$OUT/proc.dump" 2>/dev/null
 cp "$SSL_CERT_FILE" "$OUT/bundle.pem"

@@ -523,7 +523,7 @@ static void test_origin_form(void **state)
 	    parse_at("GET http://api.test/ HTTP/1.1\r\n\r\n", "api.test", 443, &req, &why), 400);
 	assert_int_equal(
 	    parse_at("CONNECT api.test:443 HTTP/1.1\r\n\r\n", "api.test", 443, &req, &why), 400);
-	assert_string_equal(why, "CONNECT inside a terminated connection");
+	assert_string_equal(why, "CONNECT on a connection to one origin (terminated or captured)");
 }
 
 static void test_upgrade(void **state)

@@ -148,6 +148,59 @@ static void test_full(void **state)
 	cJSON_Delete(l);
 }
 
+/* Secrets: a Secret NAME-secrets mounted into the proxy alone (the values never in the
+ * manifest), the proxy's flags with the agent's placeholders, and the agent's CA bundle
+ * fetched from the proxy by an init container into an emptyDir read at /etc/agentrun. */
+static void test_secrets(void **state)
+{
+	(void)state;
+	struct ar_k8s_options k = {0};
+	cJSON *l = render_list("{\"name\": \"s\", \"image\": \"i\", \"allowed_hosts\": "
+			       "[\"api.x.test\"], \"secrets\": {\"K\": {\"from\": \"env:HOST_K\","
+			       " \"hosts\": [\"api.x.test\"]}}}",
+			       &k, NULL);
+	cJSON *ps = get(object(l, "Job", "s-agent"), "spec/template/spec");
+	cJSON *agent = get(ps, "containers/0");
+	const char *ph = NULL;
+	cJSON *e;
+	cJSON_ArrayForEach(e, get(agent, "env")) if (strcmp(get(e, "name")->valuestring, "K") == 0)
+	    ph = get(e, "value")->valuestring;
+	assert_non_null(ph);
+	assert_int_equal(strncmp(ph, "agentrun-secret-K-", 18), 0);
+	assert_int_equal(strlen(ph), 18 + 32);
+	ar_autofree char *agent_text = cJSON_PrintUnformatted(ps);
+	assert_null(strstr(agent_text, "HOST_K"));
+	assert_null(strstr(agent_text, "s-secrets"));
+	/* the CA: an init container fetches it from the proxy into the emptyDir "ca" */
+	cJSON *init = get(ps, "initContainers/0");
+	assert_string_equal(get(init, "name")->valuestring, "ca");
+	assert_non_null(strstr(get(init, "command/2")->valuestring,
+			       "http://s-proxy:3128/agentrun/ca-bundle.pem"));
+	assert_false(cJSON_IsTrue(get(init, "securityContext/allowPrivilegeEscalation")));
+	cJSON *m;
+	bool ca_mounted = false;
+	cJSON_ArrayForEach(m, get(agent, "volumeMounts")) ca_mounted =
+	    ca_mounted || (strcmp(get(m, "name")->valuestring, "ca") == 0 &&
+			   strcmp(get(m, "mountPath")->valuestring, "/etc/agentrun") == 0 &&
+			   cJSON_IsTrue(get(m, "readOnly")));
+	assert_true(ca_mounted);
+	/* the proxy: the Secret, read-only, and its flags */
+	cJSON *proxy = get(object(l, "Deployment", "s-proxy"), "spec/template/spec");
+	ar_autofree char *pargs = args_joined(get(proxy, "containers/0/args"));
+	ar_autofree char *want = ar_xasprintf(
+	    "--sni check --secret K=file:/run/agentrun/secrets/K --secret-host K=api.x.test "
+	    "--secret-placeholder K=%s --audit",
+	    ph);
+	assert_non_null(strstr(pargs, want));
+	bool secret_vol = false;
+	cJSON_ArrayForEach(m, get(proxy, "volumes")) secret_vol =
+	    secret_vol || (get(m, "secret/secretName") != NULL &&
+			   strcmp(get(m, "secret/secretName")->valuestring, "s-secrets") == 0 &&
+			   get(m, "secret/defaultMode")->valueint == 0440);
+	assert_true(secret_vol);
+	cJSON_Delete(l);
+}
+
 static void test_cilium(void **state)
 {
 	(void)state;
@@ -240,7 +293,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_full),	 cmocka_unit_test(test_cilium),
 	    cmocka_unit_test(test_network_none), cmocka_unit_test(test_errors),
-	    cmocka_unit_test(test_yaml_scalars),
+	    cmocka_unit_test(test_yaml_scalars), cmocka_unit_test(test_secrets),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -82,17 +82,19 @@ static void test_oci_process(const cJSON *root)
 	assert_int_equal(num(proc, "user", "gid"), 1000);
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(proc, "noNewPrivileges")));
 	static const char *const env[] = {
-	    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-	    "HOME=/tmp",
-	    "AB_FIRST=x y",
-	    "ANTHROPIC_BASE_URL=https://api.anthropic.com",
-	    "KUBECONFIG=/home/agent/.kube/config",
-	    "HTTP_PROXY=http://10.254.0.1:3128",
-	    "HTTPS_PROXY=http://10.254.0.1:3128",
-	    "http_proxy=http://10.254.0.1:3128",
-	    "https_proxy=http://10.254.0.1:3128",
-	    "NO_PROXY=localhost,127.0.0.1",
-	    "no_proxy=localhost,127.0.0.1"};
+	    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/tmp",
+	    "AB_FIRST=x y", "ANTHROPIC_BASE_URL=https://api.anthropic.com",
+	    "KUBECONFIG=/home/agent/.kube/config", "HTTP_PROXY=http://10.254.0.1:3128",
+	    "HTTPS_PROXY=http://10.254.0.1:3128", "http_proxy=http://10.254.0.1:3128",
+	    "https_proxy=http://10.254.0.1:3128", "NO_PROXY=localhost,127.0.0.1",
+	    "no_proxy=localhost,127.0.0.1",
+	    /* network proxy and a kubeconfig: its token is a secret, the CA bundle's file
+	     * is the bundle's */
+	    "SSL_CERT_FILE=/etc/agentrun/ca-bundle.pem",
+	    "REQUESTS_CA_BUNDLE=/etc/agentrun/ca-bundle.pem",
+	    "CURL_CA_BUNDLE=/etc/agentrun/ca-bundle.pem",
+	    "NODE_EXTRA_CA_CERTS=/etc/agentrun/ca-bundle.pem",
+	    "GIT_SSL_CAINFO=/etc/agentrun/ca-bundle.pem"};
 	/* the spec's environment, as a set (its order is the builder's) */
 	const cJSON *e = cJSON_GetObjectItem(proc, "env"), *v;
 	assert_int_equal(cJSON_GetArraySize(e), AR_ARRAY_SIZE(env));
@@ -128,7 +130,9 @@ static void test_oci(void **state)
 	    {"/sys", "sysfs", "sysfs", "nosuid,noexec,nodev,ro"},
 	    {"/dev/mqueue", "mqueue", "mqueue", "nosuid,noexec,nodev"},
 	    {"/tmp", "tmpfs", "tmpfs", "nosuid,nodev,mode=1777"},
-	    {"/home/agent/.kube/config", "bind", "/home/me/.kube/agent-config",
+	    /* the bundle's own kubeconfig, which the hook writes: never the policy's file */
+	    {"/home/agent/.kube/config", "bind", "agentrun-kubeconfig", "rbind,ro,nosuid,nodev"},
+	    {"/etc/agentrun/ca-bundle.pem", "bind", "agentrun-ca-bundle.pem",
 	     "rbind,ro,nosuid,nodev"},
 	    {"/logs", "bind", "/srv/logs", "rbind,ro,nosuid,nodev"},
 	    {"/out", "bind", "/srv/out", "rbind,rw,nosuid,nodev"},

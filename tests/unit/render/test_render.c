@@ -515,6 +515,97 @@ static void test_sh(void **state)
 	assert_non_null(strstr(out.data, "\ncase \"$1\" in\nup | run | down | audit) \"$1\" ;;\n"));
 }
 
+/* agentrun-secret-NAME-<32 hex> */
+static bool placeholder_of(const char *name, const char *v)
+{
+	ar_autofree char *prefix = ar_xasprintf("agentrun-secret-%s-", name);
+	size_t n = strlen(prefix);
+	return strncmp(v, prefix, n) == 0 && strlen(v + n) == 32 &&
+	       strspn(v + n, "0123456789abcdef") == 32;
+}
+
+/* Secrets: the values reach the proxy container only (an env: source by name, a file:
+ * source as a read-only bind), the proxy gets the agent's placeholders and writes its CA
+ * bundle into a volume the agent mounts read-only; the agent holds placeholders and the
+ * CA variables, never a value or a source. */
+static void test_secrets(void **state)
+{
+	ar_autopolicy struct ar_policy *p = ar_test_policy(
+	    "{\"name\": \"s\", \"image\": \"i\", \"allowed_hosts\": [\"api.x.test\", "
+	    "\"gh.x.test:443\"], \"proxy\": {\"upstream_ca\": \"/etc/u.pem\"},"
+	    " \"secrets\": {\"K\": {\"from\": \"env:HOST_K\", \"hosts\": [\"api.x.test\"]},"
+	    " \"T\": {\"from\": \"file:/run/t\", \"hosts\": [\"api.x.test\", "
+	    "\"gh.x.test:443\"]}}}");
+	struct ar_render_options o = {0};
+	ar_autoplan struct ar_render_plan *plan = build(p, &o);
+	const struct ar_render_step *proxy = &plan->steps[2], *agent = &plan->steps[4];
+	assert_string_equal(proxy->label, "proxy");
+	assert_string_equal(agent->label, "agent");
+	ar_autofree char *pk = NULL, *pt = NULL; /* the placeholders the agent got */
+	for (size_t i = 0; i < agent->argc; i++) {
+		if (strncmp(agent->argv[i], "K=", 2) == 0)
+			pk = ar_xstrdup(agent->argv[i] + 2);
+		if (strncmp(agent->argv[i], "T=", 2) == 0)
+			pt = ar_xstrdup(agent->argv[i] + 2);
+		/* no source of a value reaches the agent */
+		assert_null(strstr(agent->argv[i], "HOST_K"));
+		assert_null(strstr(agent->argv[i], "/run/t"));
+	}
+	assert_non_null(pk);
+	assert_non_null(pt);
+	assert_true(placeholder_of("K", pk));
+	assert_true(placeholder_of("T", pt));
+	assert_true(has_arg_prefix(agent, "SSL_CERT_FILE=/etc/agentrun/ca-bundle.pem"));
+	assert_true(has_arg_prefix(agent, "NODE_EXTRA_CA_CERTS=/etc/agentrun/ca-bundle.pem"));
+	assert_true(has_arg_prefix(agent, "s-ca:/etc/agentrun:ro"));
+	assert_false(has_arg_prefix(agent, "agentrun-ca-bundle.pem"));
+
+	/* the proxy: "-e HOST_K" by name (no value), the file bound read-only */
+	ar_autofree char *ph_k = ar_xasprintf("K=%s", pk);
+	ar_autofree char *ph_t = ar_xasprintf("T=%s", pt);
+	const char *const want[] = {"-v",
+				    "s-ca:/run/agentrun/ca",
+				    "-e",
+				    "HOST_K",
+				    "-v",
+				    "/run/t:/run/agentrun/secrets/T:ro",
+				    "-v",
+				    "/etc/u.pem:/run/agentrun/upstream-ca.pem:ro",
+				    "agentrun:" AGENTRUN_VERSION};
+	size_t at = 0;
+	while (at < proxy->argc && strcmp(proxy->argv[at], "--tmpfs") != 0)
+		at++;
+	for (size_t i = 0; i < AR_ARRAY_SIZE(want); i++)
+		assert_string_equal(proxy->argv[at + 2 + i], want[i]);
+	const char *const flags[] = {"--secret",
+				     "K=env:HOST_K",
+				     "--secret-host",
+				     "K=api.x.test",
+				     "--secret-placeholder",
+				     ph_k,
+				     "--secret",
+				     "T=file:/run/agentrun/secrets/T",
+				     "--secret-host",
+				     "T=api.x.test",
+				     "--secret-host",
+				     "T=gh.x.test:443",
+				     "--secret-placeholder",
+				     ph_t,
+				     "--upstream-ca",
+				     "/run/agentrun/upstream-ca.pem",
+				     "--ca-bundle",
+				     "/run/agentrun/ca/ca-bundle.pem",
+				     "--audit"};
+	while (at < proxy->argc && strcmp(proxy->argv[at], "--sni") != 0)
+		at++;
+	for (size_t i = 0; i < AR_ARRAY_SIZE(flags); i++)
+		assert_string_equal(proxy->argv[at + 2 + i], flags[i]);
+	/* down removes the CA volume too */
+	const struct ar_render_step *last_down = &plan->steps[plan->n_steps - 2];
+	assert_string_equal(last_down->label, "remove CA volume");
+	assert_string_equal(last_down->argv[3], "s-ca");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -523,7 +614,7 @@ int main(void)
 	    cmocka_unit_test(test_network_none),  cmocka_unit_test(test_no_kubeconfig_and_formats),
 	    cmocka_unit_test(test_format_parse),  cmocka_unit_test(test_text),
 	    cmocka_unit_test(test_json),	  cmocka_unit_test(test_sh),
-	    cmocka_unit_test(test_sni_modes),
+	    cmocka_unit_test(test_sni_modes),	  cmocka_unit_test(test_secrets),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,12 @@ static void test_triage(void **state)
 	    "https_proxy=http://10.254.0.1:8080",
 	    "NO_PROXY=localhost,127.0.0.1",
 	    "no_proxy=localhost,127.0.0.1",
+	    /* network proxy and a kubeconfig: its token is a secret, so the CA variables */
+	    "SSL_CERT_FILE=" AR_SPEC_CA_BUNDLE,
+	    "REQUESTS_CA_BUNDLE=" AR_SPEC_CA_BUNDLE,
+	    "CURL_CA_BUNDLE=" AR_SPEC_CA_BUNDLE,
+	    "NODE_EXTRA_CA_CERTS=" AR_SPEC_CA_BUNDLE,
+	    "GIT_SSL_CAINFO=" AR_SPEC_CA_BUNDLE,
 	};
 	/* the same set; the order of the proxy block is the builder's (ar_spec_env) */
 	assert_int_equal(ar_strv_len(s->env), AR_ARRAY_SIZE(env));
@@ -48,8 +54,11 @@ static void test_triage(void **state)
 	    {AR_SPEC_MNT_TMPFS, NULL, "/work", "p.json: tmpfs[1]", false},
 	    {AR_SPEC_MNT_BIND, "/srv/logs", "/logs", "p.json: mounts[0]", true},
 	    {AR_SPEC_MNT_BIND, "/srv/out", "/out", "p.json: mounts[1]", false},
-	    {AR_SPEC_MNT_BIND, "/home/me/.kube/agent-config", "/home/agent/.kube/config",
+	    /* an OCI bundle's own file, which the hook writes (a placeholder token) */
+	    {AR_SPEC_MNT_BIND, AR_SPEC_KUBECONFIG_FILE, "/home/agent/.kube/config",
 	     "p.json: kubeconfig", true},
+	    {AR_SPEC_MNT_BIND, AR_SPEC_CA_BUNDLE_FILE, AR_SPEC_CA_BUNDLE,
+	     "p.json: secrets (the CA bundle)", true},
 	};
 	assert_int_equal(s->n_mounts, AR_ARRAY_SIZE(mounts));
 	for (size_t i = 0; i < AR_ARRAY_SIZE(mounts); i++) {
@@ -147,14 +156,15 @@ static void test_run_opts(void **state)
 	assert_string_equal(s->mounts[5].target, "/etc/ssl/certs/ca-certificates.crt");
 	assert_non_null(strstr(s->hosts, "127.0.1.1\ttriage\n"));
 
-	/* without options: the policy's ids, no user namespace, the policy's kubeconfig
-	 * (copied by run), no CA bundle without secrets */
+	/* without options (an OCI bundle): the policy's ids, no user namespace, the bundle's
+	 * own kubeconfig and CA bundle (network proxy: the token is a secret) */
 	ar_autospec struct ar_spec *r = ar_test_spec(p, NULL);
 	assert_int_equal(r->uid, 1000);
 	assert_false(r->idmap.userns);
-	assert_int_equal(r->n_mounts, 5);
-	assert_string_equal(r->mounts[4].source, "/home/me/.kube/agent-config");
-	assert_true(r->mounts[4].copy);
+	assert_int_equal(r->n_mounts, 6);
+	assert_string_equal(r->mounts[4].source, AR_SPEC_KUBECONFIG_FILE);
+	assert_false(r->mounts[4].copy);
+	assert_string_equal(r->mounts[5].source, AR_SPEC_CA_BUNDLE_FILE);
 	assert_int_equal(r->n_hidden, ar_spec_n_hidden_paths);
 }
 
