@@ -50,8 +50,9 @@ pid_t sandbox_clone(struct sandbox *sb, ar_error_t *err)
 	return (pid_t)pid;
 }
 
-/* In the child, after the first go-ahead (the parent narrowed its CPUs, if it did,
- * before sending it): every CPU agentrun had, for the command and all it starts. */
+/* In the child, after the command's go-ahead (the parent narrowed its CPUs, if it did,
+ * right after the clone, before sending it): every CPU agentrun had, for the command and
+ * all it starts. */
 int sandbox_restore_cpus(const struct sandbox *sb, ar_error_t *err)
 {
 	if (!sb->cpus_saved)
@@ -83,10 +84,10 @@ int sandbox_unshare_net(const struct sandbox *sb, ar_error_t *err)
 	return 0;
 }
 
-static int write_proc(pid_t pid, const char *file, const char *text, ar_error_t *err)
+static int write_proc(const char *file, const char *text, ar_error_t *err)
 {
 	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	snprintf(path, sizeof(path), "/proc/self/%s", file);
 	ar_autoclose int fd = TEMP_FAILURE_RETRY(open(path, O_WRONLY | O_CLOEXEC));
 	if (fd == -1 || ar_write_all(fd, text, strlen(text)) == -1)
 		return ar_error_make(err, errno, "write `%s`", path);
@@ -94,7 +95,10 @@ static int write_proc(pid_t pid, const char *file, const char *text, ar_error_t 
 }
 
 /* The spec's id map: an unprivileged caller can map exactly one id, its own, as the id
- * the agent runs as. */
+ * the agent runs as. Written by the init itself, first thing in its new user namespace
+ * (as bwrap does): the kernel lets the namespace's owner map its own euid and egid (with
+ * setgroups denied) from inside, the same map the parent could write, and the init needs
+ * no go-ahead from agentrun to build its root. */
 int sandbox_write_id_maps(const struct sandbox *sb, ar_error_t *err)
 {
 	const struct ar_spec *s = sb->spec;
@@ -103,12 +107,12 @@ int sandbox_write_id_maps(const struct sandbox *sb, ar_error_t *err)
 	if (!s->idmap.userns)
 		return 0;
 	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)s->uid, (unsigned)s->idmap.outer_uid);
-	if (write_proc(sb->pid, "uid_map", map, err) == -1)
+	if (write_proc("uid_map", map, err) == -1)
 		return -1;
-	if (write_proc(sb->pid, "setgroups", "deny", err) == -1)
+	if (write_proc("setgroups", "deny", err) == -1)
 		return -1;
 	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)s->gid, (unsigned)s->idmap.outer_gid);
-	return write_proc(sb->pid, "gid_map", map, err);
+	return write_proc("gid_map", map, err);
 }
 
 int sandbox_set_hostname(const struct sandbox *sb, ar_error_t *err)
