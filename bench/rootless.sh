@@ -41,7 +41,8 @@ uid=$(id -u "$user")
 gid=$(id -g "$user")
 install -d -m 0700 -o "$uid" -g "$gid" "/run/user/$uid"
 mkdir -m 755 "$tmp/bin"
-cp "$AGENTRUN" "$BLAST" bench/tools/interleave.py "$tmp/bin/"
+cp "$AGENTRUN" "$tmp/bin/agentrun"
+cp "$BLAST" bench/tools/interleave.py "$tmp/bin/"
 chmod 644 "$tmp/bin/interleave.py"
 A=$tmp/bin/agentrun
 as_user() { (cd / && setpriv --reuid "$uid" --regid "$gid" --init-groups \
