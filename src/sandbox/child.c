@@ -160,18 +160,18 @@ static void run_steps(const struct sandbox *sb, const child_step *steps, size_t 
 			sandbox_child_fail(sb, AR_EXIT_RUN_FAIL, &err);
 }
 
-/* The command, in order: drop everything, seccomp last, exec. */
+/* The command, in order: drop everything, seccomp last, exec. Its bounding and ambient
+ * sets and securebits are the init's already (sandbox_drop_bounding, inherited). */
 static const child_step command_steps[] = {
-    new_session,	   /* no controlling terminal (the caller's) */
-    sandbox_pty_attach,	   /* a pty of its own when stdin is a terminal */
-    change_dir,		   /* the caller's cwd when visible, else / */
-    close_inherited_fds,   /* only 0, 1, 2 survive exec */
-    sandbox_drop_bounding, /* bounding, ambient, securebits: needs CAP_SETPCAP */
-    sandbox_set_ids,	   /* setgroups [], gid, uid */
-    sandbox_clear_caps,	   /* permitted, effective, inheritable */
-    sandbox_no_new_privs,  /* PR_SET_NO_NEW_PRIVS */
-    restore_signals,	   /* default dispositions, the caller's mask */
-    install_seccomp,	   /* last: only exec follows, the steps above need what it denies */
+    new_session,	  /* no controlling terminal (the caller's) */
+    sandbox_pty_attach,	  /* a pty of its own when stdin is a terminal */
+    change_dir,		  /* the caller's cwd when visible, else / */
+    close_inherited_fds,  /* only 0, 1, 2 survive exec */
+    sandbox_set_ids,	  /* setgroups [], gid, uid */
+    sandbox_clear_caps,	  /* permitted, effective, inheritable */
+    sandbox_no_new_privs, /* PR_SET_NO_NEW_PRIVS */
+    restore_signals,	  /* default dispositions, the caller's mask */
+    install_seccomp,	  /* last: only exec follows, the steps above need what it denies */
 };
 
 __attribute__((noreturn)) static void command_main(const struct sandbox *sb)
@@ -203,6 +203,7 @@ static const child_step init_steps[] = {
     wait_command,	      /* in the cgroup (v1: we move ourselves, v2: the parent did) */
     sandbox_restore_cpus,     /* started away from agentrun's CPU: all of them again */
     sandbox_unshare_cgroupns, /* rooted at the sandbox cgroup */
+    sandbox_drop_bounding,    /* bounding, ambient, securebits, for the command too */
 };
 
 void sandbox_child(struct sandbox *sb)
