@@ -29,6 +29,7 @@ struct ar_run_opts {
 	const char *policy_path; /* --policy FILE, recorded in the sandbox's state */
 	const char *audit_path;	 /* --audit FILE: the proxy's audit (default: state dir) */
 	const char *proxy_log;	 /* --proxy-log FILE: the proxy's log lines (default stderr) */
+	const char *overrides;	 /* the policy's overrides as JSON, recorded in the state */
 };
 
 /* Launch argv[0] in a sandbox for policy p and wait for it. *status is the value

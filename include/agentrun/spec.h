@@ -188,6 +188,15 @@ struct ar_spec_opts {
 /* Hidden inside the host root view (DESIGN §6 credentials; src/spec/paths.c). */
 extern const char *const ar_spec_hidden_paths[];
 extern const size_t ar_spec_n_hidden_paths;
+/* Directories the view's programs need (paths.c): a caller's place that is one of them,
+ * lies below one marked `below`, or holds one is never hidden (run warns instead). */
+struct ar_spec_needed_dir {
+	const char *path;
+	bool below;
+};
+extern const struct ar_spec_needed_dir ar_spec_needed_dirs[];
+extern const size_t ar_spec_n_needed_dirs;
+bool ar_spec_needed_dir(const char *path);
 
 /* The environment (src/spec/env.c), pure. NULL-terminated "K=V" strings, free with
  * ar_strv_free. What a container runtime adds to its image's environment: the proxy

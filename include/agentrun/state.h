@@ -71,6 +71,8 @@ struct ar_sandbox_record {
 	char network[8];		    /* "none" or "proxy" */
 	char name[AR_POLICY_NAME_MAX + 16]; /* NAME-PID */
 	char policy[256];		    /* its policy file, absolute; "" the default */
+	const char *overrides;		    /* written, not read back by foreach: run's overrides of
+					       the policy, ar_state_record_overrides */
 };
 /* Write r into the lease l (after the clone: r names the init's pid); nothing without
  * a lease. */
@@ -78,5 +80,9 @@ void ar_state_record_write(const struct ar_uid_lease *l, const struct ar_sandbox
 /* Visit the record of every live sandbox (its agentrun alive, checked by start time);
  * stops at the first non-zero return of fn and returns it. */
 int ar_state_record_foreach(int (*fn)(const struct ar_sandbox_record *r, void *data), void *data);
+/* The overrides the live sandbox `name` was started with (a JSON array of [flag, value]
+ * pairs, kept after its record so that check --name expects what the run applied), or
+ * NULL when it had none. */
+char *ar_state_record_overrides(const char *name);
 
 #endif

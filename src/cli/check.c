@@ -18,7 +18,9 @@
 #include "agentrun/manifest.h"
 #include "agentrun/net.h"
 #include "agentrun/policy.h"
+#include "agentrun/sandbox.h"
 #include "agentrun/spec.h"
+#include "agentrun/state.h"
 #include "agentrun/util.h"
 
 struct check_opts {
@@ -35,6 +37,7 @@ struct check_opts {
 	bool use_default; /* --name found a sandbox of the embedded default policy */
 	char *policy_buf; /* the policy --name found */
 	char *name_buf;	  /* the sandbox a policy name given to --name found */
+	char *overrides;  /* run's overrides of the policy --name found (JSON) */
 };
 
 static int set_pid(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
@@ -212,6 +215,33 @@ static int resolve_name(struct check_opts *o, ar_error_t *err)
 	o->use_default = s.policy[0] == '\0';
 	if (!o->use_default)
 		o->policy = o->policy_buf = ar_xstrdup(s.policy);
+	o->overrides = ar_state_record_overrides(s.name);
+	return 0;
+}
+
+/* The policy --name found, with the overrides its run was started with (--memory,
+ * --env, --mount...), each applied as run applied it; --no-cgroups is not a policy
+ * change, so limits it left unenforced are still drift. */
+static int load_policy(const struct check_opts *o, struct ar_policy **p, ar_error_t *err)
+{
+	if ((o->use_default ? ar_policy_default(p, err) : ar_policy_load(o->policy, p, err)) < 0)
+		return -1;
+	if (o->overrides == NULL)
+		return 0;
+	cJSON *a = cJSON_Parse(o->overrides);
+	const cJSON *pair;
+	struct ar_run_opts ro = {0};
+	int r = cJSON_IsArray(a) ? 0 : -1;
+	cJSON_ArrayForEach(pair, a)
+	{
+		const char *flag = cJSON_GetStringValue(cJSON_GetArrayItem(pair, 0));
+		const char *value = cJSON_GetStringValue(cJSON_GetArrayItem(pair, 1));
+		if (r == 0 && (flag == NULL || ar_override_apply(*p, &ro, flag, value, err) < 0))
+			r = -1;
+	}
+	cJSON_Delete(a);
+	if (r < 0)
+		return ar_error_wrap(err, "--name `%s`: the overrides its run recorded", o->name);
 	return 0;
 }
 
@@ -308,6 +338,7 @@ static void opts_free(struct check_opts *o)
 {
 	free(o->policy_buf);
 	free(o->name_buf);
+	free(o->overrides);
 }
 
 int ar_check_drift(const struct ar_check_target *t, const char *policy_path,
@@ -342,9 +373,7 @@ int ar_cmd_check(int argc, char **argv)
 		return r;
 	if (check_sources(&o) < 0)
 		return AR_EXIT_USAGE;
-	if (resolve_name(&o, &err) < 0 ||
-	    (o.use_default ? ar_policy_default(&p, &err) : ar_policy_load(o.policy, &p, &err)) <
-		0 ||
+	if (resolve_name(&o, &err) < 0 || load_policy(&o, &p, &err) < 0 ||
 	    source_findings(&o, p, &findings, &subject, &err) < 0) {
 		ar_error_wrap(&err, "check");
 		ar_error_print(&err);

@@ -3,6 +3,7 @@
  * docker run (126/127 stay meaningful for the command). The options are
  * src/sandbox/options.c's table. */
 #define _GNU_SOURCE
+#include <cjson/cJSON.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,31 @@ static int apply(const struct ar_opt_result *r, struct ar_policy *p, struct ar_r
 	return 0;
 }
 
+/* The overrides as JSON for the sandbox's state ([flag, value] pairs; a relative
+ * seccomp FILE made absolute), so that check --name expects what this run was started
+ * with; NULL when there are none. */
+static char *overrides_json(const struct ar_opt_result *r, const char *cwd)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (size_t i = 0; i < r->n_matches; i++) {
+		const struct ar_opt_match *m = &r->matches[i];
+		if (m->opt->set == NULL || strcmp(m->opt->flag, "--policy") == 0)
+			continue;
+		ar_autofree char *abs = NULL;
+		const char *v = m->value;
+		if (v && strcmp(m->opt->flag, "--seccomp") == 0 && v[0] != '/' && cwd &&
+		    strcmp(v, "default") != 0 && strcmp(v, "unconfined") != 0)
+			v = abs = ar_xasprintf("%s/%s", cwd, v);
+		cJSON *pair = cJSON_CreateArray();
+		cJSON_AddItemToArray(pair, cJSON_CreateString(m->opt->flag));
+		cJSON_AddItemToArray(pair, v ? cJSON_CreateString(v) : cJSON_CreateNull());
+		cJSON_AddItemToArray(a, pair);
+	}
+	char *json = cJSON_GetArraySize(a) ? cJSON_PrintUnformatted(a) : NULL;
+	cJSON_Delete(a);
+	return json;
+}
+
 int ar_cmd_run(int argc, char **argv)
 {
 	ar_auto_error ar_error_t err = NULL;
@@ -89,6 +115,8 @@ int ar_cmd_run(int argc, char **argv)
 	/* absolute: check --name reads it from anywhere ("?", not a path, if it cannot be
 	 * resolved: check --name then asks for --policy rather than take the default) */
 	o.policy_path = p->path ? p->path : policy ? "?" : NULL;
+	ar_autofree char *overrides = overrides_json(&r, cwd);
+	o.overrides = overrides;
 	if (ar_sandbox_run(p, &o, r.cmd, &status, &err) == -1)
 		ar_error_print(&err);
 	return status;

@@ -435,7 +435,8 @@ static void record(const struct sandbox *sb)
 	struct ar_sandbox_record r = {.owner = s->owner,
 				      .owner_start = s->owner_start,
 				      .pid = sb->pid,
-				      .started = s->started};
+				      .started = s->started,
+				      .overrides = sb->o->overrides};
 	const char *policy = sb->o->policy_path ? sb->o->policy_path : "";
 
 	snprintf(r.network, sizeof(r.network), "%s", s->network);

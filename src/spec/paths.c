@@ -42,6 +42,29 @@ const char *const ar_spec_hidden_paths[] = {
 };
 const size_t ar_spec_n_hidden_paths = AR_ARRAY_SIZE(ar_spec_hidden_paths);
 
+/* What a program in the view needs: a caller's home or runtime directory at or below a
+ * `below` entry, or holding any entry (/, /usr), is left visible rather than hidden
+ * (service accounts have homes like /usr/sbin, /bin or /dev; hiding them would break
+ * every command). /etc only as itself: a home inside it is hidden as any other. */
+const struct ar_spec_needed_dir ar_spec_needed_dirs[] = {
+    {"/bin", true},	    {"/sbin", true},	  {"/lib", true},	{"/lib32", true},
+    {"/lib64", true},	    {"/libx32", true},	  {"/usr/bin", true},	{"/usr/sbin", true},
+    {"/usr/lib", true},	    {"/usr/lib32", true}, {"/usr/lib64", true}, {"/usr/libx32", true},
+    {"/usr/libexec", true}, {"/usr/share", true}, {"/dev", true},	{"/proc", true},
+    {"/sys", true},	    {"/etc", false},
+};
+const size_t ar_spec_n_needed_dirs = AR_ARRAY_SIZE(ar_spec_needed_dirs);
+
+bool ar_spec_needed_dir(const char *path)
+{
+	for (size_t i = 0; i < ar_spec_n_needed_dirs; i++) {
+		const struct ar_spec_needed_dir *d = &ar_spec_needed_dirs[i];
+		if (ar_path_under(d->path, path) || (d->below && ar_path_under(path, d->path)))
+			return true;
+	}
+	return false;
+}
+
 const struct ar_spec_namespace ar_spec_namespaces[AR_SPEC_N_NAMESPACES] = {
     [AR_SPEC_NS_PID] = {"pid", "pid", CLONE_NEWPID, "PID namespaces", AR_SPEC_NS_AT_CLONE},
     [AR_SPEC_NS_NET] = {"network", "net", CLONE_NEWNET, "network namespaces", AR_SPEC_NS_BY_INIT},

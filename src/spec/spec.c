@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "agentrun/cgroup.h"
+#include "agentrun/log.h"
 #include "agentrun/seccomp.h"
 #include "agentrun/secrets.h"
 #include "agentrun/spec.h"
@@ -88,6 +89,14 @@ static void hide(struct ar_spec *s, const char *path)
  * they lie in a directory the view shows (/opt, /etc, /usr), since an agent running as
  * the caller's uid could read them. A policy tmpfs replaces the place anyway: one
  * mount, not two. */
+static bool seen_before(const char *const *places, size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (places[j] != NULL && strcmp(places[j], places[i]) == 0)
+			return true;
+	return false;
+}
+
 static void build_hidden(struct ar_spec *s, const struct ar_spec_opts *o)
 {
 	if (s->rootfs != NULL)
@@ -97,9 +106,16 @@ static void build_hidden(struct ar_spec *s, const struct ar_spec_opts *o)
 			hide(s, ar_spec_hidden_paths[i]);
 	for (size_t i = 0; o->caller_private != NULL && i < AR_SPEC_CALLER_PRIVATE_MAX; i++) {
 		const char *path = o->caller_private[i];
-		if (path != NULL && path[0] == '/' && path[1] != '\0' &&
-		    strstr(path, "/..") == NULL && !is_hidden(s, path) &&
-		    !is_tmpfs_target(s->p, path))
+		/* "/" is no place of the caller's own (services run with HOME=/) */
+		if (path == NULL || path[0] != '/' || path[1] == '\0' ||
+		    strstr(path, "/..") != NULL || is_hidden(s, path) ||
+		    is_tmpfs_target(s->p, path) || seen_before(o->caller_private, i))
+			continue;
+		if (ar_spec_needed_dir(path))
+			ar_warn("%s, the caller's home or runtime directory, is a system directory "
+				"the sandbox needs: it stays visible (read-only), not hidden",
+				path);
+		else
 			hide(s, path);
 	}
 }

@@ -273,8 +273,12 @@ void ar_state_record_write(const struct ar_uid_lease *l, const struct ar_sandbox
 	if (n < 0 || (size_t)n >= sizeof(rec))
 		return;
 	memset(rec + n, ' ', sizeof(rec) - (size_t)n); /* the rest of an older, longer line */
-	if (pwrite(l->fd, rec, sizeof(rec), 0) != (ssize_t)sizeof(rec)) {
-		/* ps will not list this run; nothing else reads the record */
+	size_t extra = r->overrides ? strlen(r->overrides) : 0;
+	/* the overrides after the record, an older run's longer ones cut off */
+	if (pwrite(l->fd, rec, sizeof(rec), 0) != (ssize_t)sizeof(rec) ||
+	    (extra && pwrite(l->fd, r->overrides, extra, RECORD_SIZE) != (ssize_t)extra) ||
+	    ftruncate(l->fd, (off_t)(RECORD_SIZE + extra)) == -1) {
+		/* ps will not list this run, or check --name not know its overrides */
 	}
 }
 
@@ -308,7 +312,8 @@ static bool parse_record(const char *buf, struct ar_sandbox_record *r)
 	return owner > 0 && pid > 0;
 }
 
-int ar_state_record_foreach(int (*fn)(const struct ar_sandbox_record *r, void *data), void *data)
+/* Each live record with its file open (read-only), until fn returns non-zero. */
+static int records(int (*fn)(int fd, const struct ar_sandbox_record *r, void *data), void *data)
 {
 	ar_autofree char *dir = ar_xasprintf("%s/" UIDS_SUB, AR_STATE_ROOT);
 	DIR *d = ar_state_root_trusted() ? opendir(dir) : NULL;
@@ -320,18 +325,68 @@ int ar_state_record_foreach(int (*fn)(const struct ar_sandbox_record *r, void *d
 		struct ar_sandbox_record r = {0};
 		if (e->d_name[0] == '.')
 			continue;
-		int fd =
+		ar_autoclose int fd =
 		    openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 		if (fd == -1)
 			continue;
 		ssize_t n = pread(fd, buf, RECORD_SIZE, 0);
-		close(fd);
 		if (n <= 0)
 			continue;
 		buf[n] = '\0';
 		if (parse_record(buf, &r) && ar_state_proc_alive(r.owner, r.owner_start))
-			ret = fn(&r, data);
+			ret = fn(fd, &r, data);
 	}
 	closedir(d);
 	return ret;
+}
+
+struct visit {
+	int (*fn)(const struct ar_sandbox_record *r, void *data);
+	void *data;
+};
+
+static int visit_one(int fd, const struct ar_sandbox_record *r, void *data)
+{
+	const struct visit *v = data;
+	return v->fn(r, v->data);
+}
+
+int ar_state_record_foreach(int (*fn)(const struct ar_sandbox_record *r, void *data), void *data)
+{
+	struct visit v = {fn, data};
+	return records(visit_one, &v);
+}
+
+#define OVERRIDES_MAX (1 << 20)
+
+struct overrides {
+	const char *name;
+	char *json;
+};
+
+static int overrides_of(int fd, const struct ar_sandbox_record *r, void *data)
+{
+	struct overrides *o = data;
+	struct stat st;
+	if (strcmp(r->name, o->name) != 0)
+		return 0;
+	if (fstat(fd, &st) == 0 && st.st_size > RECORD_SIZE &&
+	    st.st_size - RECORD_SIZE <= OVERRIDES_MAX) {
+		size_t len = (size_t)(st.st_size - RECORD_SIZE);
+		char *json = ar_xmalloc(len + 1);
+		if (pread(fd, json, len, RECORD_SIZE) == (ssize_t)len) {
+			json[len] = '\0';
+			o->json = json;
+		} else {
+			free(json);
+		}
+	}
+	return 1;
+}
+
+char *ar_state_record_overrides(const char *name)
+{
+	struct overrides o = {.name = name};
+	records(overrides_of, &o);
+	return o.json;
 }

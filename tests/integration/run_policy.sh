@@ -139,6 +139,13 @@ mkdir -p "$HOMEDIR/.aws"
 on_exit "rm -rf $HOMEDIR"
 expect_eq "not hidden: a directory that is not the caller's \$HOME" ".aws" "$(HOME=/ "$A" -- ls -A "$HOMEDIR")"
 expect_eq "hidden: the caller's \$HOME is empty" "" "$(HOME=$HOMEDIR "$A" -- ls -A "$HOMEDIR")"
+# A service account's home that is a system directory (daemon's /usr/sbin, bin's /bin,
+# sys's /dev) is not hidden, or no command would run: a warning says it stays visible.
+for h in /usr/sbin /usr /dev; do
+	expect_status "HOME=$h (a system directory): the command runs" 0 env HOME="$h" "$A" -- sh -c 'ls /usr/sbin /dev/null >/dev/null'
+	expect_eq "HOME=$h: one warning that it stays visible" "agentrun: warning: $h, the caller's home or runtime directory, is a system directory the sandbox needs: it stays visible (read-only), not hidden" "$(cat "$AR_TMP/err")"
+done
+expect_eq "HOME=/: no warning (no place of the caller's own)" "" "$(HOME=/ "$A" -- true 2>&1)"
 # (a marker stands in for docker.sock: creating a real one could fool other tests)
 python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "/run/agentrun-test-$$.sock"
 on_exit "rm -f /run/agentrun-test-$$.sock"
