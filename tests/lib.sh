@@ -127,19 +127,22 @@ finish() {
 }
 
 # --- rootless tests: an unprivileged user of the test's own ---
-# user_setup: the user `ar-user` (made once with useradd, kept between tests like any
-# account), its runtime directory as logind makes it (/run/user/UID, 0700), and copies
+# user_setup: the user `ar-u<8 hex digits of the build directory>` (made once with
+# useradd, kept between tests like any account; one per build, so that two suites run at
+# once, as in two checkouts, never gc or count each other's sandboxes), its runtime directory as logind makes it (/run/user/UID, 0700), and copies
 # of agentrun and the probe it can execute (a checkout under /root is mode 700). Sets
 # AR_USER, AR_USER_UID, AR_USER_GID, AR_USER_RUNTIME, AR_USER_BIN (agentrun and
 # ar-probe in it) and UAGENTRUN.
-AR_USER=ar-user
+AR_USER=ar-u$(printf %s "$AR_BUILD_DIR" | md5sum | cut -c1-8)
 user_setup() {
 	need_root
 	need_cmd setpriv
 	[ "$(cat /proc/sys/user/max_user_namespaces 2>/dev/null || echo 0)" -gt 0 ] ||
 		skip "user namespaces are disabled"
+	# (two tests of one suite at once: the second useradd finds it made)
 	id -u "$AR_USER" >/dev/null 2>&1 ||
-		useradd --create-home --user-group --shell /bin/sh "$AR_USER" >/dev/null
+		useradd --create-home --user-group --shell /bin/sh "$AR_USER" >/dev/null 2>&1 ||
+		id -u "$AR_USER" >/dev/null
 	AR_USER_UID=$(id -u "$AR_USER")
 	AR_USER_GID=$(id -g "$AR_USER")
 	AR_USER_RUNTIME=/run/user/$AR_USER_UID

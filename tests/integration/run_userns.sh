@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # single-quoted on purpose: the shell inside the sandbox expands them
-# agentrun run by an unprivileged user (ar-user, no capabilities, no setuid helper): the
+# agentrun run by an unprivileged user (the tests' user, no capabilities, no setuid helper): the
 # sandbox gets its own user namespace with the caller's own uid and gid mapped in (podman's
 # --userns=keep-id: what it writes to a read-write mount is the caller's), or the
 # policy's `user` mapped to the caller; everything else as for root (the probe's list).

@@ -25,7 +25,7 @@
 LIVE=$AR_BUILD_DIR/tests/test_cgroup_live
 uml_need
 [ -x "$LIVE" ] || skip "no $LIVE (build the test_cgroup_live target)"
-user_setup # ar-user and a copy of agentrun it can execute, for `deleg`
+user_setup # the tests' user and a copy of agentrun it can execute, for `deleg`
 
 {
 	uml_guest_head
