@@ -34,6 +34,7 @@ TM=${TM:-1000}   # ar-tlsget: mitmproxy's share (1 connection; /8 each of 16)
 LIMIT=${LIMIT:-120} # seconds any one load may take
 MB=${MB:-256}
 RUNS=${RUNS:-40}
+ROUNDS=${ROUNDS:-3} # of every ar-tlsget figure (medians printed)
 for c in nginx mitmdump openssl curl python3; do
 	command -v $c >/dev/null || { echo "bench: needs $c (scripts/install-deps.sh --bench)" >&2; exit 2; }
 done
@@ -134,36 +135,45 @@ cat >"$tmp/policy.json" <<JSON
  "proxy": {"allow_private": ["127.0.0.1"], "upstream_ca": "$tmp/ca.pem", "transparent": false},
  "secrets": {"BENCH_KEY": {"from": "env:BENCH_KEY", "hosts": ["api.bench.example:$P"]}}}
 JSON
-# the sandbox's side: the same client, the two paths, one line each
+# the sandbox's side: each path under each load, one line each; curl in the first round
 cat >"$tmp/inside.sh" <<'SH'
 set -e
 . /b/funcs.sh
-T=/b/ar-tlsget
 A=https://api.bench.example:$P U=https://tun.bench.example:$P
-echo "tterm1 $(tget $T 1 $T1 3 $A/small -H "Authorization: Bearer $BENCH_KEY" | cut -d' ' -f1)"
-echo "ttun1 $(tget $T 1 $T1 3 $U/small -C /b/ca.pem | cut -d' ' -f1)"
-echo "tterm16 $(tget $T 16 $T16 3 $A/small -H "Authorization: Bearer $BENCH_KEY" | cut -d' ' -f1)"
-echo "ttun16 $(tget $T 16 $T16 3 $U/small -C /b/ca.pem | cut -d' ' -f1)"
-echo "ttermdl $(tget $T 1 1 $((MB << 20)) $A/big | cut -d' ' -f2)"
-echo "ttundl $(tget $T 1 1 $((MB << 20)) $U/big -C /b/ca.pem | cut -d' ' -f2)"
-echo "term1 $(loops $N1 1 https://api.bench.example:$P/small -H "Authorization: Bearer $BENCH_KEY")"
-echo "tun1 $(loops $N1 1 https://tun.bench.example:$P/small --cacert /b/ca.pem)"
-echo "term16 $(loops $N16 16 https://api.bench.example:$P/small -H "Authorization: Bearer $BENCH_KEY")"
-echo "tun16 $(loops $N16 16 https://tun.bench.example:$P/small --cacert /b/ca.pem)"
-echo "termdl $(download https://api.bench.example:$P/big)"
-echo "tundl $(download --cacert /b/ca.pem https://tun.bench.example:$P/big)"
+key="Authorization: Bearer $BENCH_KEY"
+for c in 1 16; do
+	n=$T16 && [ $c = 16 ] || n=$T1
+	echo "tterm$c $(tget /b/ar-tlsget $c "$n" 3 "$A/small" -H "$key" | cut -d' ' -f1)"
+	echo "ttun$c $(tget /b/ar-tlsget $c "$n" 3 "$U/small" -C /b/ca.pem | cut -d' ' -f1)"
+done
+echo "ttermdl $(tget /b/ar-tlsget 1 1 $((MB << 20)) "$A/big" | cut -d' ' -f2)"
+echo "ttundl $(tget /b/ar-tlsget 1 1 $((MB << 20)) "$U/big" -C /b/ca.pem | cut -d' ' -f2)"
+[ "$CURL" = 1 ] || exit 0
+echo "term1 $(loops "$N1" 1 "$A/small" -H "$key")"
+echo "tun1 $(loops "$N1" 1 "$U/small" --cacert /b/ca.pem)"
+echo "term16 $(loops "$N16" 16 "$A/small" -H "$key")"
+echo "tun16 $(loops "$N16" 16 "$U/small" --cacert /b/ca.pem)"
+echo "termdl $(download "$A/big")"
+echo "tundl $(download --cacert /b/ca.pem "$U/big")"
 SH
 { declare -f loops download tget; } >"$tmp/funcs.sh"
-BENCH_KEY=bench-real-value "$AGENTRUN" run --policy "$tmp/policy.json" --mount "$tmp:/b" \
-	--audit "$tmp/audit.jsonl" --proxy-log "$tmp/proxy.log" \
-	-- env N1="$N1" N16="$N16" T1="$T1" T16="$T16" MB="$MB" LIMIT="$LIMIT" P="$P" bash /b/inside.sh >"$tmp/in.out"
-val() { sed -n "s/^$1 //p" "$tmp/in.out"; }
+# ROUNDS rounds, each agentrun's two paths (a fresh sandbox) then mitmproxy, so that the
+# other processes of a shared machine weigh on all three alike; medians are printed
 mc=(-x "http://127.0.0.1:$M" --cacert "$tmp/mitm/mitmproxy-ca-cert.pem")
 tc=(-x "http://127.0.0.1:$M" -C "$tmp/mitm/mitmproxy-ca-cert.pem")
-tm1=$(tget "$TLSGET" 1 "$TM" 3 "https://api.bench.example:$P/small" "${tc[@]}" | cut -d' ' -f1)
-tm16=$(tget "$TLSGET" 16 "$((TM / 8))" 3 "https://api.bench.example:$P/small" "${tc[@]}" | cut -d' ' -f1)
-m1=$(loops "$NM" 1 "https://api.bench.example:$P/small" "${mc[@]}")
-m16=$(loops "$((NM / 4))" 16 "https://api.bench.example:$P/small" "${mc[@]}")
+for r in $(seq 1 "$ROUNDS"); do
+	BENCH_KEY=bench-real-value "$AGENTRUN" run --policy "$tmp/policy.json" --mount "$tmp:/b" \
+		--audit "$tmp/audit.jsonl" --proxy-log "$tmp/proxy.log" \
+		-- env N1="$N1" N16="$N16" T1="$T1" T16="$T16" MB="$MB" LIMIT="$LIMIT" P="$P" \
+		CURL=$((r == 1)) bash /b/inside.sh >>"$tmp/in.out"
+	echo "tm1 $(tget "$TLSGET" 1 "$TM" 3 "https://api.bench.example:$P/small" "${tc[@]}" | cut -d' ' -f1)"
+	echo "tm16 $(tget "$TLSGET" 16 "$((TM / 8))" 3 "https://api.bench.example:$P/small" "${tc[@]}" | cut -d' ' -f1)"
+	[ "$r" = 1 ] || continue
+	echo "m1 $(loops "$NM" 1 "https://api.bench.example:$P/small" "${mc[@]}")"
+	echo "m16 $(loops "$((NM / 4))" 16 "https://api.bench.example:$P/small" "${mc[@]}")"
+done >>"$tmp/in.out"
+# val KEY: the median of KEY's rounds
+val() { sed -n "s/^$1 //p" "$tmp/in.out" | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
 echo "agentrun $($AGENTRUN --version 2>/dev/null | head -1), $(mitmdump --version 2>/dev/null | head -1), nginx $(nginx -v 2>&1 | cut -d/ -f2), load $(cut -d' ' -f1 /proc/loadavg)"
 ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
@@ -173,14 +183,14 @@ row() {
 }
 printf 'the origin alone (ar-tlsget, no proxy): %s GETs/s on 1 connection, %s on 16\n' "$o1" "$o16"
 printf '%-28s %10s %7s %10s %10s %12s\n' "kept-alive HTTPS GETs/s" terminated tunnel mitmproxy term/mitm term/tunnel
-row "  ar-tlsget, 1 connection" "$(val tterm1)" "$(val ttun1)" "$tm1"
-row "  ar-tlsget, 16 connections" "$(val tterm16)" "$(val ttun16)" "$tm16"
-row "  curl, 1 connection" "$(val term1)" "$(val tun1)" "$m1"
-row "  curl, 16 connections" "$(val term16)" "$(val tun16)" "$m16"
+row "  ar-tlsget, 1 connection" "$(val tterm1)" "$(val ttun1)" "$(val tm1)"
+row "  ar-tlsget, 16 connections" "$(val tterm16)" "$(val ttun16)" "$(val tm16)"
+row "  curl, 1 connection" "$(val term1)" "$(val tun1)" "$(val m1)"
+row "  curl, 16 connections" "$(val term16)" "$(val tun16)" "$(val m16)"
 printf 'one %d MiB download MB/s: ar-tlsget terminated %s, tunnel %s: %s; curl %s, %s: %s\n' "$MB" \
 	"$(val ttermdl)" "$(val ttundl)" "$(ratio "$(val ttermdl)" "$(val ttundl)")" \
 	"$(val termdl)" "$(val tundl)" "$(ratio "$(val termdl)" "$(val tundl)")"
-echo "requests audited as injected: $(grep -c '"secret":"BENCH_KEY","secret_action":"injected"' "$tmp/audit.jsonl") of $((T1 + 16 * T16 + 1 + N1 + 16 * N16 + 1)) sent to the secret's host"
+echo "requests audited as injected: $(grep -c '"secret":"BENCH_KEY","secret_action":"injected"' "$tmp/audit.jsonl") of $((ROUNDS * (T1 + 16 * T16) + N1 + 16 * N16)) GETs sent with its placeholder"
 
 # what a start without secrets maps: agentrun links no TLS library (agentrun-tls.so is
 # dlopen()ed by the proxy only when a policy has secrets)
