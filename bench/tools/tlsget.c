@@ -276,6 +276,8 @@ static void *run_worker(void *arg)
 	struct worker *w = arg;
 	char *buf = malloc(BUF_SIZE);
 	SSL *ssl = buf ? open_conn(w) : NULL;
+	if (buf == NULL)
+		fail(w, "%s", "out of memory");
 	pthread_barrier_wait(w->start); /* the clock starts when every connection is up */
 	for (long i = 0; ssl && i < w->o->reqs; i++) {
 		size_t put;
