@@ -10,6 +10,8 @@
 #     a configuration this bench does not make) and Anthropic's sandbox-runtime (`srt`, with
 #     its proxies; needs ripgrep and socat), installed from the npm registry into a scratch
 #     directory of this run, start-to-exit as the user
+# AGENTRUN_BEFORE=BINARY adds an older agentrun's none and proxy to the same interleaved
+# rounds (before/after, as in bench/startup.sh).
 # The user is one of this run's own (removed at the end); no cgroup is delegated to it
 # here, so its runs pass --no-cgroups (root's too, for a like comparison). Run as root;
 # traffic: 127.0.0.1 and the sandboxes' own /30s only. Processes stopped by PID.
@@ -41,7 +43,13 @@ uid=$(id -u "$user")
 gid=$(id -g "$user")
 install -d -m 0700 -o "$uid" -g "$gid" "/run/user/$uid"
 mkdir -m 755 "$tmp/bin"
-cp "$AGENTRUN" "$BLAST" bench/tools/interleave.py "$tmp/bin/"
+cp "$AGENTRUN" "$tmp/bin/agentrun"
+B=""
+if [ -n "${AGENTRUN_BEFORE:-}" ]; then
+	cp "$AGENTRUN_BEFORE" "$tmp/bin/agentrun-before"
+	B=$tmp/bin/agentrun-before
+fi
+cp "$BLAST" bench/tools/interleave.py "$tmp/bin/"
 chmod 644 "$tmp/bin/interleave.py"
 A=$tmp/bin/agentrun
 as_user() { (cd / && setpriv --reuid "$uid" --regid "$gid" --init-groups \
@@ -74,23 +82,30 @@ echo "agentrun run by an ordinary user — $(date -u +%Y-%m-%dT%H:%MZ), $(nproc)
 # startup ROUNDS: the three, interleaved, as whoever runs it (the user, then root for
 # the same ratios under root: what being a user costs shows as the difference)
 startup() {
-	python3 - "$ROUNDS" "$A" "$tmp" <<'PY'
+	python3 - "$ROUNDS" "$A" "$tmp" "$B" <<'PY'
 import os, sys
 sys.path.insert(0, os.path.dirname(sys.argv[2]))
 from interleave import medians
-runs, ar, tmp = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+runs, ar, tmp, before = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+none = ["--no-cgroups", "--policy", f"{tmp}/none.json", "--", "/bin/true"]
+proxy = ["--no-cgroups", "--policy", f"{tmp}/proxy.json", "--proxy-log", "/dev/null", "--", "/bin/true"]
 cmds = {
     "bwrap": "bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev --tmpfs /tmp --cap-drop ALL /bin/true".split(),
-    "none": [ar, "--no-cgroups", "--policy", f"{tmp}/none.json", "--", "/bin/true"],
-    "proxy": [ar, "--no-cgroups", "--policy", f"{tmp}/proxy.json", "--proxy-log", "/dev/null", "--", "/bin/true"],
+    "none": [ar] + none,
+    "proxy": [ar] + proxy,
 }
+if before:
+    cmds["none (before)"] = [before] + none
+    cmds["proxy (before)"] = [before] + proxy
 m = medians(cmds, runs, warmup=5)
 print("  %-30s %6.2f / %6.2f / %6.2f ms" % ("bwrap / none / proxy+capture", m["bwrap"], m["none"], m["proxy"]))
 print("  none/bwrap %.2f (target <= 1.0)   proxy/bwrap %.2f (target <= 1.5)   (load %.1f)" % (m["none"] / m["bwrap"], m["proxy"] / m["bwrap"], os.getloadavg()[0]))
+if before:
+    print("  before: %.2f / %.2f ms, none/bwrap %.2f   proxy/bwrap %.2f" % (m["none (before)"], m["proxy (before)"], m["none (before)"] / m["bwrap"], m["proxy (before)"] / m["bwrap"]))
 PY
 }
 echo "== start-to-exit of /bin/true as $user, $ROUNDS interleaved rounds (load: $(cut -d' ' -f1-3 /proc/loadavg))"
-as_user bash -c "$(declare -f startup); ROUNDS=$ROUNDS A=$A tmp=$tmp startup"
+as_user bash -c "$(declare -f startup); ROUNDS=$ROUNDS A=$A B=$B tmp=$tmp startup"
 echo "== the same as root, for comparison"
 startup
 

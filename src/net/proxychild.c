@@ -62,6 +62,8 @@ struct child {
 	int chan;		    /* the proxy netns goes to the parent through here */
 	int cgchan;		    /* v1: the parent sends the `tasks` files of our cgroup */
 	struct net_proxy_netns pn;  /* made here: the netns, a route socket, our listeners */
+	pid_t netns_pid;	    /* not root: the grandchild that makes them, else 0 */
+	int netns_back;		    /* ... and its socket, on which it sends the listeners */
 	int report;		    /* write */
 	int stop_fd;		    /* a pidfd of o->stop_with, or -1 */
 	const struct ar_cgroup *cg; /* planned by the parent */
@@ -345,7 +347,8 @@ static int make_netns_here(struct child *c, bool stay, ar_error_t *err)
  * setns gives us every capability there) the same netns work as above, its listeners
  * sent back; it exits there, never to come back to the host netns (it could not: no
  * capability over the caller's own namespaces). Its failure goes to agentrun straight
- * through the report pipe it shares with us. */
+ * through the report pipe it shares with us; a hand-over that fails does not (the proxy
+ * child is gone, and said why itself). */
 __attribute__((noreturn)) static void netns_grandchild(struct child *c, int back)
 {
 	ar_auto_error ar_error_t err = NULL;
@@ -354,20 +357,21 @@ __attribute__((noreturn)) static void netns_grandchild(struct child *c, int back
 		ar_error_make(&err, errno, "proxy: enter the sandbox's user namespace");
 	else
 		make_netns_here(c, true, &err);
-	if (err == NULL && ar_send_fds(back, 'f', c->pn.fds, c->pn.n_fds) == 0)
-		_exit(0);
-	const char *m = err ? err->msg : "proxy: hand over its listeners";
-	if (ar_write_all(c->report, m, strlen(m)) == -1) {
+	if (err == NULL)
+		_exit(ar_send_fds(back, 'f', c->pn.fds, c->pn.n_fds) == 0 ? 0 : 1);
+	if (ar_write_all(c->report, err->msg, strlen(err->msg)) == -1) {
 		/* nobody to tell */
 	}
 	_exit(1);
 }
 
+/* The grandchild starts on the netns, and the steps up to build_proxy (the cgroup, our
+ * own user and mount namespaces, seccomp) run beside it: only build_proxy needs its
+ * listeners (collect_listeners). Forked before own_userns: from there it could not enter
+ * the sandbox's user namespace. */
 static int make_netns_in_userns(struct child *c, ar_error_t *err)
 {
 	int sp[2];
-	char b = 0;
-	size_t n = 0;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == -1)
 		return ar_error_make(err, errno, "proxy: socketpair");
@@ -382,9 +386,24 @@ static int make_netns_in_userns(struct child *c, ar_error_t *err)
 	close(c->chan); /* the grandchild's to use */
 	c->chan = -1;
 	close(c->o->userns_fd); /* ours no longer: nothing later enters it */
-	int r = ar_recv_fds(sp[0], &b, c->pn.fds, AR_ARRAY_SIZE(c->pn.fds), &n);
-	close(sp[0]);
-	TEMP_FAILURE_RETRY(waitpid(pid, NULL, 0));
+	c->netns_pid = pid;
+	c->netns_back = sp[0];
+	return 0;
+}
+
+/* Not root: the grandchild's listeners, once it has made them. */
+static int collect_listeners(struct child *c, ar_error_t *err)
+{
+	char b = 0;
+	size_t n = 0;
+
+	if (c->netns_pid == 0)
+		return 0;
+	int r = ar_recv_fds(c->netns_back, &b, c->pn.fds, AR_ARRAY_SIZE(c->pn.fds), &n);
+	close(c->netns_back);
+	c->netns_back = -1;
+	TEMP_FAILURE_RETRY(waitpid(c->netns_pid, NULL, 0));
+	c->netns_pid = 0;
 	if (r != 1 || b != 'f')
 		_exit(1); /* the grandchild told agentrun why */
 	c->pn.n_fds = n;
@@ -461,20 +480,22 @@ static int confine_syscalls(struct child *c, ar_error_t *err)
 static const struct {
 	int (*fn)(struct child *c, ar_error_t *err);
 } steps[] = {
-    {die_with_parent},	/* PDEATHSIG: a SIGKILLed agentrun takes its proxy along */
-    {close_inherited},	/* none of agentrun's namespace fds or sockets */
-    {make_netns},	/* the proxy netns, our listeners in it; for agentrun to wire */
-    {lease_uid},	/* a dynamic uid of its own, leased for its lifetime */
-    {enter_cgroup},	/* its own small memory/pids limit */
-    {own_userns},	/* not root: what mount_view needs, nothing more */
-    {prepare_secrets},	/* values, TLS module, sandbox CA: before the view hides them
-			   (after own_userns: a process not dumpable cannot write its maps) */
-    {mount_view},	/* nothing of the host's files but the resolver's */
-    {compile_seccomp},	/* the embedded profile */
-    {build_proxy},	/* while the resolver's files are still readable by uid 0 */
-    {drop_privileges},	/* its leased uid, no capabilities in any set */
-    {die_with_parent},	/* again: the uid change cleared PDEATHSIG */
-    {confine_syscalls}, /* no_new_privs, seccomp/proxy.json, last */
+    {die_with_parent},	 /* PDEATHSIG: a SIGKILLed agentrun takes its proxy along */
+    {close_inherited},	 /* none of agentrun's namespace fds or sockets */
+    {make_netns},	 /* the proxy netns, our listeners in it; for agentrun to wire (not
+			    root: a grandchild makes them meanwhile) */
+    {lease_uid},	 /* a dynamic uid of its own, leased for its lifetime */
+    {enter_cgroup},	 /* its own small memory/pids limit */
+    {own_userns},	 /* not root: what mount_view needs, nothing more */
+    {prepare_secrets},	 /* values, TLS module, sandbox CA: before the view hides them
+			    (after own_userns: a process not dumpable cannot write its maps) */
+    {mount_view},	 /* nothing of the host's files but the resolver's */
+    {compile_seccomp},	 /* the embedded profile */
+    {collect_listeners}, /* not root: the grandchild's */
+    {build_proxy},	 /* while the resolver's files are still readable by uid 0 */
+    {drop_privileges},	 /* its leased uid, no capabilities in any set */
+    {die_with_parent},	 /* again: the uid change cleared PDEATHSIG */
+    {confine_syscalls},	 /* no_new_privs, seccomp/proxy.json, last */
 };
 
 /* After "ok": the sandbox CA's certificate (public), for agentrun's bundle. */
@@ -558,6 +579,7 @@ int ar_net_proxy_start(const struct ar_net_proxy_opts *o, struct ar_net_proxy *p
 			  .chan = -1,
 			  .cgchan = -1,
 			  .pn = {.host = -1, .ns = -1, .route = -1},
+			  .netns_back = -1,
 			  .report = -1,
 			  .stop_fd = -1,
 			  .uid_lease = -1};

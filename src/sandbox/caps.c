@@ -55,7 +55,10 @@ static int drop_bounding(cap_value_t keep, ar_error_t *err)
 }
 
 /* Before the uid change: dropping from the bounding set needs CAP_SETPCAP. With
- * SECBIT_NOROOT a uid-0 user gets nothing back from exec either. */
+ * SECBIT_NOROOT a uid-0 user gets nothing back from exec either. The init's last step
+ * before it forks the command, which inherits all three: done once, not by each (every
+ * drop is a new cred, ~41 of them; the effective set, which the steps after need, stays
+ * until sandbox_set_ids and sandbox_clear_caps). */
 int sandbox_drop_bounding(const struct sandbox *sb, ar_error_t *err)
 {
 	if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |
@@ -82,13 +85,13 @@ int sandbox_clear_caps(const struct sandbox *sb, ar_error_t *err)
 }
 
 /* PID 1 after it forked the command: the same user as the command, no capability
- * in any set, not dumpable (so /proc/1 stays root's and nothing can ptrace it), then
- * no_new_privs and a filter of its own (init.c). It only waits and forwards signals,
- * to a process of its own uid, which needs no capability. */
+ * in any set (bounding, ambient and securebits went before the fork), not dumpable (so
+ * /proc/1 stays root's and nothing can ptrace it), then no_new_privs and a filter of its
+ * own (init.c). It only waits and forwards signals, to a process of its own uid, which
+ * needs no capability. */
 int sandbox_init_drop(const struct sandbox *sb, ar_error_t *err)
 {
-	if (sandbox_drop_bounding(sb, err) == -1 || sandbox_set_ids(sb, err) == -1 ||
-	    sandbox_clear_caps(sb, err) == -1)
+	if (sandbox_set_ids(sb, err) == -1 || sandbox_clear_caps(sb, err) == -1)
 		return ar_error_wrap(err, "init");
 	/* a change of uid clears PR_SET_PDEATHSIG: arm it again, then check the parent
 	 * did not die in between (its end of the report pipe would be closed) */

@@ -38,21 +38,6 @@ void sandbox_child_fail(const struct sandbox *sb, int code, ar_error_t *err)
 	_exit(code);
 }
 
-static int wait_for(const struct sandbox *sb, char stage)
-{
-	char c;
-	ssize_t n = TEMP_FAILURE_RETRY(read(sb->release[0], &c, 1));
-	if (n != 1 || c != stage)
-		_exit(AR_EXIT_RUN_FAIL); /* the parent failed (and says so) or died */
-	return 0;
-}
-
-/* The uid/gid maps are written: the root can be built. */
-static int wait_setup(const struct sandbox *sb, ar_error_t *err)
-{
-	return wait_for(sb, SANDBOX_RELEASE_SETUP);
-}
-
 /* The cgroup is ready. On v1 the go-ahead carries the `tasks` files of the sandbox
  * cgroups (SCM_RIGHTS), and the init moves itself in through them (the parent's move
  * would wait for an RCU grace period), before it forks the command, which inherits
@@ -175,18 +160,18 @@ static void run_steps(const struct sandbox *sb, const child_step *steps, size_t 
 			sandbox_child_fail(sb, AR_EXIT_RUN_FAIL, &err);
 }
 
-/* The command, in order: drop everything, seccomp last, exec. */
+/* The command, in order: drop everything, seccomp last, exec. Its bounding and ambient
+ * sets and securebits are the init's already (sandbox_drop_bounding, inherited). */
 static const child_step command_steps[] = {
-    new_session,	   /* no controlling terminal (the caller's) */
-    sandbox_pty_attach,	   /* a pty of its own when stdin is a terminal */
-    change_dir,		   /* the caller's cwd when visible, else / */
-    close_inherited_fds,   /* only 0, 1, 2 survive exec */
-    sandbox_drop_bounding, /* bounding, ambient, securebits: needs CAP_SETPCAP */
-    sandbox_set_ids,	   /* setgroups [], gid, uid */
-    sandbox_clear_caps,	   /* permitted, effective, inheritable */
-    sandbox_no_new_privs,  /* PR_SET_NO_NEW_PRIVS */
-    restore_signals,	   /* default dispositions, the caller's mask */
-    install_seccomp,	   /* last: only exec follows, the steps above need what it denies */
+    new_session,	  /* no controlling terminal (the caller's) */
+    sandbox_pty_attach,	  /* a pty of its own when stdin is a terminal */
+    change_dir,		  /* the caller's cwd when visible, else / */
+    close_inherited_fds,  /* only 0, 1, 2 survive exec */
+    sandbox_set_ids,	  /* setgroups [], gid, uid */
+    sandbox_clear_caps,	  /* permitted, effective, inheritable */
+    sandbox_no_new_privs, /* PR_SET_NO_NEW_PRIVS */
+    restore_signals,	  /* default dispositions, the caller's mask */
+    install_seccomp,	  /* last: only exec follows, the steps above need what it denies */
 };
 
 __attribute__((noreturn)) static void command_main(const struct sandbox *sb)
@@ -209,15 +194,16 @@ static pid_t fork_command(const struct sandbox *sb, ar_error_t *err)
 static const child_step init_steps[] = {
     die_with_parent,	      /* PR_SET_PDEATHSIG: the sandbox dies with agentrun */
     sandbox_unshare_net,      /* its netns (network: proxy: sent to agentrun) */
-    wait_setup,		      /* the uid/gid maps are written */
-    sandbox_restore_cpus,     /* started away from agentrun's CPU: all of them again */
+    sandbox_write_id_maps,    /* not root: its own uid/gid maps */
     new_session_keyring,      /* not the caller's keys */
     own_process_group,	      /* out of the terminal's foreground group */
     sandbox_set_hostname,     /* the policy name */
     sandbox_loopback_up,      /* network none: loopback only */
     sandbox_mount_root,	      /* mounts, pivot_root */
     wait_command,	      /* in the cgroup (v1: we move ourselves, v2: the parent did) */
+    sandbox_restore_cpus,     /* started away from agentrun's CPU: all of them again */
     sandbox_unshare_cgroupns, /* rooted at the sandbox cgroup */
+    sandbox_drop_bounding,    /* bounding, ambient, securebits, for the command too */
 };
 
 void sandbox_child(struct sandbox *sb)

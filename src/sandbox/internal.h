@@ -53,7 +53,7 @@ struct sandbox {
 	cpu_set_t cpus;
 	bool cpus_saved;
 
-	int release[2];	   /* parent -> child: the two release stages (socketpair) */
+	int release[2];	   /* parent -> child: the command's go-ahead (socketpair) */
 	int report[2];	   /* child -> parent: a struct child_report on failure, EOF on exec */
 	pid_t pid;	   /* PID 1 of the sandbox, as the parent sees it */
 	struct ar_net net; /* state, and for network: proxy the netns, veth and proxy */
@@ -61,10 +61,9 @@ struct sandbox {
 	sigset_t oldmask;
 };
 
-/* The bytes the parent sends the child: go on with the setup (the uid/gid maps are
- * written), go on with the command (the cgroup is ready: on v2 the child is in it, on
- * v1 the byte carries the `tasks` files, SCM_RIGHTS, for the child to move itself). */
-#define SANDBOX_RELEASE_SETUP	'm'
+/* The byte the parent sends the child: go on with the command (the cgroup is ready: on
+ * v2 the child is in it, on v1 the byte carries the `tasks` files, SCM_RIGHTS, for the
+ * child to move itself). */
 #define SANDBOX_RELEASE_COMMAND 'c'
 /* ... and the one the child sends back, for network: proxy: its netns (SCM_RIGHTS). */
 #define SANDBOX_NETNS 'n'

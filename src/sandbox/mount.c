@@ -67,8 +67,11 @@ static const struct {
     {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"},
 };
 
-/* Where the host root view is assembled (in our private mount namespace only). */
+/* Where the host root view is assembled, and the copies' tmpfs (in our private mount
+ * namespace only). */
 static const char *const staging_dirs[] = {"/tmp", "/mnt", "/var/tmp"};
+/* The one of them the root is assembled on, NULL: a rootfs (static: one root per child). */
+static const char *root_staging;
 /* The host root view is an allow-list: programs, libraries and configuration.
  * Everything else of the host (/home, /root, /srv, /mnt, /var/lib, daemons' pathname
  * sockets anywhere) is simply absent. Symlinks among them (/bin -> usr/bin) are
@@ -487,22 +490,35 @@ static int bind_copy(int rootfd, const struct ar_mount_op *op, int copy, ar_erro
 	return set_tree_attrs(fd, true, err, op->what);
 }
 
-/* A private copy of a credential file, bound read-only at the target: the host file
- * (mode 600, its owner's) is neither re-owned nor re-moded, and the sandbox's uid can
- * read the copy. The tmpfs holding it is mounted on a staging directory of the old
- * root and detached from there at once: the bind keeps it alive, nothing else shows
- * it. A snapshot: later changes to the host file do not reach the sandbox. */
+/* A staging directory of the old root other than the root's own, NULL: none. */
+static const char *copy_staging(void)
+{
+	for (size_t i = 0; i < AR_ARRAY_SIZE(staging_dirs); i++)
+		if (staging_dirs[i] != root_staging && is_dir(staging_dirs[i]))
+			return staging_dirs[i];
+	return NULL;
+}
+
+/* A private copy of a credential file (or of the sandbox's /etc/hosts), bound read-only
+ * at the target: the host file (mode 600, its owner's) is neither re-owned nor re-moded,
+ * and the sandbox's uid can read the copy. The tmpfs holding it is mounted on a staging
+ * directory of the old root, which pivot's detach of the old root takes away with it:
+ * the bind keeps it alive, nothing else shows it (and one RCU grace period, pivot's,
+ * serves every copy: a detach of its own waited for one each, 0.3-1.3 ms). Stacked on
+ * the root's own staging directory, the only one on a host without /mnt and /var/tmp,
+ * it is detached at once. A snapshot: later changes to the host file do not reach the
+ * sandbox. */
 static int mount_copy(int rootfd, const struct ar_mount_op *op, int srcfd,
 		      const struct tmpfs_opts *t, ar_error_t *err)
 {
 	size_t len = 0;
-	const char *dir = NULL;
+	const char *dir = copy_staging();
+	bool on_root = dir == NULL;
 	ar_autofree char *data = read_source(srcfd, &len, op, err);
 	if (data == NULL)
 		return -1;
-	for (size_t i = 0; i < AR_ARRAY_SIZE(staging_dirs) && dir == NULL; i++)
-		if (is_dir(staging_dirs[i]))
-			dir = staging_dirs[i];
+	if (on_root)
+		dir = root_staging;
 	if (dir == NULL)
 		return ar_error_make(err, 0, "%s: no directory to stage the copy in", op->what);
 	ar_autoclose int copy = write_copy(dir, data, len, t, op, err);
@@ -510,7 +526,7 @@ static int mount_copy(int rootfd, const struct ar_mount_op *op, int srcfd,
 		return -1;
 	/* bound while its tmpfs is still mounted (a detached one cannot be bound from) */
 	int r = bind_copy(rootfd, op, copy, err);
-	if (umount2(dir, MNT_DETACH) == -1 && r == 0)
+	if (on_root && umount2(dir, MNT_DETACH) == -1 && r == 0)
 		return ar_error_make(err, errno, "%s: detach the copy's tmpfs", op->what);
 	return r;
 }
@@ -722,6 +738,7 @@ static int new_root(const char *origin, const struct ar_mount_plan *plan, ar_err
 				     "(tried /tmp, /mnt, /var/tmp)");
 	if (mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") == -1)
 		return ar_error_make(err, errno, "root: mount tmpfs on %s", dst);
+	root_staging = dst;
 	int fd = TEMP_FAILURE_RETRY(open(dst, O_PATH | O_DIRECTORY | O_CLOEXEC));
 	if (fd == -1)
 		return ar_error_make(err, errno, "root: open %s", dst);

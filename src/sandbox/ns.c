@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <net/if.h>
 #include <sched.h>
 #include <stdio.h>
@@ -17,10 +18,27 @@
 #include "agentrun/spec.h"
 #include "internal.h"
 
+/* Tasks runnable on the whole host now, agentrun and its new child among them
+ * (/proc/loadavg's fourth field, "running/total"); INT_MAX when unknown. */
+static int runnable_now(void)
+{
+	char buf[128] = "";
+	int running = 0;
+	ar_autoclose int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+	if (fd == -1 || read(fd, buf, sizeof(buf) - 1) <= 0 ||
+	    sscanf(buf, "%*s %*s %*s %d/", &running) != 1)
+		return INT_MAX;
+	return running;
+}
+
 /* A new child waits on its parent's CPU for as long as the parent keeps it busy (on
  * these 2-CPU hosts about a millisecond of agentrun's setup after the clone, with the
  * other CPU idle): moved at once to one of the others, it builds its root beside
- * that setup. Best effort: with one CPU, or when the set does not fit, nothing moves. */
+ * that setup. Only while one of the others is idle: on a busy host the pinned child
+ * queued there behind other work, while agentrun's own CPU, which agentrun leaves for
+ * a wait soon after the clone, could have run it (start-to-exit 11.5-14.2 -> 7.3-10.1
+ * ms in loops at load 2.7 on 2 CPUs); the scheduler then places it. Best effort: with
+ * one CPU, or when the set does not fit, nothing moves. */
 static void start_elsewhere(struct sandbox *sb, pid_t pid)
 {
 	cpu_set_t other = sb->cpus;
@@ -28,7 +46,8 @@ static void start_elsewhere(struct sandbox *sb, pid_t pid)
 	if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &other))
 		return;
 	CPU_CLR(cpu, &other);
-	if (CPU_COUNT(&other) > 0)
+	/* agentrun and the child are two of the runnable: fewer others than other CPUs */
+	if (CPU_COUNT(&other) > 0 && runnable_now() - 2 < CPU_COUNT(&other))
 		sched_setaffinity(pid, sizeof(other), &other);
 }
 
@@ -50,8 +69,9 @@ pid_t sandbox_clone(struct sandbox *sb, ar_error_t *err)
 	return (pid_t)pid;
 }
 
-/* In the child, after the first go-ahead (the parent narrowed its CPUs, if it did,
- * before sending it): every CPU agentrun had, for the command and all it starts. */
+/* In the child, after the command's go-ahead (the parent narrowed its CPUs, if it did,
+ * right after the clone, before sending it): every CPU agentrun had, for the command and
+ * all it starts. */
 int sandbox_restore_cpus(const struct sandbox *sb, ar_error_t *err)
 {
 	if (!sb->cpus_saved)
@@ -83,10 +103,10 @@ int sandbox_unshare_net(const struct sandbox *sb, ar_error_t *err)
 	return 0;
 }
 
-static int write_proc(pid_t pid, const char *file, const char *text, ar_error_t *err)
+static int write_proc(const char *file, const char *text, ar_error_t *err)
 {
 	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	snprintf(path, sizeof(path), "/proc/self/%s", file);
 	ar_autoclose int fd = TEMP_FAILURE_RETRY(open(path, O_WRONLY | O_CLOEXEC));
 	if (fd == -1 || ar_write_all(fd, text, strlen(text)) == -1)
 		return ar_error_make(err, errno, "write `%s`", path);
@@ -94,7 +114,10 @@ static int write_proc(pid_t pid, const char *file, const char *text, ar_error_t 
 }
 
 /* The spec's id map: an unprivileged caller can map exactly one id, its own, as the id
- * the agent runs as. */
+ * the agent runs as. Written by the init itself, first thing in its new user namespace
+ * (as bwrap does): the kernel lets the namespace's owner map its own euid and egid (with
+ * setgroups denied) from inside, the same map the parent could write, and the init needs
+ * no go-ahead from agentrun to build its root. */
 int sandbox_write_id_maps(const struct sandbox *sb, ar_error_t *err)
 {
 	const struct ar_spec *s = sb->spec;
@@ -103,12 +126,12 @@ int sandbox_write_id_maps(const struct sandbox *sb, ar_error_t *err)
 	if (!s->idmap.userns)
 		return 0;
 	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)s->uid, (unsigned)s->idmap.outer_uid);
-	if (write_proc(sb->pid, "uid_map", map, err) == -1)
+	if (write_proc("uid_map", map, err) == -1)
 		return -1;
-	if (write_proc(sb->pid, "setgroups", "deny", err) == -1)
+	if (write_proc("setgroups", "deny", err) == -1)
 		return -1;
 	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)s->gid, (unsigned)s->idmap.outer_gid);
-	return write_proc(sb->pid, "gid_map", map, err);
+	return write_proc("gid_map", map, err);
 }
 
 int sandbox_set_hostname(const struct sandbox *sb, ar_error_t *err)

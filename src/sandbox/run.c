@@ -4,7 +4,7 @@
  *
  *   preflight -> prepare -> signals blocked -> network (gc, the name, the /30,
  *   audit file) -> the agent spec (environment, mounts) -> cgroup (v2; v1: only planned) -> clone
- * (child: child.c, which unshares its netns first) -> uid/gid maps -> release the child's setup ->
+ * (child: child.c, which unshares its netns first and writes its uid/gid maps) ->
  * proxy process, then proxy netns + listener, then the child's netns (sent by it) and the veth into
  * it, with v1 cgroup creation beside them on a thread -> v2 membership -> the proxy serves, state
  * written -> release the command -> wait, forwarding signals, watching the proxy -> the child's
@@ -356,15 +356,7 @@ static int spawn(struct sandbox *sb, ar_error_t *err)
 	return 0;
 }
 
-/* A child that died before the maps were written left its report: that is the error. */
-static int id_maps(struct sandbox *sb, ar_error_t *err)
-{
-	if (sandbox_write_id_maps(sb, err) == -1)
-		return child_failed_first(sb, err);
-	return 0;
-}
-
-/* Unless the child moves itself in (v1: after the second release, before it forks the
+/* Unless the child moves itself in (v1: after the release, before it forks the
  * command, without the global threadgroup lock a move by another process takes). */
 static int enter_cgroup(struct sandbox *sb, ar_error_t *err)
 {
@@ -373,33 +365,21 @@ static int enter_cgroup(struct sandbox *sb, ar_error_t *err)
 	return ar_cgroup_enter(sb->cg, sb->pid, err);
 }
 
-/* The child proceeds in two stages: 'm' once the uid/gid maps exist (it builds its
- * root meanwhile, on the other CPU, while this side makes the cgroup: on v1 creates it,
- * on v2 moves the child in, which waits for an RCU grace period), 'c' once the cgroup
- * is ready, with, on v1, the `tasks` files through which the child moves itself in
- * before it forks the command, which must start there. A child that died already is
- * reaped by wait_sandbox and its report says why. */
-static int release(struct sandbox *sb, char stage, ar_error_t *err)
-{
-	size_t n = stage == SANDBOX_RELEASE_COMMAND ? sb->n_cg_self : 0;
-	if (ar_send_fds(sb->release[1], stage, sb->cg_self, n) == -1 && errno != EPIPE &&
-	    errno != ECONNRESET)
-		return ar_error_make(err, errno, "release the sandbox");
-	if (stage == SANDBOX_RELEASE_COMMAND) {
-		close_cgroup_self(sb); /* the child's now */
-		close_fd(&sb->release[1]);
-	}
-	return 0;
-}
-
-static int release_setup(struct sandbox *sb, ar_error_t *err)
-{
-	return release(sb, SANDBOX_RELEASE_SETUP, err);
-}
-
+/* The child builds its root from the clone on (it writes its own uid/gid maps), on the
+ * other CPU, while this side makes the network and the cgroup (on v1 creates it, on v2
+ * moves the child in, which waits for an RCU grace period); it forks the command once
+ * released here, 'c', with, on v1, the `tasks` files through which it moves itself in
+ * first: the command must start there. A child that died already is reaped by
+ * wait_sandbox and its report says why. */
 static int release_command(struct sandbox *sb, ar_error_t *err)
 {
-	return release(sb, SANDBOX_RELEASE_COMMAND, err);
+	if (ar_send_fds(sb->release[1], SANDBOX_RELEASE_COMMAND, sb->cg_self, sb->n_cg_self) ==
+		-1 &&
+	    errno != EPIPE && errno != ECONNRESET)
+		return ar_error_make(err, errno, "release the sandbox");
+	close_cgroup_self(sb); /* the child's now */
+	close_fd(&sb->release[1]);
+	return 0;
 }
 
 /* Wait for the sandbox's init, forwarding SIGINT, SIGTERM, SIGHUP, ... to it. */
@@ -491,8 +471,6 @@ static int (*const steps[])(struct sandbox *, ar_error_t *) = {
     open_pipes,	       /* release and report */
     spawn,	       /* clone: the child builds its root (child.c) */
     sandbox_pty_start, /* the command's own terminal, relayed */
-    id_maps,	       /* uid/gid maps, before the child's setup goes on */
-    release_setup,     /* the child builds its root meanwhile */
     network_attach,    /* proxy, proxy netns, veth; v1 cgroups beside them */
     enter_cgroup,      /* v2: the child into its cgroup */
     network_ready,     /* the proxy serves, the state is written */

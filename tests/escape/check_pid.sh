@@ -16,12 +16,8 @@ printf '{"rootfs": "%s"}\n' "$R" >"$AR_TMP/p.json"
 "$A" --policy "$AR_TMP/p.json" --no-cgroups -- /sleep 30 </dev/null &
 apid=$!
 on_exit "kill $apid"
-pid=""
-for _ in $(seq 1 50); do
-	pid=$(pgrep -P "$(pgrep -P "$apid" | head -1)" 2>/dev/null | head -1 || true)
-	[ -n "$pid" ] && break
-	sleep 0.1
-done
+# the command once it is sleep (its exec done), not the init's child before it
+pid=$(descendant "$apid" sleep || true)
 need "the sandboxed process to start" test -n "$pid"
 "$A" check --policy "$AR_TMP/p.json" --pid "$pid" >"$AR_TMP/out" 2>"$AR_TMP/err" || true
 expect_match "the positive control: a real credential dir in its view is found" \

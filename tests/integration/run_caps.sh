@@ -22,4 +22,10 @@ expect_eq "command and init: no capability at all" "/proc/self/status:CapInh:	00
 /proc/1/status:CapEff:	0000000000000000
 /proc/1/status:CapBnd:	0000000000000000
 /proc/1/status:CapAmb:	0000000000000000" "$out"
+# securebits (PR_GET_SECUREBITS, 27): NOROOT and NO_CAP_AMBIENT_RAISE, each locked (0xc3),
+# set by the init before it forks the command, which inherits them
+if [ -x /usr/bin/python3 ]; then
+	expect_eq "command: securebits NOROOT, NO_CAP_AMBIENT_RAISE, locked" 0xc3 \
+		"$("$AGENTRUN" -- /usr/bin/python3 -c 'import ctypes; print(hex(ctypes.CDLL(None).prctl(27, 0, 0, 0, 0)))')"
+fi
 finish

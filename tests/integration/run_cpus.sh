@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # single-quoted on purpose: the shell inside the sandbox expands them
-# agentrun run starts the sandbox's init on another CPU than its own (it would otherwise
-# wait for agentrun's CPU), and the command gets every CPU the caller had back: the
+# agentrun run starts the sandbox's init on another CPU than its own when one is idle
+# (it would otherwise wait for agentrun's CPU), and the command gets every CPU the caller had back: the
 # caller's whole set, a set of one (nothing to move to), a set that leaves agentrun's
 # CPU out; with network: none and network: proxy.
 # shellcheck source=tests/lib.sh
