@@ -242,8 +242,8 @@ struct pipe_pool;
 struct logq {
 	int fd;
 	bool is_sock, is_file, owned;
-	bool notes; /* note dropped lines in the queue itself (the log; not the audit) */
-	bool held;  /* logq_hold: lines gather until logq_release */
+	bool notes;    /* note dropped lines in the queue itself (the log; not the audit) */
+	uint32_t held; /* logq_hold, nested: lines gather until the last logq_release */
 	char *buf;
 	uint32_t len, cap;
 	uint64_t dropped, reported;
@@ -251,7 +251,8 @@ struct logq {
 void logq_open(struct logq *q, int fd);
 void logq_line(struct logq *q, const char *s, size_t n);
 void logq_flush(struct logq *q);
-/* Gather the lines of a batch (the DNS stub's recvmmsg) and write them together. */
+/* Gather the lines of a batch (an event batch of the loop, the DNS stub's recvmmsg) and
+ * write them together; holds nest. */
 void logq_hold(struct logq *q);
 void logq_release(struct logq *q);
 void logq_drain(struct logq *q, int timeout_ms);

@@ -145,6 +145,8 @@ void logq_line(struct logq *q, const char *s, size_t n)
 			n -= (size_t)w;
 		}
 	}
+	if (q->held && q->len + n > LOGQ_CAP)
+		logq_flush(q); /* a held batch larger than the buffer goes out in parts */
 	if (!reserve(q, n)) {
 		q->dropped++;
 		return;
@@ -155,13 +157,13 @@ void logq_line(struct logq *q, const char *s, size_t n)
 
 void logq_hold(struct logq *q)
 {
-	q->held = true;
+	q->held++;
 }
 
 void logq_release(struct logq *q)
 {
-	q->held = false;
-	logq_flush(q);
+	if (q->held > 0 && --q->held == 0)
+		logq_flush(q);
 }
 
 /* At exit: give a slow reader a bounded moment for what is still buffered. */

@@ -534,15 +534,20 @@ int ar_proxy_run(struct ar_proxy *px, ar_error_t *err)
 	px->loop.now = proxy_now();
 	ev_timer_at(&px->loop, &px->house, px->loop.now + HOUSE_MS);
 	while (!atomic_load(&px->stop)) {
-		if (ev_run_once(&px->loop, resolver_timeout(px, -1), err) == -1)
+		/* the audit and log lines of one batch of events go out together, whole
+		 * lines in one write(2) per file, not two writes per request */
+		logq_hold(&px->audit);
+		logq_hold(&px->log);
+		int r = ev_run_once(&px->loop, resolver_timeout(px, -1), err);
+		if (r == 0) {
+			resolver_tick(px);
+			if (px->reload)
+				do_reload(px);
+		}
+		logq_release(&px->log);
+		logq_release(&px->audit);
+		if (r == -1) /* (a slow reader's pipe is retried by every release) */
 			return -1;
-		resolver_tick(px);
-		if (px->reload)
-			do_reload(px);
-		if (px->log.len > 0)
-			logq_flush(&px->log);
-		if (px->audit.len > 0)
-			logq_flush(&px->audit);
 	}
 	finish_all(px);
 	log_summary(px);
