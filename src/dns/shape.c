@@ -7,7 +7,6 @@
  * exfiltration through subdomains). The state is the distinct names seen and a count
  * per parent, both bounded. */
 #define _GNU_SOURCE
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +77,29 @@ static void remember(struct ar_dns_shape *s, const char *name)
 	s->n++;
 }
 
+/* log2 of x > 0 without libm (the only use of it in agentrun: a start that never
+ * computes an entropy must not load it): x = m * 2^e with m in [1, 2), and
+ * ln m = 2 atanh z, z = (m - 1) / (m + 1) <= 1/3, whose series converges well past a
+ * double's precision in 20 terms. */
+static double log2_pos(double x)
+{
+	int e = 0;
+	while (x < 1.0) {
+		x *= 2.0;
+		e--;
+	}
+	while (x >= 2.0) {
+		x /= 2.0;
+		e++;
+	}
+	double z = (x - 1.0) / (x + 1.0), z2 = z * z, term = z, sum = 0;
+	for (int k = 1; k < 40; k += 2) {
+		sum += term / k;
+		term *= z2;
+	}
+	return e + 2.0 * sum / 0.693147180559945309417232121458176568;
+}
+
 double ar_dns_label_entropy(const char *label, size_t len)
 {
 	unsigned counts[256] = {0};
@@ -88,7 +110,7 @@ double ar_dns_label_entropy(const char *label, size_t len)
 		if (counts[i] == 0)
 			continue;
 		double p = (double)counts[i] / (double)len;
-		h -= p * log2(p);
+		h -= p * log2_pos(p);
 	}
 	return h;
 }
