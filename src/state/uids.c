@@ -274,10 +274,15 @@ void ar_state_record_write(const struct ar_uid_lease *l, const struct ar_sandbox
 		return;
 	memset(rec + n, ' ', sizeof(rec) - (size_t)n); /* the rest of an older, longer line */
 	size_t extra = r->overrides ? strlen(r->overrides) : 0;
-	/* the overrides after the record, an older run's longer ones cut off */
+	struct stat st;
+	/* the overrides after the record, an older run's longer ones cut off; truncated
+	 * only when the size differs (ext4 flushes a truncate-then-write at the last
+	 * close: a start without overrides, in a record of the same size, pays nothing) */
 	if (pwrite(l->fd, rec, sizeof(rec), 0) != (ssize_t)sizeof(rec) ||
 	    (extra && pwrite(l->fd, r->overrides, extra, RECORD_SIZE) != (ssize_t)extra) ||
-	    ftruncate(l->fd, (off_t)(RECORD_SIZE + extra)) == -1) {
+	    fstat(l->fd, &st) == -1 ||
+	    (st.st_size != (off_t)(RECORD_SIZE + extra) &&
+	     ftruncate(l->fd, (off_t)(RECORD_SIZE + extra)) == -1)) {
 		/* ps will not list this run, or check --name not know its overrides */
 	}
 }
