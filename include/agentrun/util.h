@@ -139,6 +139,9 @@ int ar_parse_bytes(const char *s, int64_t *out);
 int ar_parse_cpus(const char *s, int64_t *millicpus);
 /* Strict decimal integer in [min,max]. */
 int ar_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
+/* Is d a whole number within +-2^53 (what a JSON number holds exactly)? Without libm:
+ * agentrun does not load it. NaN and infinities are not. */
+bool ar_double_is_int(double d);
 
 /* Is `path` equal to or below `dir` (both absolute, normalised)? */
 bool ar_path_under(const char *path, const char *dir);

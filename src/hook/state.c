@@ -55,7 +55,7 @@ static int get_pid(const cJSON *root, pid_t *out, ar_error_t *err)
 		return 0;
 	double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
 	/* a container whose process is gone (poststop): runc writes 0, runsc -1 */
-	if (!(d >= -1 && d <= PID_MAX) || d != floor(d))
+	if (!(d >= -1 && d <= PID_MAX) || !ar_double_is_int(d))
 		return ar_error_make(err, 0, "state: pid: expected a process id (-1 to %d)",
 				     PID_MAX);
 	*out = d > 0 ? (pid_t)d : 0;

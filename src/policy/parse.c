@@ -3,7 +3,6 @@
  * name the origin and the key path ("p.json: limits.memory: ..."); null means
  * absent. Pure: no I/O. */
 #define _GNU_SOURCE
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,7 +89,7 @@ static int get_int(struct pctx *c, const cJSON *v, const char *path, int64_t min
 	if (!cJSON_IsNumber(v))
 		return type_err(c, path, "a number", v);
 	double d = v->valuedouble;
-	if (!(d >= (double)min && d <= (double)max) || floor(d) != d) {
+	if (!(d >= (double)min && d <= (double)max) || !ar_double_is_int(d)) {
 		ar_autofree char *txt = number_text(v);
 		return perr(c, path, "must be an integer from %lld to %lld, got %s", (long long)min,
 			    (long long)max, txt);

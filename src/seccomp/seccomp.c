@@ -7,7 +7,6 @@
 #include <limits.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,7 +167,7 @@ static int get_u64(const cJSON *it, const char *field, const char *origin, uint6
 {
 	if (cJSON_IsNumber(it)) {
 		double d = it->valuedouble;
-		if (d < 0 || d != floor(d) || d > 9007199254740992.0 || (uint64_t)d > max)
+		if (d < 0 || !ar_double_is_int(d) || (uint64_t)d > max)
 			return ar_error_make(err, 0, "%s: %s: %.17g is not an integer in [0, %llu]",
 					     origin, field, d, (unsigned long long)max);
 		*out = (uint64_t)d;

@@ -8,6 +8,11 @@
 
 #include "agentrun/util.h"
 
+bool ar_double_is_int(double d)
+{
+	return d >= -9007199254740992.0 && d <= 9007199254740992.0 && d == (double)(int64_t)d;
+}
+
 int ar_parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
 {
 	char *end;
