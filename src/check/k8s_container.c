@@ -5,7 +5,6 @@
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,9 +207,11 @@ int k8s_quantity(const cJSON *v, bool cpu, int64_t *out)
 	} else {
 		return -1;
 	}
-	x = ceil(x * (cpu ? 1000.0 : 1.0) - 1e-9);
-	if (!(x >= 0 && x < 9.2e18))
+	/* rounded up (a ceil without libm, which agentrun does not load) */
+	x = x * (cpu ? 1000.0 : 1.0) - 1e-9;
+	if (!(x > -1.0 && x < 9.2e18))
 		return -1;
-	*out = (int64_t)x;
+	int64_t n = (int64_t)x;
+	*out = (double)n < x ? n + 1 : n;
 	return 0;
 }
