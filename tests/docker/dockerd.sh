@@ -4,7 +4,8 @@
 # dockerd rewrites the network of the namespace it runs in (ip_forward, iptables and nft
 # rules, docker0, bridges) and forwards containers' DNS to that namespace's resolver, so
 # it runs only inside a network and mount namespace of its own: its own loopback, no
-# route anywhere, "dns": ["127.0.0.1"] (nothing answers there unless the test listens),
+# route anywhere, "dns": ["192.0.2.53"], an address of that namespace's own loopback link
+# (nothing answers there; docker drops a loopback server and would fall back to 8.8.8.8),
 # a tmpfs over /run (containerd's shim sockets, docker's plugin directory), an overlay
 # over /etc whose upper layer is temporary (docker writes /etc/docker/key.json and has
 # no flag to put it elsewhere) and every other path (--data-root, --exec-root,
@@ -43,13 +44,14 @@ dockerd_start() {
 	[ -n "$own" ] || own=$(awk -F: '$1 == "0" {print $3}' /proc/self/cgroup)
 	DOCKERD_CGROUP="${own%/}/$AR_TAG-docker"
 	cat >"$dir/daemon.json" <<-EOF
-		{"dns": ["127.0.0.1"], "storage-driver": "overlay2", "log-level": "warn"}
+		{"dns": ["192.0.2.53"], "storage-driver": "overlay2", "log-level": "warn"}
 	EOF
 	cat >"$dir/start.sh" <<-EOF
 		set -e
 		mount -t tmpfs -o mode=755 tmpfs /run
 		mount -t overlay overlay -o lowerdir=/etc,upperdir="$dir/etc-upper",workdir="$dir/etc-work" /etc
 		ip link set lo up
+		ip addr add 192.0.2.53/32 dev lo
 		exec "$AR_DOCKERD" --data-root "$dir/data" --exec-root "$dir/exec" \\
 		    --pidfile "$dir/dockerd.pid" -H "$DOCKER_HOST" --config-file "$dir/daemon.json" \\
 		    --cgroup-parent "$DOCKERD_CGROUP"

@@ -133,9 +133,10 @@ for ip in "$origin_ip" "$gw_net:8080" "$gw_egress:8080" "$gw_bridge:8080"; do
 	expect_match "triage agent: no way to $ip without the proxy" "^direct_$ip=(7|28)\$" "$out"
 done
 # DNS: docker's embedded resolver answers the names of containers on the agent's own
-# network (the proxy); docker 20.10 drops loopback "dns" servers and forwards other names
-# to 8.8.8.8 from the agent's own namespace, where the internal network without a host
-# address has no path: the query is not answered, and nothing reaches the host's resolver.
+# network (the proxy) and forwards other names to the daemon's "dns" (192.0.2.53, an
+# address of dockerd's own namespace: dockerd.sh) from the agent's own namespace, where the
+# internal network without a host address has no path: the query is not answered, and
+# nothing reaches the host's resolver.
 expect_match "DNS: the agent's query for an outside name gets no answer" '^dns_tried=1$' "$out"
 expect_eq "DNS: nothing reached the host's resolver" "" "$(cat "$AR_TMP/dns.log")"
 # control: the same service through a gateway of a network made with --internal alone
