@@ -127,9 +127,11 @@ finish() {
 }
 
 # --- rootless tests: an unprivileged user of the test's own ---
-# user_setup: the user `ar-u<8 hex digits of the build directory>` (made once with
-# useradd, kept between tests like any account; one per build, so that two suites run at
-# once, as in two checkouts, never gc or count each other's sandboxes), its runtime directory as logind makes it (/run/user/UID, 0700), and copies
+# user_setup: the user `ar-u<8 hex digits of the build directory>` (made by the first
+# test that needs it, shared by the suite's tests and removed after the last with its
+# runtime directory and state by user_teardown, ctest's fixture `ar_user`; one per build,
+# so that two suites run at once, as in two checkouts, never gc or count each other's
+# sandboxes), its runtime directory as logind makes it (/run/user/UID, 0700), and copies
 # of agentrun and the probe it can execute (a checkout under /root is mode 700). Sets
 # AR_USER, AR_USER_UID, AR_USER_GID, AR_USER_RUNTIME, AR_USER_BIN (agentrun and
 # ar-probe in it) and UAGENTRUN.
@@ -158,6 +160,15 @@ user_setup() {
 	chmod -R a+rX "$AR_USER_BIN"
 	UAGENTRUN=$AR_USER_BIN/agentrun
 	as_user test -x "$UAGENTRUN" || skip "$AR_USER cannot execute $UAGENTRUN"
+}
+# user_teardown: the user, its home, its runtime directory and the agentrun state in it
+# go; nothing when the user does not exist, and not while a process of it runs (a test
+# still running: userdel refuses, and the next suite reuses the user).
+user_teardown() {
+	local uid
+	uid=$(id -u "$AR_USER" 2>/dev/null) || return 0
+	userdel -r "$AR_USER" >/dev/null 2>&1 || { id -u "$AR_USER" >/dev/null 2>&1 && return 1; }
+	rm -rf "/run/user/$uid"
 }
 # as_user CMD...: CMD as AR_USER: its uid, gid and groups, no capabilities (the bounding
 # set of an ordinary login, full),
