@@ -48,6 +48,9 @@ extern const struct ar_opt ar_run_options[];
  * `--memory x: expected a size ...`, `--memory 5m: limits.memory: ... minimum`. */
 int ar_override_apply(struct ar_policy *p, struct ar_run_opts *o, const char *flag,
 		      const char *value, ar_error_t *err);
+/* Does this run option change the policy (--memory, --env, --mount...), rather than
+ * only how the run goes (--no-cgroups, --audit, --proxy-log, --no-tty, --policy)? */
+bool ar_override_changes_policy(const char *flag);
 /* Parse "UID" or "UID:GID" (numeric). Returns 0 or -1. */
 int ar_parse_user(const char *s, uid_t *uid, gid_t *gid);
 

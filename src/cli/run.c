@@ -5,7 +5,6 @@
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
 #include <pwd.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,17 +62,6 @@ static int apply(const struct ar_opt_result *r, struct ar_policy *p, struct ar_r
 	return 0;
 }
 
-/* Flags of the run, not of its policy: nothing check expects. */
-static bool run_only(const char *flag)
-{
-	static const char *const flags[] = {"--policy", "--no-cgroups", "--audit", "--proxy-log",
-					    "--no-tty"};
-	for (size_t i = 0; i < AR_ARRAY_SIZE(flags); i++)
-		if (strcmp(flag, flags[i]) == 0)
-			return true;
-	return false;
-}
-
 /* The overrides as JSON for the sandbox's state ([flag, value] pairs; a relative
  * seccomp FILE made absolute), so that check --name expects what this run was started
  * with; NULL when there are none. */
@@ -82,7 +70,7 @@ static char *overrides_json(const struct ar_opt_result *r, const char *cwd)
 	cJSON *a = cJSON_CreateArray();
 	for (size_t i = 0; i < r->n_matches; i++) {
 		const struct ar_opt_match *m = &r->matches[i];
-		if (m->opt->set == NULL || run_only(m->opt->flag))
+		if (!ar_override_changes_policy(m->opt->flag))
 			continue;
 		ar_autofree char *abs = NULL;
 		const char *v = m->value;

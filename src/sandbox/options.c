@@ -279,6 +279,20 @@ static const struct ar_opt *find(const char *flag)
 	return NULL;
 }
 
+/* The setters of the run's own options (they write the run options, not the policy). */
+static ar_opt_set_fn const run_setters[] = {set_no_cgroups, set_audit, set_proxy_log, set_no_tty};
+
+bool ar_override_changes_policy(const char *flag)
+{
+	const struct ar_opt *e = find(flag);
+	if (e == NULL || e->set == NULL) /* --policy: the file itself */
+		return false;
+	for (size_t i = 0; i < AR_ARRAY_SIZE(run_setters); i++)
+		if (e->set == run_setters[i])
+			return false;
+	return true;
+}
+
 /* The policy as this flag leaves it is checked at once, with the flag as its origin:
  * "--memory 5m: limits.memory: ... below the minimum", not the file the flag
  * overrides (the file was checked when it was read). */

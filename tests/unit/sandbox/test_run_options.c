@@ -383,6 +383,25 @@ static void test_plan_bad_target(void **state)
 	assert_int_equal(plan.n_ops, 0);
 }
 
+/* What run records for check --name: the options that change the policy, not the
+ * run's own (every row of the table is one or the other). */
+static void test_changes_policy(void **state)
+{
+	const char *policy[] = {"--memory",  "--pids",		 "--cpus",	    "--user",
+				"--env",     "--tmpfs",		 "--mount",	    "--rootfs",
+				"--seccomp", "--require-limits", "--allow-private", "--learn"};
+	const char *run[] = {"--policy",    "--no-cgroups", "--audit",
+			     "--proxy-log", "--no-tty",	    "--no-such-flag"};
+	for (size_t i = 0; i < sizeof(policy) / sizeof(policy[0]); i++)
+		assert_true(ar_override_changes_policy(policy[i]));
+	for (size_t i = 0; i < sizeof(run) / sizeof(run[0]); i++)
+		assert_false(ar_override_changes_policy(run[i]));
+	size_t n = 0;
+	for (const struct ar_opt *o = ar_run_options; o->flag != NULL; o++)
+		n++;
+	assert_int_equal(n, sizeof(policy) / sizeof(policy[0]) + 5);
+}
+
 static void test_path_under(void **state)
 {
 	assert_true(ar_path_under("/home", "/home"));
@@ -441,6 +460,7 @@ int main(void)
 	    cmocka_unit_test(test_plan_host_root),
 	    cmocka_unit_test(test_plan_rootfs_and_home),
 	    cmocka_unit_test(test_plan_bad_target),
+	    cmocka_unit_test(test_changes_policy),
 	    cmocka_unit_test(test_path_under),
 	    cmocka_unit_test(test_mountinfo),
 	};
