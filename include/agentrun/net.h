@@ -144,8 +144,9 @@ struct ar_net_proxy_opts {
 	/* The policy's secrets with their placeholders (ar_secrets_new), or NULL: the
 	 * child reads the values, makes the sandbox CA and reports its certificate. */
 	struct ar_secrets *secrets;
-	int userns_fd; /* not root: the sandbox's user namespace, which then owns the
-			* proxy netns too (docs/rootless.md); -1 as root */
+	int userns_fd;	  /* not root: the sandbox's user namespace, which then owns the
+			   * proxy netns too (docs/rootless.md); -1 as root */
+	int busy_poll_us; /* ar_proxy_config's: 0 = the default, negative = never */
 };
 
 /* Fork the proxy: it makes the proxy netns first (lo up, IPv6 off for new links, its
@@ -235,6 +236,7 @@ struct ar_net_opts {
 	const char *audit_path;	 /* --audit FILE, else AR_STATE_ROOT/audit/NAME.jsonl */
 	const char *proxy_log;	 /* --proxy-log FILE, else agentrun's stderr */
 	bool no_cgroups;	 /* no cgroup for the proxy either */
+	int busy_poll_us;	 /* --proxy-busy-poll: 0 = the default, negative = never */
 };
 
 struct ar_net {
@@ -244,7 +246,8 @@ struct ar_net {
 	bool allocated;
 	bool audit_default; /* the audit is ours to remove when it stayed empty */
 	bool no_cgroups;
-	int audit_fd; /* opened before the clone, handed to the proxy after it */
+	int busy_poll_us; /* the proxy's (ar_net_opts) */
+	int audit_fd;	  /* opened before the clone, handed to the proxy after it */
 	int log_fd;
 	struct ar_net_plan plan; /* network: proxy */
 	struct ar_net_topology topo;

@@ -117,7 +117,14 @@ struct ar_proxy_config {
 	 * of the proxy itself: how an agent in another pod learns what to trust (agentrun
 	 * proxy --secret; docs/secrets.md). Borrowed; NULL: not served. */
 	const char *ca_bundle_pem;
+	/* Before the loop sleeps it may poll for up to this many µs, adaptively (nothing
+	 * while idle or while answers take longer: docs/proxy.md "Busy polling"); a round
+	 * trip through a fast upstream then skips two wakeups, which on a virtual machine
+	 * cost tens of µs each. 0 = AR_PROXY_BUSY_POLL_US, negative = never. */
+	int busy_poll_us;
 };
+#define AR_PROXY_BUSY_POLL_US	  100
+#define AR_PROXY_BUSY_POLL_US_MAX 10000
 
 struct ar_proxy_stats {
 	uint64_t requests;
@@ -130,6 +137,8 @@ struct ar_proxy_stats {
 	uint64_t log_dropped;	/* log lines dropped because the log would have blocked */
 	uint64_t dns_queries;	/* answered (or dropped) by the DNS stub; never forwarded */
 	uint64_t audit_dropped; /* audit lines dropped: the audit FIFO would have blocked */
+	uint64_t busy_polls;	/* waits that began with a busy poll */
+	uint64_t busy_caught;	/* and of those, the ones the poll answered */
 };
 
 struct ar_proxy;

@@ -29,6 +29,7 @@ struct ar_run_opts {
 	const char *policy_path; /* --policy FILE, recorded in the sandbox's state */
 	const char *audit_path;	 /* --audit FILE: the proxy's audit (default: state dir) */
 	const char *proxy_log;	 /* --proxy-log FILE: the proxy's log lines (default stderr) */
+	int proxy_busy_poll_us;	 /* --proxy-busy-poll USEC: 0 = the default, -1 = never */
 	const char *overrides;	 /* the policy's overrides as JSON, recorded in the state */
 };
 
@@ -49,7 +50,8 @@ extern const struct ar_opt ar_run_options[];
 int ar_override_apply(struct ar_policy *p, struct ar_run_opts *o, const char *flag,
 		      const char *value, ar_error_t *err);
 /* Does this run option change the policy (--memory, --env, --mount...), rather than
- * only how the run goes (--no-cgroups, --audit, --proxy-log, --no-tty, --policy)? */
+ * only how the run goes (--no-cgroups, --audit, --proxy-log, --proxy-busy-poll, --no-tty,
+ * --policy)? */
 bool ar_override_changes_policy(const char *flag);
 /* Parse "UID" or "UID:GID" (numeric). Returns 0 or -1. */
 int ar_parse_user(const char *s, uid_t *uid, gid_t *gid);

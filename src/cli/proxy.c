@@ -188,6 +188,17 @@ static int set_max_conns(void *ctx, const struct ar_opt *opt, const char *arg, a
 	return 0;
 }
 
+static int set_busy_poll(void *ctx, const struct ar_opt *opt, const char *arg, ar_error_t *err)
+{
+	int64_t v;
+	if (ar_parse_int(arg, 0, AR_PROXY_BUSY_POLL_US_MAX, &v) == -1)
+		return ar_error_make(err, 0,
+				     "--busy-poll `%s`: expected 0 (never) to %d microseconds", arg,
+				     AR_PROXY_BUSY_POLL_US_MAX);
+	((struct cli_state *)ctx)->cfg.busy_poll_us = v > 0 ? (int)v : -1;
+	return 0;
+}
+
 /* ---- secrets (docs/secrets.md, "Under docker and Kubernetes") ---- */
 
 static bool var_name(const char *s, size_t n)
@@ -306,6 +317,9 @@ static const struct ar_opt opts[] = {
      CFG(idle_timeout_ms)},
     {"--keepalive-timeout", 0, "SEC", "idle client connection between requests (default 60)",
      set_timeout, CFG(keepalive_timeout_ms)},
+    {"--busy-poll", 0, "USEC",
+     "poll up to USEC before sleeping, adaptively (default\n100; 0: never; docs/proxy.md)",
+     set_busy_poll, 0},
     {"--max-bytes-out", 0, "HOST=BYTES",
      "close HOST's tunnels past BYTES sent in all\n(413 in the audit; repeatable; not with "
      "--policy)",

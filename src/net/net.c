@@ -144,6 +144,7 @@ static int start_proxy(struct ar_net *n, int userns, ar_error_t *err)
 	    .stop_with = n->state.pid,
 	    .secrets = n->secrets,
 	    .userns_fd = userns,
+	    .busy_poll_us = n->busy_poll_us,
 	};
 	if (ar_net_proxy_start(&po, &n->proxy, err) == -1)
 		return -1;
@@ -163,7 +164,8 @@ int ar_net_start(struct ar_net *n, const struct ar_policy *p, const struct ar_ne
 			     .resolv_fd = -1,
 			     .bundle_fd = -1,
 			     .kubeconfig_fd = -1,
-			     .no_cgroups = o->no_cgroups};
+			     .no_cgroups = o->no_cgroups,
+			     .busy_poll_us = o->busy_poll_us};
 	n->state.net_index = -1;
 	ar_net_gc(); /* the caller's own: root's, or this user's */
 	snprintf(n->state.name, sizeof(n->state.name), "%s-%d", p->name, (int)getpid());

@@ -276,6 +276,7 @@ static int build_proxy(struct child *c, ar_error_t *err)
 	c->stop_fd = -1; /* the proxy's now */
 	cfg.secrets = c->o->secrets;
 	cfg.tls = c->tls;
+	cfg.busy_poll_us = c->o->busy_poll_us;
 	return ar_proxy_create(&cfg, &c->px, err);
 }
 

@@ -13,11 +13,16 @@
 
 #define BATCH 256
 
-int64_t ev_clock_ms(void)
+static int64_t clock_us(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t ev_clock_ms(void)
+{
+	return clock_us() / 1000;
 }
 
 static void drain_wake(void *arg, uint32_t events)
@@ -222,10 +227,50 @@ static void fire_timers(struct ev_loop *l)
 	}
 }
 
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+void ev_set_busy_poll(struct ev_loop *l, int max_us)
+{
+	l->poll.max = max_us > 0 ? max_us : 0;
+	l->poll.window = 0;
+}
+
+void ev_poll_adapt(struct ev_poll *p, int64_t waited_us)
+{
+	if (waited_us <= p->max)
+		p->window = p->window ? min64(p->window * 2, p->max) : min64(EV_POLL_START, p->max);
+	else
+		p->window = p->window / 2 >= EV_POLL_START ? p->window / 2 : 0;
+}
+
+/* epoll_wait for up to timeout ms, polling first (struct ev_poll); a poll that finds
+ * an event leaves the window as it is. */
+static int wait_events(struct ev_loop *l, struct epoll_event *evs, int timeout)
+{
+	struct ev_poll *p = &l->poll;
+	if (timeout == 0 || p->max == 0)
+		return epoll_wait(l->epfd, evs, BATCH, timeout);
+	int64_t start = clock_us();
+	if (p->window > 0) {
+		p->polls++;
+		do {
+			int n = epoll_wait(l->epfd, evs, BATCH, 0);
+			if (n != 0)
+				return p->caught += n > 0, n;
+		} while (clock_us() - start < p->window);
+	}
+	int n = epoll_wait(l->epfd, evs, BATCH, timeout);
+	ev_poll_adapt(p, clock_us() - start);
+	return n;
+}
+
 int ev_run_once(struct ev_loop *l, int max_ms, ar_error_t *err)
 {
 	struct epoll_event evs[BATCH];
-	int n = epoll_wait(l->epfd, evs, BATCH, l->tasks ? 0 : ev_next_timeout(l, max_ms));
+	int n = wait_events(l, evs, l->tasks ? 0 : ev_next_timeout(l, max_ms));
 	if (n == -1 && errno != EINTR)
 		return ar_error_make(err, errno, "epoll_wait");
 	l->now = ev_clock_ms();

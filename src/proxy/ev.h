@@ -40,6 +40,20 @@ struct ev_task {
 	bool queued;
 };
 
+/* Adaptive busy polling (ev_set_busy_poll): before it sleeps, the loop polls epoll for
+ * up to `window` µs. On a virtual machine a sleeping process is woken through the
+ * hypervisor (an IPI, a vCPU to schedule: tens of µs), which a request waiting on its
+ * answer pays twice per round trip; a loop still polling takes the event at once. The
+ * window adapts the way the kernel's haltpoll governor does: it grows (doubling from
+ * EV_POLL_START up to `max`) when the loop slept for less than `max` (a longer poll
+ * would have caught the event) and halves to nothing when it slept for longer (the poll
+ * was wasted), so an idle proxy does not poll at all. */
+#define EV_POLL_START 8 /* µs */
+struct ev_poll {
+	int64_t max, window;	/* µs; max 0: never poll */
+	uint64_t polls, caught; /* polls made, and those that found an event */
+};
+
 struct ev_loop {
 	int epfd;
 	int wakefd;
@@ -53,6 +67,7 @@ struct ev_loop {
 	void **grave;
 	size_t n_grave, cap_grave;
 	atomic_bool stop;
+	struct ev_poll poll;
 };
 
 int64_t ev_clock_ms(void);
@@ -81,6 +96,10 @@ void ev_collect(struct ev_loop *l);
 int ev_run_once(struct ev_loop *l, int max_ms, ar_error_t *err);
 /* Milliseconds until the next timer (max_ms when none is sooner). */
 int ev_next_timeout(const struct ev_loop *l, int max_ms);
+/* Poll for up to max_us µs, adaptively (struct ev_poll), before sleeping; 0: never. */
+void ev_set_busy_poll(struct ev_loop *l, int max_us);
+/* The window after the loop waited (polled, then slept) waited_us µs for an event. */
+void ev_poll_adapt(struct ev_poll *p, int64_t waited_us);
 /* From any thread or a signal handler: make ev_run_once return soon. */
 void ev_wake(struct ev_loop *l);
 

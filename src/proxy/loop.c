@@ -485,6 +485,9 @@ int ar_proxy_create(const struct ar_proxy_config *cfg, struct ar_proxy **out, ar
 		return -1;
 	if (ev_init(&px->loop, err) == -1)
 		return -1;
+	ev_set_busy_poll(&px->loop, cfg->busy_poll_us == 0  ? AR_PROXY_BUSY_POLL_US
+				    : cfg->busy_poll_us < 0 ? 0
+							    : cfg->busy_poll_us);
 	px->house = (struct ev_timer){.fn = housekeeping, .arg = px};
 	px->resume = (struct ev_timer){.fn = resume_accept, .arg = px};
 	if (setup_signals(px, err) == -1 || resolver_init(px, err) == -1 || pipes_init(px) == -1)
@@ -510,6 +513,11 @@ static void log_summary(struct ar_proxy *px)
 		      " allowed, %" PRIu64 " failed, %" PRIu64 " denied, %" PRIu64 " bytes out\n",
 		      px->stats.requests, px->stats.allowed, px->stats.failed, px->stats.denied,
 		      px->stats.bytes_out);
+	if (px->loop.poll.polls > 0)
+		ar_buf_printf(&px->line,
+			      "agentrun proxy: busy polling (up to %" PRId64
+			      " us) answered %" PRIu64 " of %" PRIu64 " wait(s)\n",
+			      px->loop.poll.max, px->loop.poll.caught, px->loop.poll.polls);
 	if (px->log.dropped > 0) /* this line may be the first to get through */
 		ar_buf_printf(&px->line,
 			      "agentrun proxy: %" PRIu64 " log line(s) dropped in all: the log "
@@ -566,6 +574,8 @@ void ar_proxy_get_stats(const struct ar_proxy *px, struct ar_proxy_stats *out)
 	out->open_conns = px->n_clients;
 	out->log_dropped = px->log.dropped;
 	out->audit_dropped = px->audit.dropped;
+	out->busy_polls = px->loop.poll.polls;
+	out->busy_caught = px->loop.poll.caught;
 }
 
 const char *ar_proxy_listen_name(const struct ar_proxy *px, size_t i)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agentrun/proxy.h"
 #include "agentrun/rules.h"
 #include "agentrun/sandbox.h"
 #include "agentrun/util.h"
@@ -230,6 +231,15 @@ static int set_proxy_log(void *ctx, const struct ar_opt *opt, const char *v, ar_
 	return 0;
 }
 
+static int set_proxy_busy_poll(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
+{
+	int64_t us;
+	if (ar_parse_int(v, 0, AR_PROXY_BUSY_POLL_US_MAX, &us) == -1)
+		return bad(err, opt, v, "0 (never) to 10000 microseconds");
+	((struct ctx *)ctx)->o->proxy_busy_poll_us = us > 0 ? (int)us : -1;
+	return 0;
+}
+
 static int set_no_tty(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
 	struct ar_run_opts *o = ((struct ctx *)ctx)->o;
@@ -266,6 +276,10 @@ const struct ar_opt ar_run_options[] = {
     {"--audit", 0, "FILE", "the proxy's audit log (default /run/agentrun/audit/NAME.jsonl)",
      set_audit, 0},
     {"--proxy-log", 0, "FILE", "the proxy's log lines (default: stderr)", set_proxy_log, 0},
+    {"--proxy-busy-poll", 0, "USEC",
+     "the proxy may poll this long before it sleeps\n(default 100, adaptive; 0: never; "
+     "docs/proxy.md)",
+     set_proxy_busy_poll, 0},
     {"--no-tty", 0, NULL, "pass a terminal on stdin straight through (no pty of its own)",
      set_no_tty, 0},
     {NULL},
@@ -280,7 +294,8 @@ static const struct ar_opt *find(const char *flag)
 }
 
 /* The setters of the run's own options (they write the run options, not the policy). */
-static ar_opt_set_fn const run_setters[] = {set_no_cgroups, set_audit, set_proxy_log, set_no_tty};
+static ar_opt_set_fn const run_setters[] = {set_no_cgroups, set_audit, set_proxy_log,
+					    set_proxy_busy_poll, set_no_tty};
 
 bool ar_override_changes_policy(const char *flag)
 {

@@ -145,6 +145,7 @@ static int network(struct sandbox *sb, ar_error_t *err)
 	    .audit_path = sb->o->audit_path,
 	    .proxy_log = sb->o->proxy_log,
 	    .no_cgroups = sb->o->no_cgroups,
+	    .busy_poll_us = sb->o->proxy_busy_poll_us,
 	};
 	return ar_net_start(&sb->net, sb->p, &o, err);
 }

@@ -161,7 +161,7 @@ static void test_table(void **state)
 }
 
 /* --allow-private appends to proxy.allow_private (NULL-terminated); bad CIDRs name the flag;
- * --audit and --proxy-log land in the run options. */
+ * --audit, --proxy-log and --proxy-busy-poll land in the run options. */
 static void test_network_overrides(void **state)
 {
 	ar_autopolicy struct ar_policy *p = default_policy();
@@ -178,6 +178,15 @@ static void test_network_overrides(void **state)
 	assert_string_equal(o.audit_path, "/tmp/a.jsonl");
 	assert_int_equal(ar_override_apply(p, &o, "--proxy-log", "/tmp/l", NULL), 0);
 	assert_string_equal(o.proxy_log, "/tmp/l");
+	/* --proxy-busy-poll: 0 is "never" (-1), a cap up to 10000 us, nothing else */
+	assert_int_equal(ar_override_apply(p, &o, "--proxy-busy-poll", "250", NULL), 0);
+	assert_int_equal(o.proxy_busy_poll_us, 250);
+	assert_int_equal(ar_override_apply(p, &o, "--proxy-busy-poll", "0", NULL), 0);
+	assert_int_equal(o.proxy_busy_poll_us, -1);
+	ar_auto_error ar_error_t bad = NULL;
+	assert_int_equal(ar_override_apply(p, &o, "--proxy-busy-poll", "10001", &bad), -1);
+	assert_non_null(strstr(bad->msg, "--proxy-busy-poll 10001"));
+	assert_int_equal(o.proxy_busy_poll_us, -1);
 }
 
 /* The proxy variables come after TERM, in the one order of ar_proxy_env_foreach. */
@@ -390,8 +399,8 @@ static void test_changes_policy(void **state)
 	const char *policy[] = {"--memory",  "--pids",		 "--cpus",	    "--user",
 				"--env",     "--tmpfs",		 "--mount",	    "--rootfs",
 				"--seccomp", "--require-limits", "--allow-private", "--learn"};
-	const char *run[] = {"--policy",    "--no-cgroups", "--audit",
-			     "--proxy-log", "--no-tty",	    "--no-such-flag"};
+	const char *run[] = {"--policy",	  "--no-cgroups", "--audit",	   "--proxy-log",
+			     "--proxy-busy-poll", "--no-tty",	  "--no-such-flag"};
 	for (size_t i = 0; i < sizeof(policy) / sizeof(policy[0]); i++)
 		assert_true(ar_override_changes_policy(policy[i]));
 	for (size_t i = 0; i < sizeof(run) / sizeof(run[0]); i++)
@@ -399,7 +408,7 @@ static void test_changes_policy(void **state)
 	size_t n = 0;
 	for (const struct ar_opt *o = ar_run_options; o->flag != NULL; o++)
 		n++;
-	assert_int_equal(n, sizeof(policy) / sizeof(policy[0]) + 5);
+	assert_int_equal(n, sizeof(policy) / sizeof(policy[0]) + 6);
 }
 
 static void test_path_under(void **state)
