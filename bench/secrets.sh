@@ -4,7 +4,8 @@
 #   requests/s over kept-alive HTTPS through agentrun's terminated connections (a secret's
 #     host) at 1 and 16 connections, beside the same through agentrun's plain CONNECT
 #     tunnel (a host no secret is for) and through mitmproxy (regular mode, trusting the
-#     same origin CA)
+#     same origin CA); at 1 connection also with the proxy's busy polling off
+#     (--proxy-busy-poll 0, docs/proxy.md), what the default's polling is worth
 #   one 256 MiB download through a terminated connection vs a plain tunnel
 #   `agentrun -- /bin/true` (no secrets) interleaved against AGENTRUN_BEFORE, when given:
 #     the start must not pay for TLS (agentrun-tls.so is loaded only with secrets)
@@ -141,6 +142,11 @@ set -e
 . /b/funcs.sh
 A=https://api.bench.example:$P U=https://tun.bench.example:$P
 key="Authorization: Bearer $BENCH_KEY"
+if [ "$OFF" = 1 ]; then # the proxy without busy polling: 1 connection only
+	echo "tterm1off $(tget /b/ar-tlsget 1 "$T1" 3 "$A/small" -H "$key" | cut -d' ' -f1)"
+	echo "ttun1off $(tget /b/ar-tlsget 1 "$T1" 3 "$U/small" -C /b/ca.pem | cut -d' ' -f1)"
+	exit 0
+fi
 for c in 1 16; do
 	n=$T16 && [ $c = 16 ] || n=$T1
 	echo "tterm$c $(tget /b/ar-tlsget $c "$n" 3 "$A/small" -H "$key" | cut -d' ' -f1)"
@@ -165,7 +171,10 @@ for r in $(seq 1 "$ROUNDS"); do
 	BENCH_KEY=bench-real-value "$AGENTRUN" run --policy "$tmp/policy.json" --mount "$tmp:/b" \
 		--audit "$tmp/audit.jsonl" --proxy-log "$tmp/proxy.log" \
 		-- env N1="$N1" N16="$N16" T1="$T1" T16="$T16" MB="$MB" LIMIT="$LIMIT" P="$P" \
-		CURL=$((r == 1)) bash /b/inside.sh >>"$tmp/in.out"
+		CURL=$((r == 1)) OFF=0 bash /b/inside.sh >>"$tmp/in.out"
+	BENCH_KEY=bench-real-value "$AGENTRUN" run --policy "$tmp/policy.json" --mount "$tmp:/b" \
+		--proxy-busy-poll 0 --audit "$tmp/audit-off.jsonl" --proxy-log /dev/null \
+		-- env T1="$T1" LIMIT="$LIMIT" P="$P" OFF=1 bash /b/inside.sh >>"$tmp/in.out"
 	echo "tm1 $(tget "$TLSGET" 1 "$TM" 3 "https://api.bench.example:$P/small" "${tc[@]}" | cut -d' ' -f1)"
 	echo "tm16 $(tget "$TLSGET" 16 "$((TM / 8))" 3 "https://api.bench.example:$P/small" "${tc[@]}" | cut -d' ' -f1)"
 	[ "$r" = 1 ] || continue
@@ -185,6 +194,7 @@ printf 'the origin alone (ar-tlsget, no proxy): %s GETs/s on 1 connection, %s on
 printf '%-28s %10s %7s %10s %10s %12s\n' "kept-alive HTTPS GETs/s" terminated tunnel mitmproxy term/mitm term/tunnel
 row "  ar-tlsget, 1 connection" "$(val tterm1)" "$(val ttun1)" "$(val tm1)"
 row "  ar-tlsget, 16 connections" "$(val tterm16)" "$(val ttun16)" "$(val tm16)"
+row "  1 connection, no busy poll" "$(val tterm1off)" "$(val ttun1off)" "$(val tm1)"
 row "  curl, 1 connection" "$(val term1)" "$(val tun1)" "$(val m1)"
 row "  curl, 16 connections" "$(val term16)" "$(val tun16)" "$(val m16)"
 printf 'one %d MiB download MB/s: ar-tlsget terminated %s, tunnel %s: %s; curl %s, %s: %s\n' "$MB" \

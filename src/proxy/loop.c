@@ -508,16 +508,17 @@ static void finish_all(struct ar_proxy *px)
 static void log_summary(struct ar_proxy *px)
 {
 	ar_buf_reset(&px->line);
-	ar_buf_printf(&px->line,
-		      "agentrun proxy stopped: %" PRIu64 " request(s), %" PRIu64
-		      " allowed, %" PRIu64 " failed, %" PRIu64 " denied, %" PRIu64 " bytes out\n",
-		      px->stats.requests, px->stats.allowed, px->stats.failed, px->stats.denied,
-		      px->stats.bytes_out);
+	/* before the summary, which stays the last line when nothing was dropped */
 	if (px->loop.poll.polls > 0)
 		ar_buf_printf(&px->line,
 			      "agentrun proxy: busy polling (up to %" PRId64
 			      " us) answered %" PRIu64 " of %" PRIu64 " wait(s)\n",
 			      px->loop.poll.max, px->loop.poll.caught, px->loop.poll.polls);
+	ar_buf_printf(&px->line,
+		      "agentrun proxy stopped: %" PRIu64 " request(s), %" PRIu64
+		      " allowed, %" PRIu64 " failed, %" PRIu64 " denied, %" PRIu64 " bytes out\n",
+		      px->stats.requests, px->stats.allowed, px->stats.failed, px->stats.denied,
+		      px->stats.bytes_out);
 	if (px->log.dropped > 0) /* this line may be the first to get through */
 		ar_buf_printf(&px->line,
 			      "agentrun proxy: %" PRIu64 " log line(s) dropped in all: the log "
