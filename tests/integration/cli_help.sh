@@ -59,6 +59,15 @@ for c in $cmds; do
 	done <"$AR_TMP/opts.$c"
 done
 
+# the option tables of the docs are written by hand: every option run and proxy take has
+# its row there (docs/sandbox.md, docs/proxy.md)
+for pair in run:sandbox proxy:proxy; do
+	c=${pair%%:*} doc=${AR_SOURCE_DIR:?}/docs/${pair#*:}.md
+	while read -r flag _; do
+		grep -qF -- "| \`$flag" "$doc" || fail "$c $flag has no row in docs/${pair#*:}.md's option table"
+	done <"$AR_TMP/opts.$c"
+done
+
 # the exit statuses each help states are the README's
 readme=$(tr '\n' ' ' <"${AR_SOURCE_DIR:?}/README.md")
 expect_match "README: net's 1" '`net` 1 when it could not build or remove the netns' "$readme"
