@@ -76,6 +76,10 @@ static void proxy_args(struct k8s_ctx *c, struct kn *ctr)
 	kn_str(args, NULL, "proxy");
 	kn_str(args, NULL, "--listen");
 	kn_strf(args, NULL, "0.0.0.0:%d", p->proxy.port);
+	/* the container has a CPU limit (small_resources): polling would spend its quota,
+	 * and a throttled proxy stalls every connection (docs/proxy.md, "Busy polling") */
+	kn_note(kn_str(args, NULL, "--busy-poll"), "no busy polling under the CPU limit");
+	kn_str(args, NULL, "0");
 	for (size_t i = 0; i < p->n_allowed_hosts; i++) {
 		kn_str(args, NULL, "--allow");
 		kn_str(args, NULL, p->allowed_hosts[i]);
