@@ -133,11 +133,11 @@ static void test_full(void **state)
 	assert_string_equal(get(c, "env/0/value")->valuestring, "http://t-proxy:8080");
 	cJSON *proxy = get(object(l, "Deployment", "t-proxy"), "spec/template/spec");
 	ar_autofree char *pargs = args_joined(get(proxy, "containers/0/args"));
-	assert_string_equal(pargs,
-			    "proxy --listen 0.0.0.0:8080 --busy-poll 0 --allow a.example.com --allow "
-			    "*.b.example.com:8443 --allow 10.0.0.5 --max-bytes-out "
-			    "a.example.com=5 --sni check --allow-private 172.18.0.0/16 "
-			    "--allow-private fd00::1 --audit /var/log/agentrun/audit.jsonl ");
+	assert_string_equal(
+	    pargs, "proxy --listen 0.0.0.0:8080 --busy-poll 0 --allow a.example.com --allow "
+		   "*.b.example.com:8443 --allow 10.0.0.5 --max-bytes-out "
+		   "a.example.com=5 --sni check --allow-private 172.18.0.0/16 "
+		   "--allow-private fd00::1 --audit /var/log/agentrun/audit.jsonl ");
 	assert_string_equal(get(proxy, "securityContext/seccompProfile/type")->valuestring,
 			    "RuntimeDefault");
 	cJSON *np = object(l, "NetworkPolicy", "t-proxy");
