@@ -125,6 +125,9 @@ struct ar_proxy_config {
 };
 #define AR_PROXY_BUSY_POLL_US	  100
 #define AR_PROXY_BUSY_POLL_US_MAX 10000
+/* A --busy-poll / --proxy-busy-poll value: 0 (never: *us = -1) to the max; -1 on
+ * anything else (the caller names its flag). */
+int ar_proxy_busy_poll_arg(const char *v, int *us);
 
 struct ar_proxy_stats {
 	uint64_t requests;
@@ -137,8 +140,6 @@ struct ar_proxy_stats {
 	uint64_t log_dropped;	/* log lines dropped because the log would have blocked */
 	uint64_t dns_queries;	/* answered (or dropped) by the DNS stub; never forwarded */
 	uint64_t audit_dropped; /* audit lines dropped: the audit FIFO would have blocked */
-	uint64_t busy_polls;	/* waits that began with a busy poll */
-	uint64_t busy_caught;	/* and of those, the ones the poll answered */
 };
 
 struct ar_proxy;

@@ -190,12 +190,10 @@ static int set_max_conns(void *ctx, const struct ar_opt *opt, const char *arg, a
 
 static int set_busy_poll(void *ctx, const struct ar_opt *opt, const char *arg, ar_error_t *err)
 {
-	int64_t v;
-	if (ar_parse_int(arg, 0, AR_PROXY_BUSY_POLL_US_MAX, &v) == -1)
+	if (ar_proxy_busy_poll_arg(arg, &((struct cli_state *)ctx)->cfg.busy_poll_us) == -1)
 		return ar_error_make(err, 0,
 				     "--busy-poll `%s`: expected 0 (never) to %d microseconds", arg,
 				     AR_PROXY_BUSY_POLL_US_MAX);
-	((struct cli_state *)ctx)->cfg.busy_poll_us = v > 0 ? (int)v : -1;
 	return 0;
 }
 

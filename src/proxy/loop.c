@@ -36,6 +36,15 @@ void ar_proxy_config_init(struct ar_proxy_config *cfg)
 	cfg->stop_fd = -1;
 }
 
+int ar_proxy_busy_poll_arg(const char *v, int *us)
+{
+	int64_t n;
+	if (ar_parse_int(v, 0, AR_PROXY_BUSY_POLL_US_MAX, &n) == -1)
+		return -1;
+	*us = n > 0 ? (int)n : -1;
+	return 0;
+}
+
 /* Out of descriptors: said through the log queue (never a blocking write), at most
  * once per WARN_EVERY_MS however often accept is paused meanwhile. */
 static void warn_accept(struct ar_proxy *px, int error)
@@ -575,8 +584,6 @@ void ar_proxy_get_stats(const struct ar_proxy *px, struct ar_proxy_stats *out)
 	out->open_conns = px->n_clients;
 	out->log_dropped = px->log.dropped;
 	out->audit_dropped = px->audit.dropped;
-	out->busy_polls = px->loop.poll.polls;
-	out->busy_caught = px->loop.poll.caught;
 }
 
 const char *ar_proxy_listen_name(const struct ar_proxy *px, size_t i)

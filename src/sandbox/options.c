@@ -233,10 +233,8 @@ static int set_proxy_log(void *ctx, const struct ar_opt *opt, const char *v, ar_
 
 static int set_proxy_busy_poll(void *ctx, const struct ar_opt *opt, const char *v, ar_error_t *err)
 {
-	int64_t us;
-	if (ar_parse_int(v, 0, AR_PROXY_BUSY_POLL_US_MAX, &us) == -1)
+	if (ar_proxy_busy_poll_arg(v, &((struct ctx *)ctx)->o->proxy_busy_poll_us) == -1)
 		return bad(err, opt, v, "0 (never) to 10000 microseconds");
-	((struct ctx *)ctx)->o->proxy_busy_poll_us = us > 0 ? (int)us : -1;
 	return 0;
 }
 
